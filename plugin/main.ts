@@ -1,0 +1,26 @@
+// The vmzones executable. The Argo Rollouts controller launches it once per configured plugin name and tells
+// it its role through the go-plugin magic cookie: `step` serves vmzones/step, `metricprovider` vmzones/gates.
+
+import { createGatesProvider } from './gates/provider.ts';
+import { createLogger, servePlugin } from './goplugin/index.ts';
+import { metricDispenseName, metricService } from './rollouts/metric-service.ts';
+import { stepDispenseName, stepService } from './rollouts/step-service.ts';
+import { createZoneStepPlugin } from './zones/step-plugin.ts';
+
+const logger = createLogger('vmzones');
+// InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
+const hooks = {
+  onInitFailure(error: Error) {
+    logger.error('InitPlugin failed; exiting so that the controller starts a new plugin process', { error: error.message });
+    process.exit(1);
+  },
+};
+
+servePlugin({
+  cookieKey: 'ARGO_ROLLOUTS_RPC_PLUGIN',
+  logger,
+  roles: {
+    step: { [stepDispenseName]: stepService(createZoneStepPlugin(), hooks) },
+    metricprovider: { [metricDispenseName]: metricService(createGatesProvider(), hooks) },
+  },
+});

@@ -1,0 +1,98 @@
+// net/rpc service "Plugin" of a dispensed RpcMetricProviderPlugin.
+
+import type { GobValue } from '../goplugin/gob/index.ts';
+import type { RpcReply, RpcService } from './rpc-types.ts';
+import { measurementSchema, rpcErrorSchema, stringMapSchema, stringSchema } from './schemas.ts';
+import { errorMessage, type ServiceHooks } from './step-service.ts';
+import { nowRfc3339, rfc3339ToGoTimeBytes } from './time.ts';
+import type { MeasurementResult, MeasurementView, MetricProvider } from './types.ts';
+import { analysisRunView, measurementView, metricView } from './views.ts';
+import { unwrapInterface } from './wire-read.ts';
+
+export const metricDispenseName = 'RpcMetricProviderPlugin';
+
+const completedPhases = new Set(['Successful', 'Failed', 'Error', 'Inconclusive']);
+const validPhases = new Set([...completedPhases, 'Pending', 'Running']);
+/** Used only when a provider forgets ResumeAt on Running: without it nothing would ever resume the measurement. */
+const fallbackResumeMs = 10_000;
+
+export function metricService(provider: MetricProvider, hooks: ServiceHooks): RpcService {
+  const measure =
+    (argsName: string, op: 'run' | 'resume' | 'terminate') =>
+    async (body: GobValue): Promise<RpcReply> => {
+      let previous: MeasurementView | undefined;
+      let result: MeasurementResult;
+      try {
+        const args = unwrapInterface(body, argsName);
+        const run = analysisRunView(args.struct('AnalysisRun'));
+        const metric = metricView(args.struct('Metric'));
+        if (op === 'run') {
+          result = await provider.run(run, metric);
+        } else {
+          previous = measurementView(args.struct('Measurement'));
+          result = await provider[op](run, metric, previous);
+        }
+        if (!validPhases.has(result.phase)) throw new Error(`plugin bug: measurement phase ${JSON.stringify(result.phase)}`);
+      } catch (err) {
+        result = { phase: 'Error', message: errorMessage(err) };
+      }
+      return { schema: measurementSchema, value: encodeMeasurement(result, previous) };
+    };
+
+  return {
+    InitPlugin: async () => {
+      try {
+        await provider.init();
+        return { schema: rpcErrorSchema, value: {} };
+      } catch (err) {
+        queueMicrotask(() => hooks.onInitFailure(err instanceof Error ? err : new Error(String(err))));
+        return { schema: rpcErrorSchema, value: { ErrorString: errorMessage(err) } };
+      }
+    },
+    Run: measure('RunArgs', 'run'),
+    Resume: measure('TerminateAndResumeArgs', 'resume'),
+    Terminate: measure('TerminateAndResumeArgs', 'terminate'),
+    GarbageCollect: async (body) => {
+      try {
+        const args = unwrapInterface(body, 'GarbageCollectArgs');
+        await provider.garbageCollect(
+          analysisRunView(args.struct('AnalysisRun')),
+          metricView(args.struct('Metric')),
+          args.int('Limit') ?? 0,
+        );
+        return { schema: rpcErrorSchema, value: {} };
+      } catch (err) {
+        return { schema: rpcErrorSchema, value: { ErrorString: errorMessage(err) } };
+      }
+    },
+    GetMetadata: async (body) => {
+      let metadata: Record<string, string>;
+      try {
+        const args = unwrapInterface(body, 'GetMetadataArgs');
+        metadata = await provider.getMetadata(metricView(args.struct('Metric')));
+      } catch (err) {
+        // The controller reports a metadata map with key "error" as a failure.
+        metadata = { error: errorMessage(err) };
+      }
+      return { schema: stringMapSchema, value: new Map(Object.entries(metadata)) };
+    },
+    Type: async () => ({ schema: stringSchema, value: provider.type() }),
+  };
+}
+
+function encodeMeasurement(m: MeasurementResult, previous: MeasurementView | undefined): Record<string, unknown> {
+  const completed = completedPhases.has(m.phase);
+  const startedAt = m.startedAt ?? previous?.startedAt ?? nowRfc3339();
+  const finishedAt = m.finishedAt ?? (completed ? nowRfc3339() : undefined);
+  const resumeAt =
+    m.resumeAt ?? (completed ? undefined : new Date(Date.now() + fallbackResumeMs).toISOString());
+  return {
+    Phase: m.phase,
+    Message: m.message ?? '',
+    StartedAt: rfc3339ToGoTimeBytes(startedAt),
+    FinishedAt: finishedAt === undefined ? undefined : rfc3339ToGoTimeBytes(finishedAt),
+    Value: m.value ?? '',
+    Metadata: m.metadata === undefined ? undefined : new Map(Object.entries(m.metadata)),
+    ResumeAt: resumeAt === undefined ? undefined : rfc3339ToGoTimeBytes(resumeAt),
+  };
+}
