@@ -11,7 +11,9 @@ const logger = createLogger('vmzones');
 // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
 const hooks = {
   onInitFailure(error: Error) {
-    logger.error('InitPlugin failed; exiting so that the controller starts a new plugin process', { error: error.message });
+    logger.error('InitPlugin failed; exiting so that the controller starts a new plugin process', {
+      error: error.message,
+    });
     process.exit(1);
   },
 };

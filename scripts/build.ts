@@ -28,4 +28,8 @@ for (const [name, entry] of Object.entries(entries)) {
   });
   chmodSync(outfile, 0o755);
 }
-console.log(`built ${Object.keys(entries).map((n) => `dist/${n}.mjs`).join(', ')}`);
+console.log(
+  `built ${Object.keys(entries)
+    .map((n) => `dist/${n}.mjs`)
+    .join(', ')}`,
+);

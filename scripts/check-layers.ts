@@ -12,7 +12,8 @@ function layerOf(file: string): number {
   const top = relative(root, file).split('/')[0] ?? '';
   if (top.endsWith('.ts')) return layers.length; // plugin/main.ts
   const index = (layers as readonly string[]).indexOf(top);
-  if (index < 0) throw new Error(`${relative('.', file)}: folder "${top}" is not a known layer (${layers.join(', ')})`);
+  if (index < 0)
+    throw new Error(`${relative('.', file)}: folder "${top}" is not a known layer (${layers.join(', ')})`);
   return index;
 }
 
@@ -38,7 +39,9 @@ for (const file of tsFiles(root)) {
     }
     const to = layerOf(target);
     if (to > from) {
-      problems.push(`${relative('.', file)} (layer ${layers[from] ?? 'main'}) imports ${spec} (higher layer ${layers[to] ?? 'main'})`);
+      problems.push(
+        `${relative('.', file)} (layer ${layers[from] ?? 'main'}) imports ${spec} (higher layer ${layers[to] ?? 'main'})`,
+      );
     }
   }
 }

@@ -32,7 +32,8 @@ export function metricService(provider: MetricProvider, hooks: ServiceHooks): Rp
           previous = measurementView(args.struct('Measurement'));
           result = await provider[op](run, metric, previous);
         }
-        if (!validPhases.has(result.phase)) throw new Error(`plugin bug: measurement phase ${JSON.stringify(result.phase)}`);
+        if (!validPhases.has(result.phase))
+          throw new Error(`plugin bug: measurement phase ${JSON.stringify(result.phase)}`);
       } catch (err) {
         result = { phase: 'Error', message: errorMessage(err) };
       }
@@ -80,7 +81,10 @@ export function metricService(provider: MetricProvider, hooks: ServiceHooks): Rp
   };
 }
 
-function encodeMeasurement(m: MeasurementResult, previous: MeasurementView | undefined): Record<string, unknown> {
+function encodeMeasurement(
+  m: MeasurementResult,
+  previous: MeasurementView | undefined,
+): Record<string, unknown> {
   const completed = completedPhases.has(m.phase);
   const startedAt = m.startedAt ?? previous?.startedAt ?? nowRfc3339();
   const finishedAt = m.finishedAt ?? (completed ? nowRfc3339() : undefined);

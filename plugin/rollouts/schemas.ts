@@ -5,7 +5,11 @@ import type { GobSchema } from '../goplugin/gob/index.ts';
 
 const str = { kind: 'string' } as const;
 
-export const rpcErrorSchema: GobSchema = { kind: 'struct', name: 'RpcError', fields: [{ name: 'ErrorString', type: str }] };
+export const rpcErrorSchema: GobSchema = {
+  kind: 'struct',
+  name: 'RpcError',
+  fields: [{ name: 'ErrorString', type: str }],
+};
 
 export const rpcStepResultSchema: GobSchema = {
   kind: 'struct',

@@ -37,7 +37,10 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks): RpcService
         result = await op(plugin).call(plugin, rolloutView(args.struct('Rollout')), stepContext);
         validateStepResult(result);
       } catch (err) {
-        return { schema: stepResponseSchema, value: { Result: {}, Error: { ErrorString: errorMessage(err) } } };
+        return {
+          schema: stepResponseSchema,
+          value: { Result: {}, Error: { ErrorString: errorMessage(err) } },
+        };
       }
       return { schema: stepResponseSchema, value: { Result: encodeStepResult(result), Error: {} } };
     };
@@ -61,7 +64,9 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks): RpcService
 
 function validateStepResult(result: StepResult): void {
   if (!validPhases.has(result.phase)) {
-    throw new Error(`plugin bug: step phase ${JSON.stringify(result.phase)} is not Running, Successful or Failed`);
+    throw new Error(
+      `plugin bug: step phase ${JSON.stringify(result.phase)} is not Running, Successful or Failed`,
+    );
   }
   const s = result.status;
   if (s !== undefined && (typeof s !== 'object' || s === null || Array.isArray(s))) {
@@ -75,6 +80,9 @@ function encodeStepResult(result: StepResult): Record<string, unknown> {
     Phase: result.phase,
     Message: result.message ?? '',
     RequeueAfter: BigInt(Math.round(ms)) * 1_000_000n,
-    Status: result.status === undefined ? new Uint8Array() : new TextEncoder().encode(JSON.stringify(result.status)),
+    Status:
+      result.status === undefined
+        ? new Uint8Array()
+        : new TextEncoder().encode(JSON.stringify(result.status)),
   };
 }

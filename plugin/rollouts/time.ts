@@ -2,7 +2,8 @@
 
 import { encodeGoTime } from '../goplugin/gob/index.ts';
 
-const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+const rfc3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 /** Parses an RFC 3339 timestamp (up to nanoseconds) into Go's MarshalBinary bytes, in UTC. */
 export function rfc3339ToGoTimeBytes(text: string): Uint8Array {

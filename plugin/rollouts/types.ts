@@ -163,7 +163,11 @@ export interface MetricProvider {
   init(): Promise<void>;
   run(run: AnalysisRunView, metric: MetricView): Promise<MeasurementResult>;
   resume(run: AnalysisRunView, metric: MetricView, measurement: MeasurementView): Promise<MeasurementResult>;
-  terminate(run: AnalysisRunView, metric: MetricView, measurement: MeasurementView): Promise<MeasurementResult>;
+  terminate(
+    run: AnalysisRunView,
+    metric: MetricView,
+    measurement: MeasurementView,
+  ): Promise<MeasurementResult>;
   garbageCollect(run: AnalysisRunView, metric: MetricView, limit: number): Promise<void>;
   getMetadata(metric: MetricView): Promise<Record<string, string>>;
   type(): string;

@@ -1,7 +1,13 @@
 // Typed reads from decoded gob values. Absent fields are Go zero values (gob omits them); a field that is
 // present with an unexpected shape is a protocol error that names the Go path, never a silent default.
 
-import { decodeGoTime, type GobStruct, type GobValue, GobInterface, GobOpaque } from '../goplugin/gob/index.ts';
+import {
+  decodeGoTime,
+  GobInterface,
+  GobOpaque,
+  type GobStruct,
+  type GobValue,
+} from '../goplugin/gob/index.ts';
 
 export class WireShapeError extends Error {
   constructor(path: string, expected: string, got: GobValue | undefined) {

@@ -1,0 +1,171 @@
+// The vmzones spec document: the YAML in the Rollout pod template's `vmzones.io/spec` annotation. It says which
+// zones exist (zone → VMCluster), where reads are balanced, which vmagents write to the zones, and what to change
+// (a global overrideSpec, and per-zone ones merged over it). It is validated as a whole before anything is
+// touched; every problem names its field path.
+
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { GoDurationError, parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
+
+export const specAnnotation = 'vmzones.io/spec';
+export const specVersions = ['v1'] as const;
+
+const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+const objectName = z
+  .string()
+  .max(253)
+  .regex(dns1123Subdomain, 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")');
+
+const duration = z.string().superRefine((value, ctx) => {
+  try {
+    if (parseGoDurationMs(value) < 0) ctx.addIssue({ code: 'custom', message: 'must not be negative' });
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof GoDurationError ? err.message : String(err) });
+  }
+});
+
+const jsonObject = z.custom<JsonObject>(
+  (v) => isJsonObject(v),
+  'must be a mapping (an object of VMCluster spec fields)',
+);
+
+const secretKeyRef = z.strictObject({ name: objectName, key: z.string().min(1) });
+
+const vmauthSource = z
+  .strictObject({
+    /** An operator-managed VMUser whose targetRefs route reads to the zones' vmselects. */
+    vmuser: objectName.optional(),
+    /** A helm-managed vmauth whose raw config file lives in a Secret or a ConfigMap. */
+    secret: secretKeyRef.optional(),
+    configMap: secretKeyRef.optional(),
+    /** Wait after vmauth serves the config without the zone, for queries already in flight. */
+    drainGracePeriod: duration.default('30s'),
+  })
+  .superRefine((v, ctx) => {
+    const set = (['vmuser', 'secret', 'configMap'] as const).filter((k) => v[k] !== undefined);
+    if (set.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `exactly one of vmuser, secret, configMap must be set (found ${set.length === 0 ? 'none' : set.join(', ')})`,
+      });
+    }
+  });
+
+const vmagentSource = z
+  .strictObject({
+    vmagent: objectName.optional(),
+    vmagents: z.array(objectName).min(1).optional(),
+  })
+  .superRefine((v, ctx) => {
+    if ((v.vmagent === undefined) === (v.vmagents === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'exactly one of vmagent (one name) or vmagents (a list) must be set',
+      });
+    }
+  });
+
+const zone = z.strictObject({
+  vmcluster: objectName,
+  overrideSpec: jsonObject.optional(),
+});
+
+const specSchema = z.strictObject({
+  version: z.enum(specVersions).default('v1'),
+  /** Namespace of every object named here; defaults to the Rollout's. */
+  namespace: z.string().regex(dns1123Label, 'must be a namespace name').optional(),
+  overrideSpec: jsonObject.default({}),
+  /** How long a zone's VMCluster may take to become operational after a change. */
+  readyTimeout: duration.default('15m'),
+  vmauth: vmauthSource,
+  vmagent: vmagentSource,
+  zones: z
+    .record(
+      z.string().regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")'),
+      zone,
+    )
+    .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
+});
+
+export type ZoneSpecDocument = z.infer<typeof specSchema>;
+
+export class SpecError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(`invalid ${specAnnotation}: ${problems.join('; ')}`);
+    this.name = 'SpecError';
+    this.problems = problems;
+  }
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.length === 0
+    ? '(document)'
+    : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
+}
+
+/** A record key's own problem is nested inside zod's generic "Invalid key in record". */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_key') return issue.issues.map((i) => i.message).join('; ');
+  return issue.message;
+}
+
+/** Parses and validates the annotation text. Throws SpecError listing every problem with its field path. */
+export function parseSpecDocument(text: string): ZoneSpecDocument {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new SpecError(
+      doc.errors.map(
+        (e) => `YAML ${e.code} at line ${e.linePos?.[0].line ?? '?'}: ${e.message.split('\n')[0]}`,
+      ),
+    );
+  }
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  const result = specSchema.safeParse(value);
+  if (!result.success) {
+    throw new SpecError(result.error.issues.map((i) => `${formatPath(i.path)}: ${issueMessage(i)}`));
+  }
+  return result.data;
+}
+
+/** The spec document of a Rollout, from its pod template annotations. */
+export function specFromAnnotations(
+  annotations: Readonly<Record<string, string>> | undefined,
+): ZoneSpecDocument {
+  const text = annotations?.[specAnnotation];
+  if (text === undefined || text.trim() === '') {
+    throw new SpecError([`the Rollout's spec.template.metadata.annotations has no ${specAnnotation}`]);
+  }
+  return parseSpecDocument(text);
+}
+
+export interface ResolvedZone {
+  name: string;
+  namespace: string;
+  vmcluster: string;
+  /** The global overrideSpec, then the zone's, as one RFC 7396 patch for the zone's VMCluster spec (null deletes). */
+  patch: JsonObject;
+}
+
+/** Looks a zone up and computes its effective patch; an unknown zone is an error that lists the known ones. */
+export function resolveZone(
+  spec: ZoneSpecDocument,
+  zoneName: string,
+  defaultNamespace: string,
+): ResolvedZone {
+  const zone = spec.zones[zoneName];
+  if (zone === undefined) {
+    throw new SpecError([
+      `zone ${JSON.stringify(zoneName)} is not in zones (known: ${Object.keys(spec.zones).join(', ')})`,
+    ]);
+  }
+  return {
+    name: zoneName,
+    namespace: spec.namespace ?? defaultNamespace,
+    vmcluster: zone.vmcluster,
+    patch: composeMergePatches(spec.overrideSpec, zone.overrideSpec ?? {}),
+  };
+}

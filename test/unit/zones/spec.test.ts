@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  parseSpecDocument,
+  resolveZone,
+  SpecError,
+  specFromAnnotations,
+} from '../../../plugin/zones/spec.ts';
+
+const valid = `
+overrideSpec:                 # merged into every zone's VMCluster spec
+  clusterVersion: v1.118.0-cluster
+vmauth: {vmuser: vmauth-read}
+vmagent: {vmagent: vmagent}
+zones:
+  zone-a: {vmcluster: vm-zone-a}
+  zone-b: {vmcluster: vm-zone-b, overrideSpec: {vmstorage: {replicaCount: 4}, clusterVersion: null}}
+`;
+
+function problemsOf(text: string): readonly string[] {
+  try {
+    parseSpecDocument(text);
+  } catch (err) {
+    assert.ok(err instanceof SpecError, `expected SpecError, got ${err}`);
+    return err.problems;
+  }
+  assert.fail('expected the document to be rejected');
+}
+
+test('a valid document parses with defaults filled in', () => {
+  const spec = parseSpecDocument(valid);
+  assert.equal(spec.version, 'v1');
+  assert.equal(spec.readyTimeout, '15m');
+  assert.equal(spec.vmauth.drainGracePeriod, '30s');
+  assert.deepEqual(Object.keys(spec.zones), ['zone-a', 'zone-b']);
+});
+
+test('a zone resolves to the global overrideSpec with its own merged over it, nulls kept', () => {
+  const spec = parseSpecDocument(valid);
+  assert.deepEqual(resolveZone(spec, 'zone-a', 'monitoring'), {
+    name: 'zone-a',
+    namespace: 'monitoring',
+    vmcluster: 'vm-zone-a',
+    patch: { clusterVersion: 'v1.118.0-cluster' },
+  });
+  assert.deepEqual(resolveZone(spec, 'zone-b', 'monitoring').patch, {
+    clusterVersion: null,
+    vmstorage: { replicaCount: 4 },
+  });
+});
+
+test('an unknown zone names the known ones', () => {
+  const spec = parseSpecDocument(valid);
+  assert.throws(
+    () => resolveZone(spec, 'zone-x', 'ns'),
+    /zone "zone-x" is not in zones \(known: zone-a, zone-b\)/,
+  );
+});
+
+test('every problem is reported with its field path', () => {
+  const problems = problemsOf(`
+overideSpec: {}
+readyTimeout: 5 minutes
+vmauth: {vmuser: Bad_Name, secret: {name: s, key: k}}
+vmagent: {}
+zones:
+  Zone_A: {vmcluster: a}
+  zone-b: {vmcluster: b, overrideSpec: [1]}
+`);
+  const text = problems.join('\n');
+  assert.match(text, /\(document\): Unrecognized key: "overideSpec"/);
+  assert.match(text, /readyTimeout: invalid duration "5 minutes"/);
+  assert.match(text, /vmauth\.vmuser: must be a Kubernetes object name/);
+  assert.match(text, /vmauth: exactly one of vmuser, secret, configMap must be set \(found vmuser, secret\)/);
+  assert.match(text, /vmagent: exactly one of vmagent \(one name\) or vmagents \(a list\) must be set/);
+  assert.match(text, /zones\.Zone_A: zone names must be DNS labels/);
+  assert.match(text, /zones\.zone-b\.overrideSpec: must be a mapping/);
+});
+
+test('YAML syntax errors and duplicate keys are rejected with a line number', () => {
+  assert.match(problemsOf('zones: {a: 1\n').join(), /YAML .* at line \d+/);
+  assert.match(problemsOf('zones: {}\nzones: {}\n').join(), /YAML DUPLICATE_KEY at line 2/);
+});
+
+test('missing pieces are named', () => {
+  const text = problemsOf('zones: {}\n').join('\n');
+  assert.match(text, /vmauth: .*expected object/i);
+  assert.match(text, /vmagent: .*expected object/i);
+  assert.match(text, /zones: at least one zone is required/);
+});
+
+test('the annotation must be present', () => {
+  assert.throws(() => specFromAnnotations({}), /has no vmzones\.io\/spec/);
+  assert.equal(specFromAnnotations({ 'vmzones.io/spec': valid }).vmagent.vmagent, 'vmagent');
+});
