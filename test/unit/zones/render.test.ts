@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { renderSteps } from '../../../plugin/zones/render.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+
+const spec = parseSpecDocument(`
+vmauth: {vmuser: reads}
+vmagent: {vmagent: agent}
+zones: {zone-a: {vmcluster: a}, zone-b: {vmcluster: b}, zone-c: {vmcluster: c}}
+`);
+
+function summary(steps: ReturnType<typeof renderSteps>): string[] {
+  return steps.map((s) => {
+    if ('plugin' in s) return `${s.plugin.config.zone}:${s.plugin.config.action}`;
+    if ('analysis' in s) return `analysis(${s.analysis.args[0]?.value})`;
+    return `pause(${s.pause.duration ?? 'manual'})`;
+  });
+}
+
+test('each zone is drained, changed, gated and restored, with a pause between zones but not after the last', () => {
+  assert.deepEqual(summary(renderSteps(spec)), [
+    'zone-a:drainReads',
+    'zone-a:apply',
+    'analysis(zone-a)',
+    'zone-a:restoreReads',
+    'pause(1m)',
+    'zone-b:drainReads',
+    'zone-b:apply',
+    'analysis(zone-b)',
+    'zone-b:restoreReads',
+    'pause(1m)',
+    'zone-c:drainReads',
+    'zone-c:apply',
+    'analysis(zone-c)',
+    'zone-c:restoreReads',
+  ]);
+});
+
+test('order, manual approval and no gate are options', () => {
+  const steps = renderSteps(spec, {
+    order: ['zone-c', 'zone-a'],
+    pauseBetweenZones: 'manual',
+    healthTemplate: '',
+  });
+  assert.deepEqual(summary(steps), [
+    'zone-c:drainReads',
+    'zone-c:apply',
+    'zone-c:restoreReads',
+    'pause(manual)',
+    'zone-a:drainReads',
+    'zone-a:apply',
+    'zone-a:restoreReads',
+  ]);
+  assert.deepEqual(steps[3], { pause: {} });
+});
+
+test('bad options are refused', () => {
+  assert.throws(
+    () => renderSteps(spec, { order: ['zone-x'] }),
+    /unknown zone\(s\) zone-x \(known: zone-a, zone-b, zone-c\)/,
+  );
+  assert.throws(() => renderSteps(spec, { order: ['zone-a', 'zone-a'] }), /listed twice: zone-a/);
+  assert.throws(() => renderSteps(spec, { pauseBetweenZones: 'soon' }), /invalid duration "soon"/);
+});
