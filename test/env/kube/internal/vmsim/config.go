@@ -1,0 +1,63 @@
+// Package vmsim is the sandbox's simulated VictoriaMetrics operator. It reconciles VMCluster,
+// VMAgent, VMAuth and VMUser objects with the operator's status semantics
+// (status.updateStatus expanding -> operational | failed, status.observedGeneration,
+// status.reason, status.lastAppliedSpec) and drives a real data plane on loopback: one real
+// single-node VictoriaMetrics process per VMCluster (standing in for vminsert+vmselect+vmstorage),
+// real vmagent processes and a real vmauth whose config it renders from VMAuth/VMUser objects.
+package vmsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config is written by the sandbox orchestrator (test/sandbox) before the simulator starts.
+type Config struct {
+	StateDir string `json:"stateDir"` // data dirs live here
+	LogDir   string `json:"logDir"`
+	// Binaries maps a VictoriaMetrics version ("v1.151.0") to the built binaries of that version.
+	Binaries       map[string]Binaries `json:"binaries"`
+	DefaultVersion string              `json:"defaultVersion"`
+	// ReadyTimeoutSeconds bounds the wait for a restarted process to become healthy before the
+	// object goes "failed" (the operator's VM_PODWAITREADYTIMEOUT, 80 s by default).
+	ReadyTimeoutSeconds int `json:"readyTimeoutSeconds"`
+	// PodRestartSeconds is the pause between stopping a zone's old process and starting the new
+	// one: the time a real pod needs to terminate, be rescheduled, pull and start.
+	PodRestartSeconds float64 `json:"podRestartSeconds"`
+	// EndpointsFile is rewritten whenever a process (re)starts, so tests find every endpoint.
+	EndpointsFile string `json:"endpointsFile"`
+}
+
+type Binaries struct {
+	VictoriaMetrics string `json:"victoriaMetrics"`
+	VMAgent         string `json:"vmagent"`
+	VMAuth          string `json:"vmauth"`
+}
+
+func LoadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	if cfg.ReadyTimeoutSeconds <= 0 {
+		cfg.ReadyTimeoutSeconds = 80
+	}
+	if _, ok := cfg.Binaries[cfg.DefaultVersion]; !ok {
+		return nil, fmt.Errorf("defaultVersion %q has no binaries", cfg.DefaultVersion)
+	}
+	return &cfg, nil
+}
+
+func (c *Config) readyTimeout() time.Duration {
+	return time.Duration(c.ReadyTimeoutSeconds) * time.Second
+}
+
+func (c *Config) podRestart() time.Duration {
+	return time.Duration(c.PodRestartSeconds * float64(time.Second))
+}
