@@ -1,0 +1,195 @@
+// Identifies one vmagent remote-write queue (the one that feeds a zone) in a scrape of vmagent's /metrics.
+//
+// What vmagent does (app/vmagent/remotewrite/remotewrite.go, checked at v1.151.0 and against running vmagent
+// 1.79.5 and 1.151.0 binaries):
+// - The N-th `-remoteWrite.url` flag (1-based, in flag order; the operator emits VMAgent
+//   `spec.remoteWrite[]` in list order) labels its series `url="N:secret-url"`, or `url="N:<url as given>"`
+//   with -remoteWrite.showURL.
+// - Its queue directory is `<tmpDataPath>/persistent-queue/N_<XXH64 %016X>`, where the hash (xxhash64, seed
+//   0, cespare/xxhash Sum64) is of the URL without query and fragment, as Go's url.URL.String() prints it
+//   (see go-url.ts). The `path` label of the queue's series is that directory.
+// So the index picks the zone's series, and the directory name cross-checks that the URL at that index is
+// still the zone's URL: a reordered or edited -remoteWrite.url list changes the name.
+
+import xxhash from 'xxhash-wasm';
+import { vmagentQueueUrlString } from './go-url.ts';
+import type { MetricSample } from './metrics-text.ts';
+
+export { RemoteWriteUrlError, vmagentQueueUrlString } from './go-url.ts';
+
+/** Metric names a queue-drain check reads; pass them as the parser's `keep` list. */
+export const queueMetricNames = {
+  pendingDataBytes: 'vmagent_remotewrite_pending_data_bytes',
+  onDiskPendingBytes: 'vm_persistentqueue_bytes_pending',
+  requests: 'vmagent_remotewrite_requests_total',
+  bytesSent: 'vmagent_remotewrite_bytes_sent_total',
+  retries: 'vmagent_remotewrite_retries_count_total',
+  errors: 'vmagent_remotewrite_errors_total',
+  packetsDropped: 'vmagent_remotewrite_packets_dropped_total',
+  onDiskBytesDropped: 'vm_persistentqueue_bytes_dropped_total',
+  onDiskBlocksDropped: 'vm_persistentqueue_blocks_dropped_total',
+  // Since v1.102 (samples dropped when the on-disk queue is disabled); absent on older vmagent.
+  samplesDropped: 'vmagent_remotewrite_samples_dropped_total',
+} as const;
+
+export type QueueFigureName = keyof typeof queueMetricNames;
+
+export const queueMetricNameList: readonly string[] = Object.values(queueMetricNames);
+
+/** Figures that may be absent without meaning anything is wrong (they appeared in later vmagent versions). */
+export const optionalQueueFigures: ReadonlySet<QueueFigureName> = new Set(['samplesDropped']);
+
+let hasher: ReturnType<typeof xxhash> | undefined;
+
+function formatHash(hash: bigint): string {
+  return hash.toString(16).toUpperCase().padStart(16, '0');
+}
+
+/** `N_<hash>`: the queue directory name vmagent uses for `remoteWriteUrl` at 1-based position `index`. */
+export async function remoteWriteQueueDirName(index: number, remoteWriteUrl: string): Promise<string> {
+  if (!Number.isInteger(index) || index < 1)
+    throw new RangeError(`remote-write index must be 1 or more, got ${index}`);
+  const hashed = vmagentQueueUrlString(remoteWriteUrl);
+  hasher ??= xxhash();
+  const { h64 } = await hasher;
+  return `${index}_${formatHash(h64(hashed, 0n))}`;
+}
+
+/** Which queue to pick: its 1-based index, and if the zone's URL is known, the directory name it must have. */
+export interface QueueSelector {
+  readonly index: number;
+  readonly expectedDirName?: string;
+}
+
+export interface PickedQueue {
+  /** Summed over the matching series (one per queue unless multitenant URLs split it); absent if none. */
+  readonly figures: Partial<Record<QueueFigureName, number>>;
+  /** Queue directories of the selected index (normally one). */
+  readonly queuePaths: readonly string[];
+  /** Required series that the page lacks, as selectors (e.g. `vmagent_remotewrite_retries_count_total{url=~"^2:"}`). */
+  readonly missing: readonly string[];
+  /** Identity problems: a directory name that does not match the zone's URL. */
+  readonly problems: readonly string[];
+  /** Every queue directory name on the page, sorted: evidence of the -remoteWrite.url list as it is now. */
+  readonly allQueueDirNames: readonly string[];
+}
+
+function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+function urlIndex(urlLabel: string | undefined): number | undefined {
+  const match = urlLabel === undefined ? null : /^(\d+):/.exec(urlLabel);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/** Picks the series of one queue from a parsed scrape and sums them into figures. */
+export function pickQueueSamples(samples: readonly MetricSample[], selector: QueueSelector): PickedQueue {
+  const { index, expectedDirName } = selector;
+  const urlPrefix = `${index}:`;
+  const figures: Partial<Record<QueueFigureName, number>> = {};
+  const queuePaths = new Set<string>();
+  const allDirNames = new Set<string>();
+  const problems: string[] = [];
+
+  const add = (figure: QueueFigureName, value: number) => {
+    figures[figure] = (figures[figure] ?? 0) + value;
+  };
+
+  // The url-labelled pending-bytes series carries both labels, so it links index to directory.
+  for (const sample of samples) {
+    if (sample.name !== queueMetricNames.pendingDataBytes) continue;
+    const path = sample.labels.path;
+    if (path !== undefined) allDirNames.add(baseName(path));
+    if (urlIndex(sample.labels.url) === index && path !== undefined) queuePaths.add(path);
+  }
+  if (queuePaths.size === 0 && expectedDirName !== undefined) {
+    // Without the url-labelled series, fall back to the directory name on the on-disk series.
+    for (const sample of samples) {
+      const path = sample.labels.path;
+      if (
+        sample.name === queueMetricNames.onDiskPendingBytes &&
+        path !== undefined &&
+        baseName(path) === expectedDirName
+      ) {
+        queuePaths.add(path);
+      }
+    }
+  }
+  for (const path of queuePaths) {
+    const dirName = baseName(path);
+    if (expectedDirName !== undefined && dirName !== expectedDirName) {
+      problems.push(
+        `queue ${index} is stored in ${path}, not in a directory named ${expectedDirName}: ` +
+          `the remote-write URL at position ${index} is not the zone's URL (was the -remoteWrite.url list reordered or edited?)`,
+      );
+    } else if (!dirName.startsWith(`${index}_`)) {
+      problems.push(`queue ${index} is stored in ${path}, whose name does not start with ${index}_`);
+    }
+  }
+
+  for (const sample of samples) {
+    const { name, labels, value } = sample;
+    if (name === queueMetricNames.onDiskPendingBytes) {
+      if (labels.path !== undefined && queuePaths.has(labels.path)) add('onDiskPendingBytes', value);
+      continue;
+    }
+    if (name === queueMetricNames.onDiskBytesDropped || name === queueMetricNames.onDiskBlocksDropped) {
+      if (labels.path !== undefined && queuePaths.has(labels.path)) {
+        add(
+          name === queueMetricNames.onDiskBytesDropped ? 'onDiskBytesDropped' : 'onDiskBlocksDropped',
+          value,
+        );
+      }
+      continue;
+    }
+    if (labels.url === undefined || !labels.url.startsWith(urlPrefix)) continue;
+    switch (name) {
+      case queueMetricNames.pendingDataBytes:
+        add('pendingDataBytes', value);
+        break;
+      case queueMetricNames.requests:
+        // vmagent counts every 2xx as "2XX" and other codes by their number.
+        if (labels.status_code === '2XX' || /^2\d\d$/.test(labels.status_code ?? '')) add('requests', value);
+        break;
+      case queueMetricNames.bytesSent:
+        add('bytesSent', value);
+        break;
+      case queueMetricNames.retries:
+        add('retries', value);
+        break;
+      case queueMetricNames.errors:
+        add('errors', value);
+        break;
+      case queueMetricNames.packetsDropped:
+        add('packetsDropped', value);
+        break;
+      case queueMetricNames.samplesDropped:
+        add('samplesDropped', value);
+        break;
+    }
+  }
+
+  const missing: string[] = [];
+  for (const [figure, metric] of Object.entries(queueMetricNames) as [QueueFigureName, string][]) {
+    if (figures[figure] !== undefined || optionalQueueFigures.has(figure)) continue;
+    const pathBased = metric.startsWith('vm_persistentqueue_');
+    if (pathBased && queuePaths.size === 0) {
+      missing.push(`${metric}{path=~".*/${expectedDirName ?? `${index}_.*`}"}`);
+    } else if (pathBased) {
+      missing.push(`${metric}{path="${[...queuePaths].join('|')}"}`);
+    } else if (figure === 'requests') {
+      missing.push(`${metric}{url=~"^${index}:",status_code="2XX"}`);
+    } else {
+      missing.push(`${metric}{url=~"^${index}:"}`);
+    }
+  }
+
+  return {
+    figures,
+    queuePaths: [...queuePaths].sort(),
+    missing,
+    problems,
+    allQueueDirNames: [...allDirNames].sort(),
+  };
+}
