@@ -1,0 +1,3 @@
+module vmzones/test/vectors/gob
+
+go 1.26
