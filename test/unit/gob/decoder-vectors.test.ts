@@ -3,37 +3,15 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GobDecoder, type GobValue } from '../../../plugin/goplugin/gob/index.ts';
+import { GobDecoder } from '../../../plugin/goplugin/gob/index.ts';
 import { readCase } from './go-vectors.ts';
+import { decodeChunks, prng } from './helpers.ts';
 import { fromTagged } from './tagged.ts';
 
 const cases = ['basics', 'structs', 'maps', 'slices', 'recursive', 'times', 'interfaces', 'realistic', 'big'];
 
-/** Pushes the chunks one after another, draining every complete value after each push. */
-export function decodeChunks(chunks: Iterable<Uint8Array>): { values: GobValue[]; decoder: GobDecoder } {
-  const decoder = new GobDecoder();
-  const values: GobValue[] = [];
-  for (const chunk of chunks) {
-    decoder.push(chunk);
-    for (let v = decoder.next(); v !== undefined; v = decoder.next()) values.push(v);
-  }
-  return { values, decoder };
-}
-
 function* byteChunks(stream: Uint8Array): Generator<Uint8Array> {
   for (let i = 0; i < stream.length; i++) yield stream.subarray(i, i + 1);
-}
-
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function* randomChunks(stream: Uint8Array, random: () => number, maxChunk: number): Generator<Uint8Array> {
