@@ -1,0 +1,271 @@
+// Builds every binary the sandbox runs into ${VMZONES_CACHE:-~/.cache/vmzones}/bin, one file per
+// binary named by a hash of what determines it (its Go module's go.mod + go.sum, package,
+// linker flags, local sources), so a fresh clone anywhere reuses the cache and a version bump
+// rebuilds only what changed. Run directly: `node test/env/build.ts`.
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { versions } from './versions.ts';
+
+export const envDir = dirname(fileURLToPath(import.meta.url));
+
+export function cacheDir(): string {
+  return process.env.VMZONES_CACHE ?? join(homedir(), '.cache', 'vmzones');
+}
+
+export type BinaryName =
+  | 'etcd'
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kubectl'
+  | 'rollouts-controller'
+  | 'sandboxctl'
+  | 'victoria-metrics'
+  | 'vmagent'
+  | 'vmauth';
+
+interface Target {
+  name: BinaryName;
+  module: 'kube' | 'etcd' | 'victoriametrics';
+  pkg: string;
+  ldflags: string;
+  /** Local source folders (relative to the module) that the key must cover. */
+  sources?: string[];
+}
+
+const k8sVersion = versions.kubernetes;
+const k8sMinor = k8sVersion.split('.')[1];
+const k8sLdflags = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']
+  .flatMap((p) => [
+    `-X ${p}.gitVersion=${k8sVersion}`,
+    `-X ${p}.gitMajor=1`,
+    `-X ${p}.gitMinor=${k8sMinor}`,
+    `-X ${p}.gitTreeState=clean`,
+  ])
+  .join(' ');
+const vmLdflags = (app: string) =>
+  `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=${app}-${versions.victoriaMetrics}`;
+
+export const targets: Target[] = [
+  { name: 'etcd', module: 'etcd', pkg: 'go.etcd.io/etcd/server/v3', ldflags: '' },
+  {
+    name: 'kube-apiserver',
+    module: 'kube',
+    pkg: 'k8s.io/kubernetes/cmd/kube-apiserver',
+    ldflags: k8sLdflags,
+  },
+  {
+    name: 'kube-controller-manager',
+    module: 'kube',
+    pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager',
+    ldflags: k8sLdflags,
+  },
+  {
+    name: 'kube-scheduler',
+    module: 'kube',
+    pkg: 'k8s.io/kubernetes/cmd/kube-scheduler',
+    ldflags: k8sLdflags,
+  },
+  { name: 'kubectl', module: 'kube', pkg: 'k8s.io/kubernetes/cmd/kubectl', ldflags: k8sLdflags },
+  {
+    name: 'rollouts-controller',
+    module: 'kube',
+    pkg: 'github.com/argoproj/argo-rollouts/cmd/rollouts-controller',
+    ldflags: `-X github.com/argoproj/argo-rollouts/utils/version.version=${versions.argoRollouts.slice(1)}`,
+  },
+  {
+    name: 'sandboxctl',
+    module: 'kube',
+    pkg: './cmd/sandboxctl',
+    ldflags: '',
+    sources: ['cmd', 'internal'],
+  },
+  {
+    name: 'victoria-metrics',
+    module: 'victoriametrics',
+    pkg: 'github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics',
+    ldflags: vmLdflags('victoria-metrics'),
+  },
+  {
+    name: 'vmagent',
+    module: 'victoriametrics',
+    pkg: 'github.com/VictoriaMetrics/VictoriaMetrics/app/vmagent',
+    ldflags: vmLdflags('vmagent'),
+  },
+  {
+    name: 'vmauth',
+    module: 'victoriametrics',
+    pkg: 'github.com/VictoriaMetrics/VictoriaMetrics/app/vmauth',
+    ldflags: vmLdflags('vmauth'),
+  },
+];
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+let goVersionMemo: string | undefined;
+function goVersion(): string {
+  goVersionMemo ??= execFileSync('go', ['env', 'GOVERSION'], { encoding: 'utf8' }).trim();
+  return goVersionMemo;
+}
+
+export function targetKey(target: Target): string {
+  const moduleDir = join(envDir, target.module);
+  const hash = createHash('sha256');
+  hash.update(`${goVersion()}\n${target.pkg}\n${target.ldflags}\n`);
+  for (const file of ['go.mod', 'go.sum']) hash.update(readFileSync(join(moduleDir, file)));
+  for (const folder of target.sources ?? []) {
+    for (const file of filesUnder(join(moduleDir, folder)).sort()) {
+      hash.update(relative(moduleDir, file));
+      hash.update(readFileSync(file));
+    }
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+export function binaryPath(target: Target): string {
+  return join(cacheDir(), 'bin', `${target.name}-${targetKey(target)}`);
+}
+
+export type BuiltBinaries = Record<BinaryName, string> & { debianVictoriaMetrics?: DebianBinaries };
+
+export interface DebianBinaries {
+  victoriaMetrics: string;
+  vmagent: string;
+  vmauth: string;
+}
+
+export class BuildError extends Error {
+  readonly target: string;
+  constructor(target: string, message: string) {
+    super(`building ${target} failed: ${message}`);
+    this.name = 'BuildError';
+    this.target = target;
+  }
+}
+
+function log(message: string): void {
+  process.stderr.write(`[sandbox build] ${message}\n`);
+}
+
+function buildTarget(target: Target, out: string): void {
+  const moduleDir = join(envDir, target.module);
+  const tmp = `${out}.tmp-${process.pid}`;
+  const started = Date.now();
+  log(`go build ${target.pkg} (module test/env/${target.module}) ...`);
+  const result = spawnSync(
+    'go',
+    ['build', '-trimpath', '-ldflags', `-s -w ${target.ldflags}`.trim(), '-o', tmp, target.pkg],
+    {
+      cwd: moduleDir,
+      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  if (result.status !== 0) {
+    rmSync(tmp, { force: true });
+    const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n').slice(-30).join('\n');
+    throw new BuildError(target.name, output || String(result.error ?? `exit ${result.status}`));
+  }
+  renameSync(tmp, out);
+  log(`built ${target.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** Installs Debian's victoria-metrics package (1.79.5) if missing; returns undefined where apt cannot. */
+export function ensureDebianVictoriaMetrics(): DebianBinaries | undefined {
+  const bins: DebianBinaries = {
+    victoriaMetrics: '/usr/bin/victoria-metrics',
+    vmagent: '/usr/bin/vmagent',
+    vmauth: '/usr/bin/vmauth',
+  };
+  const present = () => Object.values(bins).every((path) => existsSync(path));
+  if (present()) return bins;
+  if (process.env.VMZONES_SKIP_APT === '1' || process.getuid?.() !== 0) {
+    log(
+      'Debian victoria-metrics (1.79.5) not installed and apt is not usable here: offering only the built version',
+    );
+    return undefined;
+  }
+  log('apt-get install victoria-metrics (1.79.5, the oldest version the sandbox offers) ...');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const update = spawnSync('apt-get', ['update'], { env, encoding: 'utf8' });
+  const install =
+    update.status === 0
+      ? spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'victoria-metrics'], {
+          env,
+          encoding: 'utf8',
+        })
+      : update;
+  if (install.status !== 0 || !present()) {
+    log(
+      `apt-get failed, continuing without 1.79.5:\n${(install.stderr ?? '').split('\n').slice(-5).join('\n')}`,
+    );
+    return undefined;
+  }
+  // The package enables a victoria-metrics service; the sandbox starts its own processes.
+  spawnSync('systemctl', ['disable', '--now', 'victoria-metrics'], { encoding: 'utf8' });
+  return bins;
+}
+
+/** Builds whatever is missing from the cache and returns the path of every binary. */
+export function buildAll(): BuiltBinaries {
+  const binDir = join(cacheDir(), 'bin');
+  mkdirSync(binDir, { recursive: true });
+  const built = {} as Record<BinaryName, string>;
+  for (const target of targets) {
+    const out = binaryPath(target);
+    if (!existsSync(out)) buildTarget(target, out);
+    built[target.name] = out;
+  }
+  const debian = ensureDebianVictoriaMetrics();
+  return debian ? { ...built, debianVictoriaMetrics: debian } : built;
+}
+
+/** Binaries of older keys are left behind by version bumps; remove all but the current ones. */
+export function pruneCache(): void {
+  const binDir = join(cacheDir(), 'bin');
+  if (!existsSync(binDir)) return;
+  const keep = new Set(targets.map((t) => binaryPath(t)));
+  for (const name of readdirSync(binDir)) {
+    const path = join(binDir, name);
+    if (!keep.has(path) && statSync(path).isFile()) rmSync(path);
+  }
+}
+
+/** Where Go keeps a module's source (downloading it if needed): CRDs are read from there. */
+export function moduleDir(
+  module: string,
+  version: string,
+  fromModule: 'kube' | 'etcd' | 'victoriametrics',
+): string {
+  const out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], {
+    cwd: join(envDir, fromModule),
+    encoding: 'utf8',
+    env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+  });
+  const parsed: unknown = JSON.parse(out);
+  if (typeof parsed === 'object' && parsed !== null && 'Dir' in parsed && typeof parsed.Dir === 'string') {
+    return parsed.Dir;
+  }
+  throw new BuildError(module, `go mod download gave no Dir: ${out}`);
+}
+
+if (import.meta.main) {
+  const started = Date.now();
+  const built = buildAll();
+  pruneCache();
+  for (const [name, path] of Object.entries(built)) {
+    process.stdout.write(`${name}: ${typeof path === 'string' ? path : JSON.stringify(path)}\n`);
+  }
+  process.stdout.write(`build took ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+}

@@ -1,0 +1,16 @@
+// Every pinned version of the sandbox in one place. The Go modules under test/env/*/go.mod pin
+// the same versions; the build cache is keyed by those go.mod/go.sum files.
+
+export const versions = {
+  /** Argo Rollouts release whose go.mod pins Kubernetes (v1.10.2 needs go >= 1.26.10). */
+  argoRollouts: 'v1.10.1',
+  kubernetes: 'v1.34.5',
+  /** The etcd version Kubernetes v1.34.5 pins in its go.mod. */
+  etcd: 'v3.6.4',
+  /** Newest VictoriaMetrics whose go directive the local Go 1.26 toolchain accepts. */
+  victoriaMetrics: 'v1.151.0',
+  /** Debian bookworm's victoria-metrics package: the oldest version the sandbox offers. */
+  victoriaMetricsDebian: 'v1.79.5',
+  /** VictoriaMetrics operator release whose CRDs are installed (read from the Go module cache). */
+  vmOperator: 'v0.74.1',
+} as const;

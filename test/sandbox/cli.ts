@@ -1,0 +1,84 @@
+// `npm run sandbox -- up|down|status`: the one entry point to the local real environment.
+
+import { join } from 'node:path';
+import { cacheDir } from '../env/build.ts';
+import { StartError, tailLog } from './processes.ts';
+import { defaultStateDir, down, readEndpoints, type SandboxState, status, up } from './sandbox.ts';
+
+const usage = `usage: sandbox up|down|status
+  environment: VMZONES_CACHE (build cache, default ~/.cache/vmzones),
+               VMZONES_SANDBOX_DIR (state dir, default $VMZONES_CACHE/sandbox/default),
+               VMZONES_SANDBOX_ZONES (number of zones, default 2)`;
+
+function describe(state: SandboxState): string {
+  const lines = [
+    `kubeconfig:   ${state.kubeconfig}`,
+    `              export KUBECONFIG=${state.kubeconfig}`,
+    `kubectl:      ${state.binaries.kubectl}`,
+    `promote etc.: ${state.binaries.sandboxctl} rollouts --kubeconfig ${state.kubeconfig} promote <rollout> -n <ns>`,
+    `API server:   ${state.apiServer}`,
+    `state dir:    ${state.stateDir}`,
+    `logs:         ${join(state.stateDir, 'logs')}`,
+    `plugin:       ${state.plugin ? `${state.plugin.location} ${state.plugin.args.join(' ')}` : '(not configured: dist/vmzones.mjs missing)'}`,
+    `zones:        ${state.zones.map((z) => `${z.zone}=${state.vmNamespace}/${z.vmcluster}`).join(', ')}`,
+    `loadgen:      ${state.loadgenUrl ?? '-'}`,
+  ];
+  for (const e of readEndpoints(state))
+    lines.push(`${`${e.kind} ${e.key}:`.padEnd(30)}${e.url} (${e.version}, log ${e.logPath})`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<number> {
+  const command = process.argv[2];
+  if (command === 'up') {
+    const controller = new AbortController();
+    let interrupted = false;
+    process.on('SIGINT', () => {
+      if (interrupted) return;
+      interrupted = true;
+      process.stderr.write('\n[sandbox] interrupted: tearing down ...\n');
+      controller.abort();
+      void down(defaultStateDir()).then(() => process.exit(130));
+    });
+    const zones = Number(process.env.VMZONES_SANDBOX_ZONES ?? '2');
+    const state = await up({ zones, signal: controller.signal });
+    process.stdout.write(`sandbox is up in ${state.startSeconds?.toFixed(1)} s\n${describe(state)}\n`);
+    return 0;
+  }
+  if (command === 'down') {
+    const report = await down(defaultStateDir());
+    process.stdout.write(
+      report.stopped.length ? `stopped: ${report.stopped.join(', ')}\n` : 'nothing was running\n',
+    );
+    if (report.portsStillBound.length) {
+      process.stderr.write(`ports still bound after down: ${report.portsStillBound.join(', ')}\n`);
+      return 1;
+    }
+    return 0;
+  }
+  if (command === 'status') {
+    const result = status(defaultStateDir());
+    if (!result) {
+      process.stdout.write(`no sandbox in ${defaultStateDir()} (cache ${cacheDir()})\n`);
+      return 1;
+    }
+    const dead = result.parts.filter((p) => !p.alive);
+    for (const p of result.parts)
+      process.stdout.write(`${p.name.padEnd(26)}${p.alive ? 'running' : 'DEAD'}  pid ${p.pid}\n`);
+    process.stdout.write(`${describe(result.state)}\n`);
+    for (const p of dead) process.stdout.write(`--- ${p.name} log tail ---\n${tailLog(p.log, 15)}\n`);
+    return dead.length ? 1 : 0;
+  }
+  process.stderr.write(`${usage}\n`);
+  return 2;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(
+      `${error instanceof StartError || error instanceof Error ? error.message : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -1,0 +1,113 @@
+// The Kubernetes objects the sandbox creates, shaped as they are in production.
+
+export const vmNamespace = 'vm';
+export const controllerNamespace = 'argo-rollouts';
+export const vmagentName = 'vmagent';
+export const vmauthName = 'vmauth';
+export const vmuserName = 'vmauth-read';
+export const readUser = { username: 'vmzones-read', password: 'sandbox' } as const;
+
+export interface Zone {
+  /** Zone name as the spec document names it ("zone-a"). */
+  zone: string;
+  /** The zone's VMCluster ("vm-zone-a"). */
+  vmcluster: string;
+}
+
+export function zonesFor(count: number): Zone[] {
+  return Array.from({ length: count }, (_, i) => {
+    const zone = `zone-${String.fromCharCode(97 + i)}`;
+    return { zone, vmcluster: `vm-${zone}` };
+  });
+}
+
+export function namespace(name: string): object {
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
+}
+
+export interface PluginLocation {
+  /** Absolute path of the executable the controller copies into plugin-bin/ and runs. */
+  location: string;
+  args: string[];
+}
+
+/** argo-rollouts-config with the vmzones step plugin and metric provider (file:// location). */
+export function argoRolloutsConfig(plugin: PluginLocation | undefined): object {
+  const data: Record<string, string> = {};
+  if (plugin) {
+    const item = (name: string) => [{ name, location: `file://${plugin.location}`, args: plugin.args }];
+    data.stepPlugins = JSON.stringify(item('vmzones/step'));
+    data.metricProviderPlugins = JSON.stringify(item('vmzones/gates'));
+  }
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'argo-rollouts-config', namespace: controllerNamespace },
+    data,
+  };
+}
+
+export function vminsertWriteUrl(vmcluster: string): string {
+  return `http://vminsert-${vmcluster}.${vmNamespace}.svc:8480/insert/0/prometheus/api/v1/write`;
+}
+
+export function vmCluster(zone: Zone, clusterVersion: string): object {
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMCluster',
+    metadata: { name: zone.vmcluster, namespace: vmNamespace, labels: { 'vmzones.io/zone': zone.zone } },
+    spec: {
+      clusterVersion,
+      retentionPeriod: '1',
+      vmstorage: { replicaCount: 1 },
+      vmselect: { replicaCount: 1 },
+      vminsert: { replicaCount: 1 },
+    },
+  };
+}
+
+export function vmAgent(zones: Zone[]): object {
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMAgent',
+    metadata: { name: vmagentName, namespace: vmNamespace },
+    spec: {
+      replicaCount: 1,
+      remoteWrite: zones.map((z) => ({ url: vminsertWriteUrl(z.vmcluster) })),
+    },
+  };
+}
+
+export function vmAuth(): object {
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMAuth',
+    metadata: { name: vmauthName, namespace: vmNamespace },
+    spec: { selectAllByDefault: true },
+  };
+}
+
+export function vmUser(zones: Zone[]): object {
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMUser',
+    metadata: { name: vmuserName, namespace: vmNamespace },
+    spec: {
+      username: readUser.username,
+      password: readUser.password,
+      targetRefs: [
+        {
+          // The CRD requires name and namespace; the operator uses them only when both are set,
+          // so every zone goes in objects (one list that drainReads can edit).
+          crd: {
+            kind: 'VMCluster/vmselect',
+            name: '',
+            namespace: '',
+            objects: zones.map((z) => ({ name: z.vmcluster, namespace: vmNamespace })),
+          },
+          paths: ['/select/.*'],
+        },
+      ],
+    },
+  };
+}

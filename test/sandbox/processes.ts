@@ -1,0 +1,162 @@
+// Daemon processes of the sandbox: each runs in its own process group (so stopping it also stops
+// whatever it started), writes to its own log file and outlives the `sandbox up` command.
+
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface DaemonRecord {
+  name: string;
+  pid: number;
+  log: string;
+  ports: number[];
+}
+
+export class StartError extends Error {
+  readonly part: string;
+  readonly log: string | undefined;
+  constructor(part: string, reason: string, log?: string) {
+    const tail = log ? tailLog(log, 25) : '';
+    super(
+      `sandbox part "${part}" failed to start: ${reason}${log ? `\n--- last lines of ${log} ---\n${tail}` : ''}`,
+    );
+    this.name = 'StartError';
+    this.part = part;
+    this.log = log;
+  }
+}
+
+export function tailLog(path: string, lines: number): string {
+  if (!existsSync(path)) return '(no log written)';
+  const text = readFileSync(path, 'utf8');
+  return text
+    .split('\n')
+    .slice(-lines - 1)
+    .join('\n');
+}
+
+export interface DaemonSpec {
+  name: string;
+  command: string;
+  args: string[];
+  log: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  ports?: number[];
+}
+
+export function startDaemon(spec: DaemonSpec): DaemonRecord {
+  const fd = openSync(spec.log, 'a');
+  try {
+    const child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env ?? process.env,
+      detached: true,
+      stdio: ['ignore', fd, fd],
+    });
+    if (child.pid === undefined) throw new StartError(spec.name, `could not exec ${spec.command}`, spec.log);
+    child.unref();
+    return { name: spec.name, pid: child.pid, log: spec.log, ports: spec.ports ?? [] };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !isZombie(pid);
+  } catch {
+    return false;
+  }
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
+/** True while any non-zombie process is left in the group. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  return groupMembers(pgid).some((pid) => !isZombie(pid));
+}
+
+function groupMembers(pgid: number): number[] {
+  const members: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid) members.push(Number(entry));
+    } catch {
+      // the process vanished meanwhile
+    }
+  }
+  return members;
+}
+
+/** SIGTERM the whole process group, then SIGKILL what is left after the grace period. */
+export async function stopDaemon(record: DaemonRecord, graceMs = 15_000): Promise<void> {
+  if (!groupAlive(record.pid)) return;
+  try {
+    process.kill(-record.pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!groupAlive(record.pid)) return;
+    await sleep(100);
+  }
+  try {
+    process.kill(-record.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+  const killDeadline = Date.now() + 5_000;
+  while (groupAlive(record.pid) && Date.now() < killDeadline) await sleep(100);
+}
+
+export interface WaitOptions {
+  part: string;
+  log?: string;
+  timeoutMs: number;
+  /** A daemon whose death means waiting is pointless. */
+  pid?: number;
+  intervalMs?: number;
+}
+
+/** Polls check() until it returns a value; fails naming the part when it times out or its process dies. */
+export async function waitFor<T>(check: () => Promise<T | undefined>, options: WaitOptions): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  let lastError = 'not ready';
+  for (;;) {
+    if (options.pid !== undefined && !isAlive(options.pid)) {
+      throw new StartError(options.part, 'process exited', options.log);
+    }
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error instanceof Error ? error.message : String(error);
+    }
+    if (Date.now() > deadline) {
+      throw new StartError(
+        options.part,
+        `not healthy after ${options.timeoutMs / 1000} s (${lastError})`,
+        options.log,
+      );
+    }
+    await sleep(options.intervalMs ?? 250);
+  }
+}
