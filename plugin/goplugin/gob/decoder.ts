@@ -1,7 +1,9 @@
 // A push-fed decoder for one gob stream (one direction of one connection). Bytes arrive in arbitrary chunks;
 // next() decodes a top-level value once every message it needs is buffered. An attempt that runs out of
-// messages is rolled back completely (definitions included) and retried only once enough bytes arrived to
-// get past the point where it stopped, so a value split into many chunks is not re-decoded per chunk.
+// messages consumes nothing and adds no definition to the stream's type table; it is retried only once
+// enough bytes arrived to get past the point where it stopped, and the retry skips the definitions the
+// earlier attempt already parsed (see value-reader.ts), so a value split into many chunks costs little more
+// than one that arrives whole.
 
 import { IncompleteInput } from './cursor.ts';
 import { GobError, type GobValue } from './types.ts';
@@ -73,6 +75,7 @@ export class GobDecoder {
     c.end = this.start;
     c.available = this.available;
     c.maxMessageBytes = this.maxMessageBytes;
+    this.reader.begin(this.start);
     try {
       const value = this.reader.readTopLevel();
       this.reader.commit();
@@ -81,7 +84,6 @@ export class GobDecoder {
       return value;
     } catch (err) {
       if (err instanceof IncompleteInput) {
-        this.reader.rollback();
         this.needed = err.neededEnd - this.start;
         return undefined;
       }

@@ -1,10 +1,15 @@
 // Decodes gob values into the generic value model, driven only by the wire types received on the stream.
 // The control flow mirrors Go's decoder.go/decode.go (decodeTypeSequence, decodeValue, decodeStruct,
-// decodeInterface and the "ignore" ops that decode without a Go destination type):
-// - the current message is the decoder's buffer; an interface value may pull further messages from the
-//   stream while its type definitions are read, and decoding then continues in the newest message;
-// - definitions received during one top-level value are staged, and only become part of the stream's type
-//   table when the whole value decoded (the caller commits or rolls back).
+// decodeInterface and the "ignore" ops that decode without a Go destination type): the current message is
+// the decoder's buffer; an interface value may pull further messages from the stream while its type
+// definitions are read, and decoding then continues in the newest message.
+//
+// Attempts: a value whose messages are not all buffered yet is attempted again later. Definitions received
+// while decoding a value are staged, and become part of the stream's type table only when the whole value
+// decoded. A suspended attempt keeps its staged definitions and remembers where each run of definition
+// messages ended, so the retry (which replays the same bytes up to that point) jumps over them instead of
+// parsing them again: the controller's first Plugin.Run body holds hundreds of definitions, which may
+// arrive a few at a time.
 
 import { MessageCursor } from './cursor.ts';
 import { GobError, GobInterface, GobOpaque, type GobStruct, type GobValue } from './types.ts';
@@ -16,23 +21,28 @@ import {
   resolve,
   type TypeNode,
   type TypeTable,
-  unresolve,
   type WireDef,
 } from './wire-types.ts';
 
 const maxInterfaceName = 1024;
 const maxTypeId = 0x7fffffff;
 
+/** Where a run of definitions ended: the read position and message end, relative to the value's first byte. */
+interface DefinitionRun {
+  pos: number;
+  end: number;
+}
+
 export class ValueReader implements TypeTable {
   readonly cursor = new MessageCursor();
   private readonly committed = new Map<number, WireDef>();
   private readonly staged = new Map<number, WireDef>();
-  private readonly resolvedInAttempt: WireDef[] = [];
+  /** Runs of definitions parsed by earlier attempts at the current value, by their start offset. */
+  private readonly runs = new Map<number, DefinitionRun>();
+  /** Buffer offset of the current value's first byte. */
+  private base = 0;
   private readonly maxDepth: number;
   private readonly maxTypes: number;
-  private readonly trackResolved = (def: WireDef): void => {
-    this.resolvedInAttempt.push(def);
-  };
 
   constructor(maxDepth: number, maxTypes: number) {
     this.maxDepth = maxDepth;
@@ -43,18 +53,16 @@ export class ValueReader implements TypeTable {
     return this.staged.size > 0 ? (this.staged.get(id) ?? this.committed.get(id)) : this.committed.get(id);
   }
 
-  /** Keeps the definitions received during the attempt that just succeeded. */
+  /** Starts (or restarts) an attempt at the value whose first byte is at buffer offset `base`. */
+  begin(base: number): void {
+    this.base = base;
+  }
+
+  /** The value decoded: its definitions join the stream's type table. */
   commit(): void {
     for (const [id, def] of this.staged) this.committed.set(id, def);
     this.staged.clear();
-    this.resolvedInAttempt.length = 0;
-  }
-
-  /** Forgets everything the failed attempt registered or linked. */
-  rollback(): void {
-    this.staged.clear();
-    for (const def of this.resolvedInAttempt) unresolve(def);
-    this.resolvedInAttempt.length = 0;
+    this.runs.clear();
   }
 
   /** One top-level value: the type definitions before it, then `id value` (Go's Decoder.DecodeValue). */
@@ -69,34 +77,45 @@ export class ValueReader implements TypeTable {
    */
   private typeSequence(isInterface: boolean): number {
     const c = this.cursor;
+    let runStart = -1;
     for (;;) {
       if (c.pos >= c.end) c.nextMessage();
-      const id = c.readTypeId();
-      if (id >= 0) return id;
-      this.defineType(-id);
+      const at = c.pos - this.base;
+      const run = runStart < 0 ? this.runs.get(at) : undefined;
+      if (run !== undefined) {
+        // An earlier attempt parsed (and staged) these definitions already.
+        runStart = at;
+        c.pos = this.base + run.pos;
+        c.end = this.base + run.end;
+        continue;
+      }
+      const typeId = c.readTypeId();
+      if (typeId >= 0) return typeId;
+      const id = -typeId;
+      if (id < firstUserId || id > maxTypeId)
+        throw new GobError('corrupt', `type id ${id} cannot be defined (< 64)`);
+      if (this.lookup(id) !== undefined)
+        throw new GobError('corrupt', `duplicate definition of type id ${id}`);
+      if (this.committed.size + this.staged.size >= this.maxTypes) {
+        throw new GobError('limit', `more than ${this.maxTypes} type definitions on one stream`);
+      }
+      this.staged.set(id, readWireType(c, id));
       if (c.pos < c.end) {
-        if (!isInterface)
-          throw new GobError('corrupt', `extra data in the message after the definition of type ${-id}`);
+        if (!isInterface) {
+          throw new GobError('corrupt', `extra data in the message after the definition of type ${id}`);
+        }
         c.readUint();
       }
+      if (runStart < 0) runStart = at;
+      this.runs.set(runStart, { pos: c.pos - this.base, end: c.end - this.base });
     }
-  }
-
-  private defineType(id: number): void {
-    if (id < firstUserId || id > maxTypeId)
-      throw new GobError('corrupt', `type id ${id} cannot be defined (< 64)`);
-    if (this.lookup(id) !== undefined) throw new GobError('corrupt', `duplicate definition of type id ${id}`);
-    if (this.committed.size + this.staged.size >= this.maxTypes) {
-      throw new GobError('limit', `more than ${this.maxTypes} type definitions on one stream`);
-    }
-    this.staged.set(id, readWireType(this.cursor, id));
   }
 
   private node(id: number): TypeNode {
     if (id > 0 && id < basicNodes.length) return basicNodes[id]!;
     const def = id >= firstUserId ? this.lookup(id) : undefined;
     if (def === undefined) throw new GobError('corrupt', `value of undefined type id ${id}`);
-    if (!def.resolved) resolve(def, this, this.trackResolved);
+    if (!def.resolved) resolve(def, this);
     return def;
   }
 

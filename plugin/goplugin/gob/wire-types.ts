@@ -82,10 +82,9 @@ export interface TypeTable {
 /**
  * Links `root` and every definition reachable from it (stopping at interfaces) to their element and field
  * types. Like Go's engine compilation, an undefined id anywhere in that graph is an error even if no value
- * uses it. Iterative, so a long chain of types cannot exhaust the stack. Calls `onResolved` for each
- * definition it links (the decoder undoes them if the attempt is rolled back).
+ * uses it. Iterative, so a long chain of types cannot exhaust the stack.
  */
-export function resolve(root: WireDef, table: TypeTable, onResolved: (def: WireDef) => void): void {
+export function resolve(root: WireDef, table: TypeTable): void {
   const pending: WireDef[] = [root];
   const node = (id: number, user: WireDef): TypeNode => {
     const basic = id > 0 && id < basicNodes.length ? basicNodes[id] : undefined;
@@ -104,7 +103,6 @@ export function resolve(root: WireDef, table: TypeTable, onResolved: (def: WireD
       );
     }
     def.resolved = true; // before linking children, so recursive types terminate
-    onResolved(def);
     if (def.array) {
       def.kind = Kind.array;
       def.name = def.array.name;
@@ -133,12 +131,4 @@ export function resolve(root: WireDef, table: TypeTable, onResolved: (def: WireD
       def.opaqueKind = def.opaque.kind;
     }
   }
-}
-
-/** Undoes resolve() on one definition (used when a decode attempt is rolled back). */
-export function unresolve(def: WireDef): void {
-  def.resolved = false;
-  def.elem = undefined;
-  def.key = undefined;
-  def.fields = [];
 }

@@ -9,6 +9,7 @@ import {
   type GobDecoderLimits,
   GobEncoder,
   GobError,
+  GobInterface,
   GobOpaque,
   type GobValue,
 } from '../../../plugin/goplugin/gob/index.ts';
@@ -203,6 +204,30 @@ describe('type definitions', () => {
     assert.equal(decodeAll(stream(100), { maxDepth: 200 }).length, 1);
   });
 
+  it('decodes an interface whose many definitions arrive one message at a time, counting each once', () => {
+    const n = 400;
+    const fields: [string, number][] = Array.from({ length: n }, (_, i) => [`F${i}`, 71 + i]);
+    const messages = [
+      msg({ int: 8 }, 0, 'pkg.Wide', structDef(70, 'Wide', fields)),
+      ...fields.map(([, id]) => msg(structDef(id, `T${id}`, [['X', 2]]))),
+      msg({ int: 70 }, 6, 1, 1, { int: -1 }, 0, 0),
+    ];
+    const d = new GobDecoder({ maxTypes: n + 1 });
+    for (const [i, m] of messages.entries()) {
+      d.push(m.subarray(0, 1)); // split inside the length prefix too
+      assert.equal(d.next(), undefined, `message ${i}`);
+      d.push(m.subarray(1));
+      if (i < messages.length - 1) assert.equal(d.next(), undefined, `message ${i}`);
+    }
+    const v = d.next();
+    assert.ok(v instanceof GobInterface);
+    assert.deepStrictEqual(v.value, { F0: { X: -1 } });
+    assert.equal(d.bufferedBytes, 0);
+    const tooFew = new GobDecoder({ maxTypes: n });
+    tooFew.push(concat(...messages));
+    assertGobError(() => tooFew.next(), 'limit');
+  });
+
   it('rejects ids below 64 and redefinitions', () => {
     assertGobError(() => decodeAll(msg(structDef(63, 'Low', []))), 'corrupt', /63/);
     const twice = concat(msg(structDef(65, 'A', [])), msg(structDef(65, 'A', [])), msg({ int: 65 }, 0));
@@ -358,6 +383,24 @@ describe('values', () => {
     assert.equal(d.next(), undefined, 'incomplete: nothing registered');
     d.push(stream.subarray(stream.length - 1));
     assert.deepStrictEqual(d.next(), v);
+  });
+
+  it('resumes after a definition followed by a skipped byte count at the end of a message', () => {
+    // Go's decodeTypeSequence skips one uint after a definition when the message continues.
+    const messages = [
+      msg({ int: 8 }, 0, 'pkg.Args', structDef(70, 'Args', [['Inner', 71]]), 99),
+      msg(structDef(71, 'Inner', [['S', 6]])),
+      msg({ int: 70 }, 5, 1, 1, 'hi', 0, 0),
+    ];
+    const want = decodeAll(concat(...messages));
+    assert.equal(want.length, 1);
+    const d = new GobDecoder();
+    for (const m of messages) {
+      d.push(m);
+      const v = d.next();
+      if (v !== undefined) assert.deepStrictEqual(v, want[0]);
+    }
+    assert.equal(d.bufferedBytes, 0);
   });
 
   it('decodes int64 and uint64 extremes exactly', () => {
