@@ -8,7 +8,9 @@ import { defaultStateDir, down, readEndpoints, type SandboxState, status, up } f
 const usage = `usage: sandbox up|down|status
   environment: VMZONES_CACHE (build cache, default ~/.cache/vmzones),
                VMZONES_SANDBOX_DIR (state dir, default $VMZONES_CACHE/sandbox/default),
-               VMZONES_SANDBOX_ZONES (number of zones, default 2)`;
+               VMZONES_SANDBOX_ZONES (number of zones, default 2),
+               VMZONES_SANDBOX_POD_RESTART_SECONDS (zone restart pause, default 10),
+               VMZONES_SANDBOX_READY_TIMEOUT_SECONDS (restart deadline before "failed", default 60)`;
 
 function describe(state: SandboxState): string {
   const lines = [
@@ -40,8 +42,13 @@ async function main(): Promise<number> {
       controller.abort();
       void down(defaultStateDir()).then(() => process.exit(130));
     });
-    const zones = Number(process.env.VMZONES_SANDBOX_ZONES ?? '2');
-    const state = await up({ zones, signal: controller.signal });
+    const number = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
+    const state = await up({
+      zones: number('VMZONES_SANDBOX_ZONES') ?? 2,
+      podRestartSeconds: number('VMZONES_SANDBOX_POD_RESTART_SECONDS'),
+      readyTimeoutSeconds: number('VMZONES_SANDBOX_READY_TIMEOUT_SECONDS'),
+      signal: controller.signal,
+    });
     process.stdout.write(`sandbox is up in ${state.startSeconds?.toFixed(1)} s\n${describe(state)}\n`);
     return 0;
   }

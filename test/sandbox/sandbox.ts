@@ -431,7 +431,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         binaries: simBinaries,
         defaultVersion: builtVersion,
         readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
-        podRestartSeconds: options.podRestartSeconds ?? 3,
+        podRestartSeconds: options.podRestartSeconds ?? 10,
         endpointsFile: state.endpointsFile,
       }),
     );

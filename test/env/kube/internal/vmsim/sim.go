@@ -240,11 +240,13 @@ func (s *Sim) reconcileWorkload(ctx context.Context, gvr schema.GroupVersionReso
 func (s *Sim) restart(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, procKey string, d desired) error {
 	kind := strings.TrimSuffix(gvr.Resource, "s")
 	name := kind + "-" + obj.GetNamespace() + "-" + obj.GetName()
+	replacing := false
 	if old := s.process(procKey); old != nil && old.running() {
 		log.Printf("vmoperator-sim: stopping %s (pid %d)", name, old.pid())
 		old.stop(30 * time.Second)
+		replacing = true
 	}
-	if delay := s.cfg.podRestart(); delay > 0 {
+	if delay := s.cfg.podRestart(); delay > 0 && replacing {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
