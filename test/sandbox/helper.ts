@@ -6,11 +6,13 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from '../env/build.ts';
 import { Kubectl } from './kubectl.ts';
+import { isAlive } from './processes.ts';
 import {
   type DownReport,
   down,
   type Endpoint,
   endpointOf,
+  readState,
   type SandboxOptions,
   type SandboxState,
   up,
