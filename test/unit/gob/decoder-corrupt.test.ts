@@ -194,6 +194,16 @@ describe('type definitions', () => {
     assert.deepStrictEqual(decodeAll(stream), [{ In: { N: -3 } }]);
   });
 
+  it('keys a definition by the id before its wireType, not by CommonType.Id (Go sends them different)', () => {
+    const def = msg({ int: -65 }, 3, 1, 1, 'Odd', 1, { int: 999 }, 0, 1, 1, 1, 'N', 1, { int: 6 }, 0, 0, 0);
+    assert.deepStrictEqual(decodeAll(concat(def, msg({ int: 65 }, 1, 'x', 0))), [{ N: 'x' }]);
+    assertGobError(
+      () => decodeAll(concat(def, msg({ int: 999 }, 1, 'x', 0))),
+      'corrupt',
+      /undefined type id 999/,
+    );
+  });
+
   it('decodes a recursive slice type and enforces maxDepth', () => {
     const nested = (depth: number) => msg({ int: 65 }, 0, Array(depth).fill(1), 0);
     const stream = (depth: number) => concat(msg(sliceDef(65, 65)), nested(depth));
