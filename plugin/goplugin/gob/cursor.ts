@@ -46,8 +46,9 @@ export class MessageCursor {
     let bodyStart = start + 1;
     if (first > 0x7f) {
       const n = 256 - first;
-      if (n > 8)
+      if (n > 8) {
         throw new GobError('corrupt', `message length prefix byte 0x${first.toString(16)} is not a uint`);
+      }
       if (start + 1 + n > this.available) throw new IncompleteInput(start + 1 + n);
       length = 0;
       for (let i = start + 1; i <= start + n; i++) length = length * 256 + bytes[i]!;

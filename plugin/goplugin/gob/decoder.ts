@@ -41,8 +41,9 @@ export class GobDecoder {
   constructor(limits?: Partial<GobDecoderLimits>) {
     const l = { ...defaultGobDecoderLimits, ...limits };
     for (const [name, v] of Object.entries(l)) {
-      if (!Number.isSafeInteger(v) || v < 1)
+      if (!Number.isSafeInteger(v) || v < 1) {
         throw new RangeError(`gob decoder limit ${name} must be a positive integer`);
+      }
     }
     this.maxMessageBytes = l.maxMessageBytes;
     this.reader = new ValueReader(l.maxDepth, l.maxTypes);

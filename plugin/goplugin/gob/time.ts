@@ -28,14 +28,16 @@ export function decodeGoTime(bytes: Uint8Array): GoTime {
   const version = bytes[0];
   if (version !== 1 && version !== 2) throw new GobError('corrupt', `time: unsupported version ${version}`);
   const want = version === 2 ? 16 : 15;
-  if (bytes.length !== want)
+  if (bytes.length !== want) {
     throw new GobError('corrupt', `time: invalid length ${bytes.length} for version ${version}`);
+  }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const sec = view.getBigInt64(1, false);
   const nanos = view.getInt32(9, false);
   // Go does not check this; a value outside a second is not a time anyone sent on purpose.
-  if (nanos < 0 || nanos > 999_999_999)
+  if (nanos < 0 || nanos > 999_999_999) {
     throw new GobError('corrupt', `time: nanoseconds ${nanos} out of range`);
+  }
   let offset = view.getInt16(13, false) * 60;
   if (version === 2) offset += bytes[15]!;
   return { unixSeconds: sec - unixToInternal, nanos, offsetSeconds: offset === -60 ? null : offset };
@@ -53,8 +55,9 @@ export function encodeGoTime(t: GoTime): Uint8Array {
   let seconds = 0;
   const offset = t.offsetSeconds;
   if (offset !== null) {
-    if (!Number.isInteger(offset))
+    if (!Number.isInteger(offset)) {
       throw new GobError('encode', `time: zone offset ${offset} is not whole seconds`);
+    }
     minutes = Math.floor(offset / 60);
     seconds = offset - minutes * 60;
     // -60 s is indistinguishable from the UTC marker in Go's layout; Go refuses it too.

@@ -92,10 +92,12 @@ export class ValueReader implements TypeTable {
       const typeId = c.readTypeId();
       if (typeId >= 0) return typeId;
       const id = -typeId;
-      if (id < firstUserId || id > maxTypeId)
-        throw new GobError('corrupt', `type id ${id} cannot be defined (< 64)`);
-      if (this.lookup(id) !== undefined)
+      if (id < firstUserId || id > maxTypeId) {
+        throw new GobError('corrupt', `type id ${id} cannot be defined (stream types are 64..2^31-1)`);
+      }
+      if (this.lookup(id) !== undefined) {
         throw new GobError('corrupt', `duplicate definition of type id ${id}`);
+      }
       if (this.committed.size + this.staged.size >= this.maxTypes) {
         throw new GobError('limit', `more than ${this.maxTypes} type definitions on one stream`);
       }
@@ -128,8 +130,9 @@ export class ValueReader implements TypeTable {
   }
 
   private enter(depth: number): void {
-    if (depth > this.maxDepth)
+    if (depth > this.maxDepth) {
       throw new GobError('limit', `values nested deeper than ${this.maxDepth} levels`);
+    }
   }
 
   private item(node: TypeNode, depth: number): GobValue {
@@ -160,8 +163,9 @@ export class ValueReader implements TypeTable {
       case Kind.array: {
         const def = node as WireDef;
         const count = c.readUint();
-        if (count !== def.len)
+        if (count !== def.len) {
           throw new GobError('corrupt', `array of ${count} elements for type ${def.id} of length ${def.len}`);
+        }
         return this.sequence(def, count, depth);
       }
       case Kind.map:
@@ -207,8 +211,9 @@ export class ValueReader implements TypeTable {
     // No check of count against the message: interface elements may pull further messages. Every element
     // needs at least one byte, so a false count fails here instead of looping.
     for (let i = 0; i < count; i++) {
-      if (c.pos >= c.end)
+      if (c.pos >= c.end) {
         throw new GobError('corrupt', `${count} elements of type ${def.id} exceed the message`);
+      }
       out.push(this.item(elem, depth + 1));
     }
     return out;
@@ -222,8 +227,9 @@ export class ValueReader implements TypeTable {
     const elem = def.elem!;
     const out = new Map<GobValue, GobValue>();
     for (let i = 0; i < count; i++) {
-      if (c.pos >= c.end)
+      if (c.pos >= c.end) {
         throw new GobError('corrupt', `${count} map entries of type ${def.id} exceed the message`);
+      }
       const k = this.item(key, depth + 1);
       out.set(k, this.item(elem, depth + 1));
     }
@@ -237,8 +243,9 @@ export class ValueReader implements TypeTable {
     const n = c.readUint();
     if (n > c.remaining()) throw new GobError('corrupt', `interface name length ${n} exceeds the message`);
     if (n === 0) return null;
-    if (n > maxInterfaceName)
+    if (n > maxInterfaceName) {
       throw new GobError('corrupt', `interface name of ${n} bytes (limit ${maxInterfaceName})`);
+    }
     const name = c.takeString(n);
     const id = this.typeSequence(true);
     c.readUint(); // byte count of the value; Go reads and ignores it when decoding

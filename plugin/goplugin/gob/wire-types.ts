@@ -121,8 +121,9 @@ export function resolve(root: WireDef, table: TypeTable): void {
       def.kind = Kind.struct;
       def.name = def.struct.name;
       def.fields = def.struct.fields.map((f) => {
-        if (f.name === '')
+        if (f.name === '') {
           throw new GobError('corrupt', `empty name for a field of type ${def.id} (${def.name})`);
+        }
         return { name: f.name, exported: exportedName.test(f.name), type: node(f.id, def) };
       });
     } else if (def.opaque) {
