@@ -15,9 +15,8 @@ const usage = `usage: sandbox up|down|status
 function describe(state: SandboxState): string {
   const lines = [
     `kubeconfig:   ${state.kubeconfig}`,
-    `              export KUBECONFIG=${state.kubeconfig}`,
-    `kubectl:      ${state.binaries.kubectl}`,
-    `promote etc.: ${state.binaries.sandboxctl} rollouts --kubeconfig ${state.kubeconfig} promote <rollout> -n <ns>`,
+    `shell:        export KUBECONFIG=${state.kubeconfig} PATH=${join(state.stateDir, 'bin')}:$PATH`,
+    '              (kubectl v1.34.5; kubectl argo rollouts promote|abort|retry|status <rollout> -n <ns>)',
     `API server:   ${state.apiServer}`,
     `state dir:    ${state.stateDir}`,
     `logs:         ${join(state.stateDir, 'logs')}`,

@@ -10,6 +10,7 @@ import {
   readFileSync,
   realpathSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { Agent, request } from 'node:https';
@@ -191,6 +192,23 @@ function argoCrdFiles(): string[] {
     .map((f) => join(dir, f));
 }
 
+/**
+ * ${stateDir}/bin: kubectl and the sandbox binaries under their plain names, plus a
+ * kubectl-argo-rollouts wrapper so that `kubectl argo rollouts promote ...` works with PATH set.
+ */
+function writeBinDir(stateDir: string, binaries: BuiltBinaries): void {
+  const bin = join(stateDir, 'bin');
+  mkdirSync(bin, { recursive: true });
+  for (const [name, path] of Object.entries(binaries)) {
+    if (typeof path === 'string') symlinkSync(path, join(bin, name));
+  }
+  writeFileSync(
+    join(bin, 'kubectl-argo-rollouts'),
+    `#!/bin/sh\n# The real promote/abort/retry/status commands of kubectl-argo-rollouts ${versions.argoRollouts}.\nexec '${binaries.sandboxctl}' rollouts "$@"\n`,
+    { mode: 0o755 },
+  );
+}
+
 export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[sandbox] ${line}\n`));
   const started = Date.now();
@@ -238,6 +256,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
 
   try {
     execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
+    writeBinDir(stateDir, binaries);
 
     const etcdClient = await freePort();
     const etcdPeer = await freePort();

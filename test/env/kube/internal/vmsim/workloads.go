@@ -63,7 +63,7 @@ func flagArgs(m map[string]interface{}) []string {
 // extraArgs. Debian and the Go module proxy offer no cluster binaries (vminsert/vmselect/vmstorage).
 func (s *Sim) clusterProcess(obj *unstructured.Unstructured) (desired, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
-	if svc, _, _ := unstructured.NestedString(obj.Object, "spec", "vmselect", "serviceSpec", "name"); svc != "" && svc == "vmselect-"+name {
+	if svc, _, _ := unstructured.NestedString(obj.Object, "spec", "vmselect", "serviceSpec", "metadata", "name"); svc != "" && svc == "vmselect-"+name {
 		return desired{invalid: fmt.Errorf(".serviceSpec.Name cannot be equal to prefixed name=%q", svc)}, nil
 	}
 	tag, _, _ := unstructured.NestedString(obj.Object, "spec", "clusterVersion")
