@@ -14,6 +14,11 @@ export interface PageOptions {
   readonly metadata?: boolean;
   readonly chunkBytes?: number;
   readonly queueDir?: string;
+  /**
+   * Separate labels with `,` only. vmagent writes `, ` in many families, which some parsers (e.g. the npm
+   * package parse-prometheus-text-format) reject; benchmarks against them need the compact form.
+   */
+  readonly compactLabels?: boolean;
 }
 
 export interface GeneratedPage {
@@ -68,17 +73,18 @@ class Random {
   }
 }
 
-function labelText(labels: Record<string, string>): string {
+function labelText(labels: Record<string, string>, separator: string): string {
   const parts = Object.entries(labels).map(
     ([key, value]) =>
       `${key}="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`,
   );
-  return parts.length === 0 ? '' : `{${parts.join(', ')}}`;
+  return parts.length === 0 ? '' : `{${parts.join(separator)}}`;
 }
 
 export function streamGeneratedPage(options: PageOptions): GeneratedPage {
   const chunkBytes = options.chunkBytes ?? 64 * 1024;
   const metadata = options.metadata ?? true;
+  const separator = options.compactLabels === true ? ',' : ', ';
   const queueDir = options.queueDir ?? '/vmagent_pq/vmagent-remotewrite-data/persistent-queue';
   let lines = 0;
   const emitted: MetricSample[] = [];
@@ -112,7 +118,7 @@ export function streamGeneratedPage(options: PageOptions): GeneratedPage {
     };
     const recorded = (name: string, labels: Record<string, string>, value: number, text = String(value)) => {
       emitted.push({ name, labels, value });
-      line(`${name}${labelText(labels)} ${text}`);
+      line(`${name}${labelText(labels, separator)} ${text}`);
     };
     const queue = (index: number) => {
       const hash = (0x1c39d330f1670079n + BigInt(index) * 0x9e3779b97f4a7c15n) & 0xffff_ffff_ffff_ffffn;
@@ -124,7 +130,7 @@ export function streamGeneratedPage(options: PageOptions): GeneratedPage {
 
     // Header: flags, Go runtime and process families.
     for (let i = 0; i < 250; i++)
-      line(`flag{name="flag.name.${i}", value="value-${i}", is_set="${i % 3 === 0}"} 1`);
+      line(`flag{name="flag.name.${i}"${separator}value="value-${i}"${separator}is_set="${i % 3 === 0}"} 1`);
     family('go_gc_duration_seconds', 'summary');
     for (const quantile of ['0', '0.25', '0.5', '0.75', '1'])
       line(`go_gc_duration_seconds{quantile="${quantile}"} ${random.value()}`);
@@ -146,7 +152,7 @@ export function streamGeneratedPage(options: PageOptions): GeneratedPage {
           if (spec.ranges !== undefined) {
             for (const vmrange of spec.ranges) {
               line(
-                `${spec.name}{job="${job}", instance="${instance}", vmrange="${vmrange}"} ${Math.floor(random.next() * 1000)}`,
+                `${spec.name}{job="${job}"${separator}instance="${instance}"${separator}vmrange="${vmrange}"} ${Math.floor(random.next() * 1000)}`,
               );
             }
           } else if (spec.le === true) {
