@@ -71,9 +71,19 @@ async function main(): Promise<number> {
     const dead = result.parts.filter((p) => !p.alive);
     for (const p of result.parts)
       process.stdout.write(`${p.name.padEnd(26)}${p.alive ? 'running' : 'DEAD'}  pid ${p.pid}\n`);
+    let unhealthy = 0;
+    for (const e of readEndpoints(result.state)) {
+      const healthy = await fetch(`${e.url}/health`, { signal: AbortSignal.timeout(2000) })
+        .then((r) => r.ok)
+        .catch(() => false);
+      if (!healthy) unhealthy++;
+      process.stdout.write(
+        `${`${e.kind} ${e.key}`.padEnd(26)}${healthy ? 'healthy' : 'NOT HEALTHY'}  pid ${e.pid}\n`,
+      );
+    }
     process.stdout.write(`${describe(result.state)}\n`);
     for (const p of dead) process.stdout.write(`--- ${p.name} log tail ---\n${tailLog(p.log, 15)}\n`);
-    return dead.length ? 1 : 0;
+    return dead.length || unhealthy ? 1 : 0;
   }
   process.stderr.write(`${usage}\n`);
   return 2;

@@ -137,6 +137,7 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
   ]);
 
   let sawExpanding = false;
+  let sawZoneDown = false;
   let maxPending = 0;
   const done = await eventually(
     'the zone to restart and its queue to drain',
@@ -145,7 +146,12 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
         metadata: { generation: number };
         status?: { updateStatus?: string; observedGeneration?: number };
       }>(['vmcluster', zone.vmcluster, '-n', vmNamespace]);
-      if (vmc.status?.updateStatus === 'expanding') sawExpanding = true;
+      if (vmc.status?.updateStatus === 'expanding') {
+        sawExpanding = true;
+        // A read routed to the zone fails while its process restarts.
+        const read = await fetch(`${before.url}/api/v1/query?query=1`).catch(() => undefined);
+        if (!read?.ok) sawZoneDown = true;
+      }
       const pending = pendingBytes(await (await fetch(`${agentUrl}/metrics`)).text(), 1);
       maxPending = Math.max(maxPending, pending);
       const operational =
@@ -156,6 +162,7 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
     120_000,
   );
   assert.ok(sawExpanding, 'status went through expanding');
+  assert.ok(sawZoneDown, 'a read sent to the zone failed during the restart');
   assert.ok(maxPending > 0, "vmagent's pending bytes for the zone rose while it was down");
   assert.equal(done.status?.observedGeneration, done.metadata.generation);
   const after = sandbox.endpoint('VMCluster', zone.vmcluster);
