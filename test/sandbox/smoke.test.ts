@@ -12,7 +12,7 @@ import { isAlive } from './processes.ts';
 let sandbox: Sandbox;
 
 before(async () => {
-  sandbox = await startSandbox({ podRestartSeconds: 10 });
+  sandbox = await startSandbox({ podRestartSeconds: 15 });
 });
 
 after(async () => {

@@ -325,14 +325,16 @@ func (s *Sim) setStatus(ctx context.Context, gvr schema.GroupVersionResource, ob
 			status = map[string]interface{}{}
 		}
 		status["updateStatus"] = updateStatus
-		status["observedGeneration"] = latest.GetGeneration()
+		// The generation and spec of the object this reconcile worked from, not the latest: a
+		// spec written meanwhile must still read as not yet observed.
+		status["observedGeneration"] = obj.GetGeneration()
 		if updateStatus == statusFailed {
 			status["reason"] = reason
 		} else if updateStatus != statusPaused {
 			delete(status, "reason")
 		}
 		if recordSpec {
-			spec, _, _ := unstructured.NestedMap(latest.Object, "spec")
+			spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 			status["lastAppliedSpec"] = spec
 		}
 		latest.Object["status"] = status
