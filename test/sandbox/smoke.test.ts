@@ -180,3 +180,40 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
   });
   assert.deepEqual(missing, []);
 });
+
+test('an invalid VMCluster spec goes failed with a reason; fixing it makes the zone operational again', async () => {
+  const zone = sandbox.state.zones[1]!;
+  const patch = (serviceSpec: object | null) =>
+    sandbox.kubectl.run([
+      'patch',
+      'vmcluster',
+      zone.vmcluster,
+      '-n',
+      vmNamespace,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { vmselect: { serviceSpec } } }),
+    ]);
+  type Vmc = {
+    metadata: { generation: number };
+    status?: { updateStatus?: string; reason?: string; observedGeneration?: number };
+  };
+  const get = () => sandbox.kubectl.getJson<Vmc>(['vmcluster', zone.vmcluster, '-n', vmNamespace]);
+  await patch({ metadata: { name: `vmselect-${zone.vmcluster}` }, spec: {} });
+  const failed = await eventually('failed status', async () => {
+    const vmc = await get();
+    return vmc.status?.updateStatus === 'failed' ? vmc : undefined;
+  });
+  assert.match(failed.status?.reason ?? '', /serviceSpec\.Name cannot be equal to prefixed name/);
+  assert.equal(failed.status?.observedGeneration, failed.metadata.generation);
+
+  await patch(null);
+  const recovered = await eventually('operational again', async () => {
+    const vmc = await get();
+    return vmc.status?.updateStatus === 'operational' &&
+      (vmc.status.observedGeneration ?? 0) >= vmc.metadata.generation
+      ? vmc
+      : undefined;
+  });
+  assert.equal(recovered.status?.reason, undefined, 'reason is cleared once operational');
+});

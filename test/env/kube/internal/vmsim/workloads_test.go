@@ -1,0 +1,101 @@
+package vmsim
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func newTestSim() *Sim {
+	return &Sim{
+		cfg:   &Config{DefaultVersion: "v1.151.0", Binaries: map[string]Binaries{"v1.151.0": {}, "v1.79.5": {}}},
+		ports: &ports{byKey: map[string]int{"vmcluster/vm/vm-zone-a": 10001, "vmcluster/vm/vm-zone-b": 10002}},
+	}
+}
+
+func TestTranslateURLMapsServiceToZone(t *testing.T) {
+	s := newTestSim()
+	cases := map[string]string{
+		"http://vminsert-vm-zone-a.vm.svc:8480/insert/0/prometheus/api/v1/write":                 "http://127.0.0.1:10001/prometheus/api/v1/write",
+		"http://vmselect-vm-zone-b.vm.svc.cluster.local:8481/select/0:1/prometheus/api/v1/query": "http://127.0.0.1:10002/prometheus/api/v1/query",
+		"http://example.org:9999/api/v1/write":                                                   "http://example.org:9999/api/v1/write",
+	}
+	for in, want := range cases {
+		got, err := s.translateURL(in)
+		if err != nil || got != want {
+			t.Errorf("translateURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestVersionResolvesClusterTagsAndRejectsUnknown(t *testing.T) {
+	s := newTestSim()
+	if v, _, err := s.version("v1.79.5-cluster"); err != nil || v != "v1.79.5" {
+		t.Fatalf("version(v1.79.5-cluster) = %q, %v", v, err)
+	}
+	if v, _, err := s.version(""); err != nil || v != "v1.151.0" {
+		t.Fatalf("empty tag should mean the default version, got %q, %v", v, err)
+	}
+	if _, _, err := s.version("v9.9.9-cluster"); err == nil || !strings.Contains(err.Error(), "cannot be pulled") {
+		t.Fatalf("unknown version must be unavailable, got %v", err)
+	}
+}
+
+func TestRenderTargetRefsLikeTheOperator(t *testing.T) {
+	s := newTestSim()
+	var refs []interface{}
+	doc := `
+- crd: {kind: VMCluster/vmselect, name: "", namespace: "", objects: [{name: vm-zone-a, namespace: vm}, {name: vm-zone-b, namespace: vm}]}
+  paths: ["/select/.*"]
+  load_balancing_policy: first_available
+- static: {url: "http://vmselect-vm-zone-b.vm.svc:8481"}
+  target_path_suffix: /prometheus
+`
+	if err := yaml.Unmarshal([]byte(doc), &refs); err != nil {
+		t.Fatal(err)
+	}
+	urlMap, err := s.renderTargetRefs(refs, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := yaml.Marshal(urlMap)
+	want := `- drop_src_path_prefix_parts: 2
+  load_balancing_policy: first_available
+  src_paths:
+  - /select/.*
+  url_prefix:
+  - http://127.0.0.1:10001
+  - http://127.0.0.1:10002
+- src_paths:
+  - /.*
+  url_prefix:
+  - http://127.0.0.1:10002/prometheus
+`
+	if string(out) != want {
+		t.Fatalf("rendered url_map:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+func TestFlagArgsAreSortedAndPrefixed(t *testing.T) {
+	got := flagArgs(map[string]interface{}{"search.latencyOffset": "5s", "-dedup.minScrapeInterval": "1s"})
+	want := []string{"-dedup.minScrapeInterval=1s", "-search.latencyOffset=5s"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("flagArgs = %v, want %v", got, want)
+	}
+}
+
+func TestInvalidServiceNameFailsWithoutTouchingTheZone(t *testing.T) {
+	s := newTestSim()
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "vm-zone-a", "namespace": "vm"},
+		"spec": map[string]interface{}{"vmselect": map[string]interface{}{
+			"serviceSpec": map[string]interface{}{"metadata": map[string]interface{}{"name": "vmselect-vm-zone-a"}},
+		}},
+	}}
+	d, err := s.clusterProcess(obj)
+	if err != nil || d.invalid == nil || !strings.Contains(d.invalid.Error(), "serviceSpec") {
+		t.Fatalf("want an invalid-spec error, got %+v, %v", d, err)
+	}
+}
