@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	metricrpc "github.com/argoproj/argo-rollouts/metricproviders/plugin/rpc"
@@ -47,36 +48,51 @@ func gobEncodable(v any) bool {
 
 // TestDifferentialFuzz sends random Rollouts, AnalysisRuns, Metrics and Measurements through the
 // controller's RPC clients and compares the fixture's raw echo (what TS decoded) with the Go value.
+// Two integer ranges run as separate subtests: Kubernetes-realistic (|v| ≤ 2^53-1, which JS numbers
+// hold exactly) and Go's full range (big int64s must survive as exact decimal strings).
 func TestDifferentialFuzz(t *testing.T) {
 	count, seed := fuzzSettings(t)
-	t.Logf("differential fuzz: %d iterations per kind, seed %d (CONFORMANCE_FUZZ_COUNT / CONFORMANCE_FUZZ_SEED)", count, seed)
-	filler := payloads.NewFiller(seed)
+	t.Logf("differential fuzz: %d iterations per integer range, seed %d (CONFORMANCE_FUZZ_COUNT / CONFORMANCE_FUZZ_SEED)", count, seed)
+	for _, c := range []struct {
+		name     string
+		safeInts bool
+	}{{"JSSafeIntegers", true}, {"FullRangeIntegers", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			fuzzOnce(t, count, seed, c.safeInts)
+		})
+	}
+}
+
+// fuzzFailureLimit stops a kind of comparison after this many failing iterations (the first
+// ones say everything; hundreds of identical diffs say nothing).
+const fuzzFailureLimit = 5
+
+func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
+	filler := payloads.NewFiller(seed, safeInts)
 	stepSess, step := stepSession(t, fixtureTarget(t))
 	metricSess, metric := metricSession(t, fixtureTarget(t))
 	rawConfig := json.RawMessage(`{"echo":"raw"}`)
 
-	var stepRuns, metricRuns, skipped, failures int
+	var stepRuns, metricRuns, skipped, stepFailures, metricFailures int
 	for i := range count {
-		if failures >= 5 {
-			t.Fatalf("stopping after %d failing iterations (of %d run)", failures, i)
-		}
 		rollout := payloads.RandomRollout(filler)
 		var status json.RawMessage
 		filler.Fill(&status)
 		context := &types.RpcStepContext{PluginName: "fuzz/" + strconv.Itoa(i), Config: rawConfig, Status: status}
 		stepArgs := steprpc.RunArgs{Rollout: rollout, Context: context}
-		if gobEncodable(stepArgs) {
+		switch {
+		case !gobEncodable(stepArgs):
+			skipped++
+		case stepFailures < fuzzFailureLimit:
 			stepRuns++
 			ping(t, stepSess)
 			result, rpcErr := step.Run(rollout, context)
 			if rpcErr.HasError() {
-				failures++
-				t.Errorf("iteration %d: Run returned RpcError %q", i, rpcErr.ErrorString)
-			} else if !sameRaw(t, i, "step Run", gobjson.Interface("step.RunArgs", stepArgs), result.Status, true) {
-				failures++
+				stepFailures++
+				t.Errorf("iteration %d: step Run returned RpcError %q", i, rpcErr.ErrorString)
+			} else if !sameRaw(t, i, "step Run", gobjson.Interface("step.RunArgs", stepArgs), result.Status) {
+				stepFailures++
 			}
-		} else {
-			skipped++
 		}
 
 		run := payloads.RandomAnalysisRun(filler)
@@ -84,27 +100,31 @@ func TestDifferentialFuzz(t *testing.T) {
 		m.Provider.Plugin = map[string]json.RawMessage{fixtureMetricName: rawConfig}
 		measurement := payloads.RandomMeasurement(filler)
 		metricArgs := metricrpc.TerminateAndResumeArgs{AnalysisRun: run, Metric: m, Measurement: measurement}
-		if gobEncodable(metricArgs) {
+		switch {
+		case !gobEncodable(metricArgs):
+			skipped++
+		case metricFailures < fuzzFailureLimit:
 			metricRuns++
 			ping(t, metricSess)
 			got := metric.Resume(run, m, measurement)
 			if got.Phase != "Successful" {
-				failures++
-				t.Errorf("iteration %d: Resume returned {%q %q}", i, got.Phase, got.Message)
-			} else if !sameRaw(t, i, "metric Resume", gobjson.Interface("TerminateAndResumeArgs", metricArgs), []byte(`{"raw":`+got.Value+`}`), false) {
-				failures++
+				metricFailures++
+				t.Errorf("iteration %d: metric Resume returned {%q %q}", i, got.Phase, got.Message)
+			} else if !sameRaw(t, i, "metric Resume", gobjson.Interface("TerminateAndResumeArgs", metricArgs), []byte(`{"raw":`+got.Value+`}`)) {
+				metricFailures++
 			}
-		} else {
-			skipped++
 		}
 	}
-	t.Logf("differential fuzz ran %d step Run and %d metric Resume comparisons (%d random values gob itself refuses were skipped)", stepRuns, metricRuns, skipped)
-	if stepRuns < count/2 || metricRuns < count/2 {
-		t.Errorf("too few comparisons ran (%d step, %d metric of %d): the random values are mostly not gob-encodable", stepRuns, metricRuns, count)
+	t.Logf("ran %d step Run and %d metric Resume comparisons; %d random values gob itself refuses were skipped", stepRuns, metricRuns, skipped)
+	if stepFailures >= fuzzFailureLimit || metricFailures >= fuzzFailureLimit {
+		t.Errorf("stopped comparing after %d failing iterations (step %d, metric %d)", fuzzFailureLimit, stepFailures, metricFailures)
+	}
+	if skipped > count/2 {
+		t.Errorf("%d of %d random values were not gob-encodable: the filler needs fixing", skipped, 2*count)
 	}
 }
 
-func sameRaw(t *testing.T, iteration int, what string, want any, document []byte, _ bool) bool {
+func sameRaw(t *testing.T, iteration int, what string, want any, document []byte) bool {
 	t.Helper()
 	diffs, err := gobjson.Compare(want, echoed(t, document, "raw"), 12)
 	if err != nil {
@@ -112,19 +132,8 @@ func sameRaw(t *testing.T, iteration int, what string, want any, document []byte
 		return false
 	}
 	if len(diffs) > 0 {
-		t.Errorf("iteration %d %s: raw echo differs from Go's value:\n  %s", iteration, what, joinLines(diffs))
+		t.Errorf("iteration %d %s: raw echo differs from Go's value:\n  %s", iteration, what, strings.Join(diffs, "\n  "))
 		return false
 	}
 	return true
-}
-
-func joinLines(lines []string) string {
-	var b bytes.Buffer
-	for i, l := range lines {
-		if i > 0 {
-			b.WriteString("\n  ")
-		}
-		b.WriteString(l)
-	}
-	return b.String()
 }

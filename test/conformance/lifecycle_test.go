@@ -81,7 +81,7 @@ func TestConcurrentCalls(t *testing.T) {
 					}
 					return
 				}
-				got := client.Resume(run, metric, payloads.Measurement())
+				got := client.Run(run, metric)
 				if got.Phase != v1alpha1.AnalysisPhaseRunning || got.ResumeAt == nil || got.StartedAt == nil {
 					errs <- fmt.Sprintf("caller %d: got %+v", i, got)
 					return

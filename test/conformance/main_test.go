@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	metricrpc "github.com/argoproj/argo-rollouts/metricproviders/plugin/rpc"
 	steprpc "github.com/argoproj/argo-rollouts/rollout/steps/plugin/rpc"
@@ -21,6 +22,9 @@ const (
 	productStepName   = "vmzones/step"
 	productMetricName = "vmzones/gates"
 )
+
+// sessionWatchdog bounds how long one test may use one plugin process.
+const sessionWatchdog = 3 * time.Minute
 
 func TestMain(m *testing.M) {
 	// The names under which the controller's client code sends the args inside interfaces.
@@ -62,7 +66,15 @@ func start(t *testing.T, target launch.Target, role launch.Role) *launch.Session
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The controller's calls have no timeout; a plugin that stops answering (e.g. a flow-control
+	// deadlock) would hang the suite. The watchdog kills it, so pending calls fail with
+	// "connection is shut down" and name themselves.
+	watchdog := time.AfterFunc(sessionWatchdog, func() {
+		t.Errorf("watchdog: %s (%s) still in use after %s; killing the plugin so that blocked calls fail", target.Name, role.Cookie, sessionWatchdog)
+		session.Client.Kill()
+	})
 	t.Cleanup(func() {
+		watchdog.Stop()
 		session.Client.Kill()
 		if t.Failed() {
 			t.Logf("--- go-plugin log for %s (%s) ---\n%s", target.Name, role.Cookie, tail(session.Log.String(), 8000))

@@ -52,13 +52,23 @@ func TestMetricFixture(t *testing.T) {
 	for _, c := range measurementCalls(client) {
 		t.Run(c.name+"DefaultsToSuccessful", func(t *testing.T) {
 			ping(t, session)
-			before := time.Now().Add(-time.Minute)
+			before := time.Now().Add(-2 * time.Second)
 			got := c.call(run, payloads.Metric(fixtureMetricName, map[string]any{}), previous)
+			after := time.Now().Add(2 * time.Second)
 			if got.Phase != v1alpha1.AnalysisPhaseSuccessful {
 				t.Errorf("Phase = %q (message %q), want Successful", got.Phase, got.Message)
 			}
-			if got.StartedAt == nil || got.FinishedAt == nil || got.StartedAt.Time.Before(before) {
-				t.Errorf("StartedAt/FinishedAt = %v/%v, want both set to about now", got.StartedAt, got.FinishedAt)
+			if got.FinishedAt == nil || got.FinishedAt.Time.Before(before) || got.FinishedAt.Time.After(after) {
+				t.Errorf("FinishedAt = %v, want the time of the call", got.FinishedAt)
+			}
+			switch {
+			case got.StartedAt == nil:
+				t.Errorf("StartedAt is not set")
+			case c.input && !got.StartedAt.Equal(previous.StartedAt):
+				// The controller replaces the measurement with the reply: the start of the measurement is kept.
+				t.Errorf("StartedAt = %v, want the previous measurement's %v", got.StartedAt, previous.StartedAt)
+			case !c.input && (got.StartedAt.Time.Before(before) || got.StartedAt.Time.After(after)):
+				t.Errorf("StartedAt = %v, want the time of the call", got.StartedAt)
 			}
 			if got.ResumeAt != nil {
 				t.Errorf("ResumeAt = %v for a finished measurement", got.ResumeAt)
@@ -67,15 +77,17 @@ func TestMetricFixture(t *testing.T) {
 
 		t.Run(c.name+"RunningSetsResumeAt", func(t *testing.T) {
 			ping(t, session)
+			before := time.Now().Add(45*time.Second - 2*time.Second)
 			got := c.call(run, payloads.Metric(fixtureMetricName, map[string]any{"phase": "Running", "resumeAfterSeconds": 45}), previous)
+			after := time.Now().Add(45*time.Second + 2*time.Second)
 			if got.Phase != v1alpha1.AnalysisPhaseRunning {
 				t.Fatalf("Phase = %q (message %q), want Running", got.Phase, got.Message)
 			}
 			if got.StartedAt == nil || got.ResumeAt == nil {
 				t.Fatalf("StartedAt/ResumeAt = %v/%v, want both set", got.StartedAt, got.ResumeAt)
 			}
-			if gap := got.ResumeAt.Sub(got.StartedAt.Time); gap < 44*time.Second || gap > 46*time.Second {
-				t.Errorf("ResumeAt - StartedAt = %v, want 45s", gap)
+			if got.ResumeAt.Time.Before(before) || got.ResumeAt.Time.After(after) {
+				t.Errorf("ResumeAt = %v, want the time of the call + 45s", got.ResumeAt)
 			}
 			if got.FinishedAt != nil {
 				t.Errorf("FinishedAt = %v on a Running measurement: the controller would treat it as finished and never Resume", got.FinishedAt)

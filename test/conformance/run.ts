@@ -105,6 +105,16 @@ const exitCode: number = await new Promise((done) => {
 });
 await new Promise((done) => setImmediate(done));
 
+// Tests that started but never reported (a panic, or go test's -timeout) count as failed, with their output.
+for (const [key, lines] of outputByTest) {
+  const test = key.slice(key.indexOf(' ') + 1);
+  if (test === '' || !lines.some((line) => line.startsWith('=== RUN'))) continue;
+  failed++;
+  console.log(`FAIL ${test} (did not finish)`);
+  for (const line of lines) process.stdout.write(`     | ${line}`);
+  outputByTest.delete(key);
+}
+
 // A package that failed without any test result did not build (or crashed before running tests).
 const brokenPackages = [...failedPackages].filter((pkg) => !packagesWithTests.has(pkg));
 if (brokenPackages.length > 0 || (exitCode !== 0 && passed + failed + skipped === 0)) {

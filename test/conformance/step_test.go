@@ -110,7 +110,6 @@ func TestStepFixture(t *testing.T) {
 			{map[string]any{"return": "Running", "requeue": "250ms"}, types.PhaseRunning, 250 * time.Millisecond},
 			{map[string]any{"return": "Running", "requeue": "2562047h"}, types.PhaseRunning, 2562047 * time.Hour},
 			{map[string]any{"return": "Failed"}, types.PhaseFailed, 0},
-			{map[string]any{"return": "Error", "requeue": "1m"}, types.PhaseError, time.Minute},
 			{map[string]any{"return": "Successful", "requeue": "0s"}, types.PhaseSuccessful, 0},
 		}
 		for _, c := range cases {
@@ -128,7 +127,12 @@ func TestStepFixture(t *testing.T) {
 			mention string
 		}{
 			{stepContext(fixtureStepName, map[string]any{"return": "Bogus"}, nil), "phase"},
-			{stepContext(fixtureStepName, map[string]any{"requeue": "soon"}, nil), "requeue"},
+			// step-plugin-e2e passes "Error" through (StepPhase.Validate accepts it); vmzones' adapter
+			// deliberately refuses it, because a Phase "Error" result leaves the controller with an
+			// empty backoff it cannot parse (it never calls the plugin again). An RpcError is the
+			// retryable way to report an error.
+			{stepContext(fixtureStepName, map[string]any{"return": "Error"}, nil), "phase"},
+			{stepContext(fixtureStepName, map[string]any{"requeue": "soon"}, nil), "duration"},
 			{&types.RpcStepContext{PluginName: fixtureStepName, Config: json.RawMessage(`{"return":`)}, "config"},
 			{&types.RpcStepContext{PluginName: fixtureStepName, Config: json.RawMessage(`{}`), Status: json.RawMessage(`[1,`)}, "status"},
 		}

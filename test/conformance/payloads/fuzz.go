@@ -22,7 +22,23 @@ var fuzzZones = []*time.Location{
 
 // NewFiller returns a seeded randfill.Filler for Argo Rollouts types with fill functions for the
 // types whose random bytes would not be valid objects: times, raw JSON, IntOrString, Quantity.
-func NewFiller(seed int64) *randfill.Filler {
+// With jsSafeIntegers, 64-bit integers stay within ±(2^53-1), the range Kubernetes values
+// (generations, durations, sizes) actually live in; without it they span the whole Go range.
+func NewFiller(seed int64, jsSafeIntegers bool) *randfill.Filler {
+	filler := newFiller(seed)
+	if jsSafeIntegers {
+		const limit = 1<<53 - 1
+		filler.Funcs(
+			func(i *int64, c randfill.Continue) { *i = c.Int63n(2*limit+1) - limit },
+			func(i *int, c randfill.Continue) { *i = int(c.Int63n(2*limit+1) - limit) },
+			func(i *uint64, c randfill.Continue) { *i = uint64(c.Int63n(limit + 1)) },
+			func(d *time.Duration, c randfill.Continue) { *d = time.Duration(c.Int63n(2*limit+1) - limit) },
+		)
+	}
+	return filler
+}
+
+func newFiller(seed int64) *randfill.Filler {
 	return randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(14).Funcs(
 		func(t *metav1.Time, c randfill.Continue) { *t = metav1.NewTime(randomTime(c)) },
 		func(t *time.Time, c randfill.Continue) { *t = randomTime(c) },

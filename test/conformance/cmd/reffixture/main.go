@@ -85,7 +85,8 @@ func (f stepFixture) operate(operation string, rollout *v1alpha1.Rollout, ctx *t
 	phase := types.PhaseSuccessful
 	if phaseName != "" {
 		phase = types.StepPhase(phaseName)
-		if err := phase.Validate(); err != nil {
+		// Like vmzones' adapter (and unlike step-plugin-e2e) "Error" is refused: see step_test.go.
+		if err := phase.Validate(); err != nil || phase == types.PhaseError {
 			return fail("could not parse phase: %v", err)
 		}
 	}
@@ -171,6 +172,9 @@ func (metricFixture) measure(run *v1alpha1.AnalysisRun, metric v1alpha1.Metric, 
 		return v1alpha1.Measurement{Phase: v1alpha1.AnalysisPhaseError, Message: err.Error(), StartedAt: &now, FinishedAt: &now}
 	}
 	m := v1alpha1.Measurement{Phase: v1alpha1.AnalysisPhaseSuccessful, StartedAt: &now}
+	if previous != nil && previous.StartedAt != nil {
+		m.StartedAt = previous.StartedAt
+	}
 	if config.Phase != "" {
 		m.Phase = config.Phase
 	}
