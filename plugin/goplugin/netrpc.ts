@@ -212,17 +212,30 @@ export class NetRpcServer {
     if (this.#stopped) return;
     let bytes: Uint8Array;
     try {
+      // The body is encoded first: a reply that does not fit its schema must not leave a header (and
+      // maybe its type definition) half-committed. The encoder is transactional per call, and gob only
+      // needs a type defined before its first use, not ids in ascending order.
+      let payload: Uint8Array;
+      try {
+        payload = this.#encoder.encode(reply.schema, reply.value);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        this.#logger.error('net/rpc: reply does not fit its schema', {
+          method: header.serviceMethod,
+          error: message,
+        });
+        errorText = `plugin could not encode its reply: ${message}`;
+        payload = this.#encoder.encode(emptyStructSchema, {});
+      }
       const head = this.#encoder.encode(rpcResponseHeaderSchema, {
         ServiceMethod: header.serviceMethod,
         Seq: header.seq,
         Error: errorText,
       });
-      const payload = this.#encoder.encode(reply.schema, reply.value);
       bytes = new Uint8Array(head.length + payload.length);
       bytes.set(head);
       bytes.set(payload, head.length);
     } catch (error) {
-      // The encoder may have recorded type definitions it never got to send; the stream is unusable.
       this.#fatal(error);
       return;
     }

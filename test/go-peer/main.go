@@ -65,6 +65,7 @@ var (
 	nodePath    = flag.String("node", "", "Node 24 binary")
 	fixturePath = flag.String("fixture", "", "echo plugin entry (.ts or .mjs)")
 	failures    = 0
+	wedged      = false
 )
 
 const cookieKey = "ARGO_ROLLOUTS_RPC_PLUGIN"
@@ -80,6 +81,24 @@ func pass(check string, format string, args ...interface{}) {
 func fail(check string, format string, args ...interface{}) {
 	failures++
 	fmt.Printf("FAIL %s: %s\n", check, fmt.Sprintf(format, args...))
+}
+
+// call is rpc.Client.Call with a deadline, so that a wedged server fails the check instead of hanging it.
+// After one timeout the connection is considered wedged and later calls of the scenario fail at once.
+func call(c *rpc.Client, method string, args interface{}, reply interface{}) error {
+	if wedged {
+		return fmt.Errorf("%s: not attempted, the connection is wedged", method)
+	}
+	// Go() itself blocks while the request is written (e.g. on a closed yamux window), so run it aside.
+	result := make(chan error, 1)
+	go func() { result <- c.Call(method, args, reply) }()
+	select {
+	case err := <-result:
+		return err
+	case <-time.After(30 * time.Second):
+		wedged = true
+		return fmt.Errorf("%s: no reply within 30 s", method)
+	}
 }
 
 func metric(name string, value interface{}) { fmt.Printf("METRIC %s=%v\n", name, value) }
@@ -122,6 +141,7 @@ func fixtureCommand(extraEnv ...string) *exec.Cmd {
 // goPluginClient uses go-plugin's client with the controller's ClientConfig (protocol doc §1.3).
 func goPluginClient(network string) {
 	prefix := "goplugin-" + network + "/"
+	wedged = false
 	cmd := fixtureCommand("FIXTURE_NETWORK=" + network)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: plugin.HandshakeConfig{
@@ -168,7 +188,7 @@ func goPluginClient(network string) {
 	big := EchoArgs{Text: "héllo", Data: randomBytes(1536 * 1024), Number: -42, Big: 1 << 62}
 	var reply EchoReply
 	start = time.Now()
-	if err := c.Call("Plugin.Echo", big, &reply); err != nil {
+	if err := call(c, "Plugin.Echo", big, &reply); err != nil {
 		fail(prefix+"echo-1.5MiB", "%v", err)
 	} else if reply.Text != big.Text || !bytes.Equal(reply.Data, big.Data) || reply.Number != big.Number ||
 		reply.Big != big.Big || reply.Length != int64(len(big.Data)) {
@@ -181,7 +201,7 @@ func goPluginClient(network string) {
 	// Argo passes &args where args is an interface{}: the body is a gob interface value.
 	var wrapped interface{} = EchoArgs{Text: "wrapped", Data: []byte{1, 2, 3}, Number: 7}
 	reply = EchoReply{}
-	if err := c.Call("Plugin.Echo", &wrapped, &reply); err != nil {
+	if err := call(c, "Plugin.Echo", &wrapped, &reply); err != nil {
 		fail(prefix+"echo-interface-arg", "%v", err)
 	} else if reply.Text != "wrapped" || !bytes.Equal(reply.Data, []byte{1, 2, 3}) || reply.Number != 7 {
 		fail(prefix+"echo-interface-arg", "reply differs: %+v", reply)
@@ -199,7 +219,7 @@ func goPluginClient(network string) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			errs[i] = c.Call("Plugin.Gather", GatherArgs{Tag: int64(i + 1000), Count: n}, &replies[i])
+			errs[i] = call(c, "Plugin.Gather", GatherArgs{Tag: int64(i + 1000), Count: n}, &replies[i])
 		}(i)
 	}
 	done := make(chan struct{})
@@ -220,24 +240,25 @@ func goPluginClient(network string) {
 			metric(prefix+"concurrent_64_ms", time.Since(start).Milliseconds())
 			pass(prefix+"concurrent-64", "")
 		}
-	case <-time.After(30 * time.Second):
-		fail(prefix+"concurrent-64", "calls not answered within 30 s (server not concurrent?)")
+	case <-time.After(35 * time.Second):
+		wedged = true
+		fail(prefix+"concurrent-64", "calls not answered within 35 s (server not concurrent?)")
 	}
 
 	var unused EchoReply
-	err = c.Call("Plugin.Fail", "it failed", &unused)
+	err = call(c, "Plugin.Fail", "it failed", &unused)
 	if se, ok := err.(rpc.ServerError); !ok || string(se) != "boom: it failed" {
 		fail(prefix+"server-error", "got %T %v", err, err)
 	} else {
 		pass(prefix+"server-error", "")
 	}
-	err = c.Call("Plugin.Nope", "x", &unused)
+	err = call(c, "Plugin.Nope", "x", &unused)
 	if se, ok := err.(rpc.ServerError); !ok || string(se) != "rpc: can't find method Plugin.Nope" {
 		fail(prefix+"unknown-method", "got %T %v", err, err)
 	} else {
 		pass(prefix+"unknown-method", "")
 	}
-	err = c.Call("Nope.Method", "x", &unused)
+	err = call(c, "Nope.Method", "x", &unused)
 	if se, ok := err.(rpc.ServerError); !ok || string(se) != "rpc: can't find service Nope.Method" {
 		fail(prefix+"unknown-service", "got %T %v", err, err)
 	} else {
@@ -245,7 +266,7 @@ func goPluginClient(network string) {
 	}
 	// The stream must still work after error replies.
 	reply = EchoReply{}
-	if err := c.Call("Plugin.Echo", EchoArgs{Text: "after errors"}, &reply); err != nil || reply.Text != "after errors" {
+	if err := call(c, "Plugin.Echo", EchoArgs{Text: "after errors"}, &reply); err != nil || reply.Text != "after errors" {
 		fail(prefix+"echo-after-errors", "err=%v reply=%+v", err, reply)
 	} else {
 		pass(prefix+"echo-after-errors", "")
@@ -323,6 +344,7 @@ func waitExit(cmd *exec.Cmd, limit time.Duration) (int, error) {
 // rawSessionChecks speaks go-plugin's protocol by hand over yamux to check what go-plugin's client hides.
 func rawSessionChecks() {
 	const check = "raw/"
+	wedged = false
 	cmd, parts, stderr, err := startFixture(check)
 	if err != nil {
 		fail(check+"handshake", "%v", err)
@@ -371,12 +393,12 @@ func rawSessionChecks() {
 	_, _ = session.Open() // stderr
 	ctl := rpc.NewClient(control)
 	var id uint32
-	if err := ctl.Call("Dispenser.Dispense", "EchoPlugin", &id); err != nil {
+	if err := call(ctl, "Dispenser.Dispense", "EchoPlugin", &id); err != nil {
 		fail(check+"dispense", "%v", err)
 		return
 	}
 	var empty struct{}
-	if err := ctl.Call("Control.Ping", true, &empty); err != nil {
+	if err := call(ctl, "Control.Ping", true, &empty); err != nil {
 		fail(check+"control-ping", "%v", err)
 	} else {
 		pass(check+"control-ping", "")
@@ -388,7 +410,10 @@ func rawSessionChecks() {
 	}
 	_ = binary.Write(stream, binary.LittleEndian, id)
 	var ack uint32
-	if err := binary.Read(stream, binary.LittleEndian, &ack); err != nil || ack != id {
+	_ = stream.SetReadDeadline(time.Now().Add(30 * time.Second))
+	err = binary.Read(stream, binary.LittleEndian, &ack)
+	_ = stream.SetReadDeadline(time.Time{})
+	if err != nil || ack != id {
 		fail(check+"broker-ack", "ack=%d id=%d err=%v", ack, id, err)
 		return
 	}
@@ -396,7 +421,7 @@ func rawSessionChecks() {
 	pc := rpc.NewClient(stream)
 	var reply EchoReply
 	data := randomBytes(1 << 20)
-	if err := pc.Call("Plugin.Echo", EchoArgs{Data: data}, &reply); err != nil || !bytes.Equal(reply.Data, data) {
+	if err := call(pc, "Plugin.Echo", EchoArgs{Data: data}, &reply); err != nil || !bytes.Equal(reply.Data, data) {
 		fail(check+"echo-1MiB", "err=%v len=%d", err, len(reply.Data))
 	} else {
 		pass(check+"echo-1MiB", "")
@@ -423,6 +448,7 @@ func rawSessionChecks() {
 
 // dialBroker sets up control + a broker stream by hand and returns the raw broker stream.
 func dialBroker(check string, conn net.Conn) (*yamux.Session, net.Conn, bool) {
+	wedged = false
 	cfg := yamux.DefaultConfig()
 	cfg.EnableKeepAlive = false
 	cfg.LogOutput = io.Discard
@@ -435,13 +461,14 @@ func dialBroker(check string, conn net.Conn) (*yamux.Session, net.Conn, bool) {
 	_, _ = session.Open()
 	_, _ = session.Open()
 	var id uint32
-	if err := rpc.NewClient(control).Call("Dispenser.Dispense", "EchoPlugin", &id); err != nil {
+	if err := call(rpc.NewClient(control), "Dispenser.Dispense", "EchoPlugin", &id); err != nil {
 		fail(check, "dispense: %v", err)
 		return nil, nil, false
 	}
 	stream, _ := session.OpenStream()
 	_ = binary.Write(stream, binary.LittleEndian, id)
 	var ack uint32
+	_ = stream.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if err := binary.Read(stream, binary.LittleEndian, &ack); err != nil {
 		fail(check, "ack: %v", err)
 		return nil, nil, false
