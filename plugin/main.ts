@@ -1,6 +1,7 @@
 // The vmzones executable. The Argo Rollouts controller launches it once per configured plugin name and tells
 // it its role through the go-plugin magic cookie: `step` serves vmzones/step, `metricprovider` vmzones/gates.
 
+import { runCli } from './cli/cli.ts';
 import { createGatesProvider } from './gates/provider.ts';
 import { createLogger, servePlugin } from './goplugin/index.ts';
 import { metricDispenseName, metricService } from './rollouts/metric-service.ts';
@@ -18,11 +19,25 @@ const hooks = {
   },
 };
 
-servePlugin({
-  cookieKey: 'ARGO_ROLLOUTS_RPC_PLUGIN',
-  logger,
-  roles: {
-    step: { [stepDispenseName]: stepService(createZoneStepPlugin(), hooks) },
-    metricprovider: { [metricDispenseName]: metricService(createGatesProvider(), hooks) },
-  },
-});
+const cookieKey = 'ARGO_ROLLOUTS_RPC_PLUGIN';
+const command = process.argv[2];
+if (process.env[cookieKey] === undefined && command !== undefined) {
+  // Run by hand with a command: the CLI. Without one, servePlugin explains that this is a plugin and exits 1.
+  process.exitCode = runCli(process.argv.slice(2));
+} else {
+  startPlugin();
+}
+
+function startPlugin(): void {
+  servePlugin({
+    cookieKey,
+    logger,
+    roles: {
+      step: { [stepDispenseName]: stepService(createZoneStepPlugin(), hooks) },
+      metricprovider: { [metricDispenseName]: metricService(createGatesProvider(), hooks) },
+    },
+  }).catch((error: unknown) => {
+    logger.error('plugin server failed', { error: error instanceof Error ? error.message : String(error) });
+    process.exit(1);
+  });
+}
