@@ -80,6 +80,13 @@ export function servePluginConnection(socket: Duplex, options: ConnectionOptions
     if (!session.closed) session.close();
     options.onDone(code, reason);
   };
+  /** Ends the connection for a failure on our side or in a stream's content: GoAway(internal error). */
+  const failConnection = (error: Error, reason: string): void => {
+    if (done) return;
+    done = true;
+    session.abort(error);
+    options.onDone(1, reason);
+  };
 
   let acceptedStreams = 0;
   let nextBrokerId = 0;
@@ -107,9 +114,7 @@ export function servePluginConnection(socket: Duplex, options: ConnectionOptions
   };
 
   const fatal = (where: string) => (error: Error) => {
-    logger.error(`protocol error on ${where}; exiting`, { error: error.message });
-    session.abort(error);
-    finish(1, `protocol error on ${where}: ${error.message}`);
+    failConnection(error, `protocol error on ${where}: ${error.message}`);
   };
 
   const onStream = (stream: YamuxStream): void => {
@@ -198,10 +203,7 @@ export function servePluginConnection(socket: Duplex, options: ConnectionOptions
   const session = new YamuxSession(socket, { onStream, onClose, logger });
   return {
     session,
-    abort: (error) => {
-      session.abort(error);
-      finish(1, error.message);
-    },
+    abort: (error) => failConnection(error, error.message),
   };
 }
 
@@ -360,7 +362,6 @@ export async function servePlugin(options: ServePluginOptions): Promise<void> {
       address = socketPath;
     }
   } catch (error) {
-    logger.error('plugin init error', { error: errorText(error) });
     shutdown(1, `plugin init error: ${errorText(error)}`);
     return;
   }
