@@ -76,7 +76,7 @@ describe('go-plugin transport against the real Go client', () => {
       );
     }
     mkdirSync(dirname(peerBinary), { recursive: true });
-    const build = await run('go', ['build', '-o', peerBinary, '.'], peerSource);
+    const build = await run('go', ['build', '-buildvcs=false', '-o', peerBinary, '.'], peerSource);
     assert.equal(build.code, 0, `go build failed:\n${build.stderr}`);
 
     const result = await run(peerBinary, ['-node', process.execPath, '-fixture', fixture], repo);
