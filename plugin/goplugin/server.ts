@@ -345,12 +345,17 @@ export async function servePlugin(options: ServePluginOptions): Promise<void> {
     if (exited) return;
     exited = true;
     process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigterm);
     if (code === 0) logger.info('plugin exiting', { reason });
     else logger.error('plugin exiting', { reason, exit_code: code });
     server.close();
     removeSocket();
     exit(code);
   };
+
+  // Not go-plugin behaviour (Go dies on SIGTERM); here it removes a not yet connected socket file.
+  const onSigterm = (): void => shutdown(143, 'terminated by SIGTERM');
+  process.once('SIGTERM', onSigterm);
 
   let address: string;
   try {
