@@ -32,6 +32,9 @@ function startPlugin(): void {
   servePlugin({
     cookieKey,
     logger,
+    notLaunchedHint:
+      'vmzones is an Argo Rollouts plugin (vmzones/step, vmzones/gates): register it in the argo-rollouts-config ConfigMap. ' +
+      'By hand, run `vmzones lint --spec FILE` or `vmzones render --spec FILE`.',
     roles: {
       step: { [stepDispenseName]: stepService(createZoneStepPlugin(), hooks) },
       metricprovider: { [metricDispenseName]: metricService(createGatesProvider(), hooks) },
