@@ -49,9 +49,15 @@ func TestConcurrentCalls(t *testing.T) {
 				switch {
 				case rpcErr.HasError():
 					errs <- fmt.Sprintf("caller %d: RpcError %q", i, rpcErr.ErrorString)
+				case i%8 == 0:
+					// The echo's phase is the fixture's business; the reply must be this caller's view.
+					var envelope struct{ View struct{ Context struct{ Config map[string]any } } }
+					if err := json.Unmarshal(result.Status, &envelope); err != nil || envelope.View.Context.Config["requeue"] != config["requeue"] {
+						errs <- fmt.Sprintf("caller %d: view echo does not carry this caller's config (%v): %.200s", i, err, result.Status)
+					}
 				case result.Phase != types.PhaseRunning || result.RequeueAfter != time.Duration(11+i)*time.Second:
 					errs <- fmt.Sprintf("caller %d: got {%q %v}, want {Running %ds}", i, result.Phase, result.RequeueAfter, 11+i)
-				case i%8 != 0:
+				default:
 					var state e2eState
 					if err := json.Unmarshal(result.Status, &state); err != nil || state.Data != fmt.Sprintf("caller-%d", i) || state.Count != i*1000+1 {
 						errs <- fmt.Sprintf("caller %d: got state %s (someone else's reply?)", i, result.Status)
