@@ -51,7 +51,11 @@ func TestConcurrentCalls(t *testing.T) {
 					errs <- fmt.Sprintf("caller %d: RpcError %q", i, rpcErr.ErrorString)
 				case i%8 == 0:
 					// The echo's phase is the fixture's business; the reply must be this caller's view.
-					var envelope struct{ View struct{ Context struct{ Config map[string]any } } }
+					var envelope struct {
+						View struct {
+							Context struct{ Config map[string]any }
+						}
+					}
 					if err := json.Unmarshal(result.Status, &envelope); err != nil || envelope.View.Context.Config["requeue"] != config["requeue"] {
 						errs <- fmt.Sprintf("caller %d: view echo does not carry this caller's config (%v): %.200s", i, err, result.Status)
 					}
