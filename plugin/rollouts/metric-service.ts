@@ -1,6 +1,6 @@
 // net/rpc service "Plugin" of a dispensed RpcMetricProviderPlugin.
 
-import type { GobValue } from '../goplugin/gob/index.ts';
+import { GobOpaque, type GobValue } from '../goplugin/gob/index.ts';
 import type { RpcReply, RpcService } from './rpc-types.ts';
 import { measurementSchema, rpcErrorSchema, stringMapSchema, stringSchema } from './schemas.ts';
 import { errorMessage, type ServiceHooks } from './step-service.ts';
@@ -21,6 +21,7 @@ export function metricService(provider: MetricProvider, hooks: ServiceHooks): Rp
     (argsName: string, op: 'run' | 'resume' | 'terminate') =>
     async (body: GobValue): Promise<RpcReply> => {
       let previous: MeasurementView | undefined;
+      let previousStartedAt: Uint8Array | undefined;
       let result: MeasurementResult;
       try {
         const args = unwrapInterface(body, argsName);
@@ -29,7 +30,11 @@ export function metricService(provider: MetricProvider, hooks: ServiceHooks): Rp
         if (op === 'run') {
           result = await provider.run(run, metric);
         } else {
-          previous = measurementView(args.struct('Measurement'));
+          const measurement = args.struct('Measurement');
+          previous = measurementView(measurement);
+          // Echo the start time exactly (nanoseconds and zone), not the view's whole seconds.
+          const started = measurement.raw('StartedAt');
+          if (started instanceof GobOpaque) previousStartedAt = started.bytes;
           result = await provider[op](run, metric, previous);
         }
         if (!validPhases.has(result.phase))
@@ -37,7 +42,7 @@ export function metricService(provider: MetricProvider, hooks: ServiceHooks): Rp
       } catch (err) {
         result = { phase: 'Error', message: errorMessage(err) };
       }
-      return { schema: measurementSchema, value: encodeMeasurement(result, previous) };
+      return { schema: measurementSchema, value: encodeMeasurement(result, previousStartedAt) };
     };
 
   return {
@@ -83,17 +88,19 @@ export function metricService(provider: MetricProvider, hooks: ServiceHooks): Rp
 
 function encodeMeasurement(
   m: MeasurementResult,
-  previous: MeasurementView | undefined,
+  previousStartedAt: Uint8Array | undefined,
 ): Record<string, unknown> {
   const completed = completedPhases.has(m.phase);
-  const startedAt = m.startedAt ?? previous?.startedAt ?? nowRfc3339();
   const finishedAt = m.finishedAt ?? (completed ? nowRfc3339() : undefined);
   const resumeAt =
     m.resumeAt ?? (completed ? undefined : new Date(Date.now() + fallbackResumeMs).toISOString());
   return {
     Phase: m.phase,
     Message: m.message ?? '',
-    StartedAt: rfc3339ToGoTimeBytes(startedAt),
+    StartedAt:
+      m.startedAt !== undefined
+        ? rfc3339ToGoTimeBytes(m.startedAt)
+        : (previousStartedAt ?? rfc3339ToGoTimeBytes(nowRfc3339())),
     FinishedAt: finishedAt === undefined ? undefined : rfc3339ToGoTimeBytes(finishedAt),
     Value: m.value ?? '',
     Metadata: m.metadata === undefined ? undefined : new Map(Object.entries(m.metadata)),

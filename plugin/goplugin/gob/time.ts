@@ -3,11 +3,12 @@
 //   bytes 1..8   seconds since 0001-01-01T00:00:00Z, int64 big-endian
 //   bytes 9..12  nanoseconds, int32 big-endian
 //   bytes 13..14 zone offset in minutes east of UTC, int16 big-endian; -1 means the UTC location
-//   byte 15      (version 2) seconds of the offset, added as an UNSIGNED byte by Go's UnmarshalBinary
+//   byte 15      (version 2) seconds of the offset, int8
 // Go's MarshalBinary writes a negative sub-minute offset as a truncated minute count plus a negative seconds
-// byte, which its own UnmarshalBinary then misreads (it adds the byte as 0..255). decodeGoTime reads bytes
-// exactly as Go's UnmarshalBinary does; encodeGoTime writes floor(minutes) plus 0..59 seconds, which Go
-// reads back as the intended offset.
+// byte, which its own UnmarshalBinary then misreads (it adds the byte as 0..255). decodeGoTime reads the byte
+// as the signed value MarshalBinary wrote, so it returns the offset the sender had (the value the controller
+// holds, which is what the adapters must expose); encodeGoTime writes floor(minutes) plus 0..59 seconds, which
+// Go reads back as the intended offset.
 
 import { GobError } from './types.ts';
 
@@ -39,7 +40,7 @@ export function decodeGoTime(bytes: Uint8Array): GoTime {
     throw new GobError('corrupt', `time: nanoseconds ${nanos} out of range`);
   }
   let offset = view.getInt16(13, false) * 60;
-  if (version === 2) offset += bytes[15]!;
+  if (version === 2) offset += view.getInt8(15);
   return { unixSeconds: sec - unixToInternal, nanos, offsetSeconds: offset === -60 ? null : offset };
 }
 
