@@ -73,6 +73,10 @@ function record(event: TestEvent): void {
   if (event.Action === 'pass') {
     passed++;
     console.log(`PASS ${label} (${seconds}s)`);
+    // A passing test's own t.Log lines (e.g. how many fuzz iterations ran) are worth seeing.
+    for (const line of outputByTest.get(key) ?? []) {
+      if (/^\s+\w+_test\.go:\d+: /.test(line)) process.stdout.write(`     | ${line.trimStart()}`);
+    }
   } else if (event.Action === 'skip') {
     skipped++;
     console.log(`SKIP ${label}`);
