@@ -1,0 +1,169 @@
+// Reads and writes of Kubernetes objects, as the layers above need them: by apiVersion/kind/namespace/name, with
+// JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
+
+import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+
+export const fieldManager = 'vmzones';
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+/** An object as the API server returns it (JSON shape); the fields we rely on are typed. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
+  };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export function describeRef(ref: ObjectRef): string {
+  return `${ref.kind} ${ref.namespace}/${ref.name}`;
+}
+
+export type KubeErrorKind = 'notFound' | 'conflict' | 'forbidden' | 'invalid' | 'unavailable';
+
+/** A failed API call: `kind` says whether retrying can help (conflict, unavailable) or not. */
+export class KubeError extends Error {
+  readonly kind: KubeErrorKind;
+  readonly status: number | undefined;
+  constructor(kind: KubeErrorKind, message: string, status?: number) {
+    super(message);
+    this.name = 'KubeError';
+    this.kind = kind;
+    this.status = status;
+  }
+}
+
+function apiMessage(body: unknown): string {
+  if (typeof body === 'string') {
+    try {
+      return apiMessage(JSON.parse(body));
+    } catch {
+      return body.slice(0, 300);
+    }
+  }
+  if (
+    typeof body === 'object' &&
+    body !== null &&
+    typeof (body as { message?: unknown }).message === 'string'
+  ) {
+    return (body as { message: string }).message;
+  }
+  return '';
+}
+
+export function toKubeError(err: unknown, what: string): KubeError {
+  if (err instanceof KubeError) return err;
+  if (err instanceof ApiException) {
+    const detail = apiMessage(err.body);
+    const text = `${what}: HTTP ${err.code}${detail ? `: ${detail}` : ''}`;
+    switch (err.code) {
+      case 404:
+        return new KubeError('notFound', text, 404);
+      case 409:
+        return new KubeError('conflict', text, 409);
+      case 401:
+      case 403:
+        return new KubeError('forbidden', text, err.code);
+      case 400:
+      case 422:
+        return new KubeError('invalid', text, err.code);
+      default:
+        return new KubeError('unavailable', text, err.code);
+    }
+  }
+  return new KubeError('unavailable', `${what}: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/** What the upper layers use; tests may provide their own against a real API server. */
+export interface KubeObjects {
+  get(ref: ObjectRef): Promise<KubeObject>;
+  /** Applies an RFC 7396 merge patch. With `resourceVersion`, the API server refuses (409) if the object changed. */
+  mergePatch(ref: ObjectRef, patch: Record<string, unknown>, resourceVersion?: string): Promise<KubeObject>;
+  list(apiVersion: string, kind: string, namespace: string, labelSelector?: string): Promise<KubeObject[]>;
+}
+
+/** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const header = (ref: ObjectRef) => ({
+    apiVersion: ref.apiVersion,
+    kind: ref.kind,
+    metadata: { name: ref.name, namespace: ref.namespace },
+  });
+  return {
+    async get(ref) {
+      try {
+        return (await api.read(header(ref))) as KubeObject;
+      } catch (err) {
+        throw toKubeError(err, `reading ${describeRef(ref)}`);
+      }
+    },
+    async mergePatch(ref, patch, resourceVersion) {
+      const h = header(ref);
+      const body = {
+        ...patch,
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+        metadata: {
+          ...((patch.metadata as Record<string, unknown> | undefined) ?? {}),
+          ...h.metadata,
+          ...(resourceVersion === undefined ? {} : { resourceVersion }),
+        },
+      };
+      try {
+        return (await api.patch(
+          body,
+          undefined,
+          undefined,
+          fieldManager,
+          undefined,
+          PatchStrategy.MergePatch,
+        )) as KubeObject;
+      } catch (err) {
+        throw toKubeError(err, `patching ${describeRef(ref)}`);
+      }
+    },
+    async list(apiVersion, kind, namespace, labelSelector) {
+      try {
+        const result = await api.list(
+          apiVersion,
+          kind,
+          namespace,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          labelSelector,
+        );
+        return result.items as KubeObject[];
+      } catch (err) {
+        throw toKubeError(
+          err,
+          `listing ${kind} in ${namespace}${labelSelector ? ` (${labelSelector})` : ''}`,
+        );
+      }
+    },
+  };
+}
