@@ -149,9 +149,19 @@ func TestKill(t *testing.T) {
 // TestExitOnConnectionEOF closes the controller side of the connection without Control.Quit
 // (what a crashed controller looks like): the plugin must exit by itself.
 func TestExitOnConnectionEOF(t *testing.T) {
-	for _, role := range []launch.Role{launch.StepRole, launch.MetricRole} {
-		t.Run(role.Cookie, func(t *testing.T) {
-			process, err := launch.Spawn(fixtureTarget(t), role, time.Minute)
+	for _, c := range []struct {
+		name   string
+		target func(*testing.T) launch.Target
+		role   launch.Role
+	}{
+		{"FixtureStep", fixtureTarget, launch.StepRole},
+		{"FixtureMetric", fixtureTarget, launch.MetricRole},
+		{"ProductStep", productTarget, launch.StepRole},
+		{"ProductMetric", productTarget, launch.MetricRole},
+	} {
+		role := c.role
+		t.Run(c.name, func(t *testing.T) {
+			process, err := launch.Spawn(c.target(t), role, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
