@@ -7,6 +7,9 @@
 // Rollout, unmarshals config, mints a uuid, draws a random number under a mutex and stores it in a
 // map, and returns Successful with a small JSON status; the TS fixture (step-plugin-e2e semantics)
 // decodes the Rollout, builds its typed view, mints a uuid and returns Successful with {Data, Count}.
+// The sample also writes one logrus line per Run to stderr ("Set 'N' for id …"), which go-plugin
+// relays through the host's logger; the TS fixture logs nothing per call. That costs the Go side a
+// few microseconds per call.
 // Per-call work outside the transport is thus tiny on both sides, and the numbers compare the
 // transports (yamux + net/rpc + gob) and runtimes. Both are launched by exec, like the controller
 // does: Go's binary directly, the TS bundle as `<node> <bundle.mjs>`. Iteration counts are fixed.
