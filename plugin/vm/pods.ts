@@ -1,0 +1,124 @@
+// Finds exactly the pods a configuration names (a label selector in one namespace) and where to scrape each.
+// Every listed pod counts: one that is not Ready, has no IP, or lacks the named port is returned with the
+// reason it cannot be scraped, so that callers report it as unreachable instead of skipping it. Only pods
+// that have finished for good (phase Succeeded or Failed, e.g. evicted) are left out, and said so.
+
+import type { KubeObject, KubeObjects } from '../kube/objects.ts';
+
+export interface PodSelection {
+  readonly namespace: string;
+  /** A Kubernetes label selector, e.g. `app.kubernetes.io/name=vmagent,app.kubernetes.io/instance=main`. */
+  readonly labelSelector: string;
+  /** A container port number, or the name of a container port (the operator names it `http`). */
+  readonly port: number | string;
+}
+
+export interface DiscoveredPod {
+  /** `namespace/name`. */
+  readonly key: string;
+  readonly name: string;
+  readonly ready: boolean;
+  readonly terminating: boolean;
+  /** `host:port` to scrape; absent when the pod cannot be reached, with `problem` saying why. */
+  readonly address?: string;
+  readonly problem?: string;
+}
+
+export interface PodDiscovery {
+  readonly pods: DiscoveredPod[];
+  /** Pods that matched but have finished for good (their process and its memory are gone). */
+  readonly finished: string[];
+}
+
+interface PodShape {
+  metadata: { name?: string; namespace?: string; deletionTimestamp?: string };
+  spec?: { containers?: { name?: string; ports?: { name?: string; containerPort?: number }[] }[] };
+  status?: { phase?: string; podIP?: string; conditions?: { type?: string; status?: string }[] };
+}
+
+export class PodSelectionError extends Error {
+  constructor(problem: string) {
+    super(problem);
+    this.name = 'PodSelectionError';
+  }
+}
+
+/** An empty selector would match every pod of the namespace; the API server checks the syntax. */
+export function checkLabelSelector(selector: string): void {
+  if (selector.trim() === '') {
+    throw new PodSelectionError('the pod label selector is empty: it would match every pod');
+  }
+}
+
+export function selectorFromLabels(labels: Readonly<Record<string, string>>): string {
+  return Object.entries(labels)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, value]) => `${key}=${value}`)
+    .join(',');
+}
+
+function resolvePort(pod: PodShape, port: number | string): number | undefined {
+  if (typeof port === 'number') return port;
+  for (const container of pod.spec?.containers ?? []) {
+    for (const candidate of container.ports ?? []) {
+      if (candidate.name === port && typeof candidate.containerPort === 'number')
+        return candidate.containerPort;
+    }
+  }
+  return undefined;
+}
+
+function hostPort(ip: string, port: number): string {
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+export function describePod(object: KubeObject, port: number | string): DiscoveredPod {
+  const pod = object as unknown as PodShape;
+  const name = pod.metadata.name ?? '';
+  const key = `${pod.metadata.namespace ?? ''}/${name}`;
+  const ready =
+    pod.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') ===
+    true;
+  const terminating = pod.metadata.deletionTimestamp !== undefined;
+  const base = { key, name, ready, terminating };
+  const ip = pod.status?.podIP;
+  const portNumber = resolvePort(pod, port);
+  if (portNumber === undefined) {
+    return { ...base, problem: `pod ${key} has no container port named ${JSON.stringify(port)}` };
+  }
+  if (!ready) {
+    const phase = pod.status?.phase ?? 'unknown';
+    return {
+      ...base,
+      problem: `pod ${key} is not Ready (phase ${phase}${terminating ? ', terminating' : ''})`,
+    };
+  }
+  if (ip === undefined || ip === '') return { ...base, problem: `pod ${key} has no IP address` };
+  return { ...base, address: hostPort(ip, portNumber) };
+}
+
+/** The pods matching a selector, sorted by name, without those that finished for good. */
+export async function listSelectedPods(
+  kube: KubeObjects,
+  namespace: string,
+  labelSelector: string,
+): Promise<{ active: KubeObject[]; finished: string[] }> {
+  checkLabelSelector(labelSelector);
+  const objects = await kube.list('v1', 'Pod', namespace, labelSelector);
+  const active: KubeObject[] = [];
+  const finished: string[] = [];
+  for (const object of objects) {
+    const phase = (object as unknown as PodShape).status?.phase;
+    const key = `${object.metadata.namespace ?? namespace}/${object.metadata.name ?? ''}`;
+    if (phase === 'Succeeded' || phase === 'Failed') finished.push(key);
+    else active.push(object);
+  }
+  active.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  return { active, finished: finished.sort() };
+}
+
+/** Lists the pods of `selection` and where to scrape each, sorted by name. */
+export async function discoverPods(kube: KubeObjects, selection: PodSelection): Promise<PodDiscovery> {
+  const { active, finished } = await listSelectedPods(kube, selection.namespace, selection.labelSelector);
+  return { pods: active.map((object) => describePod(object, selection.port)), finished };
+}

@@ -1,0 +1,179 @@
+// One bounded GET of a VictoriaMetrics component's /metrics page, streamed into the text parser so that only
+// the asked-for families are kept: a bounded total time, a bounded body size, TLS (CA, client certificate,
+// insecureSkipVerify, server name) and bearer-token or basic auth. Errors say what failed and where, and
+// never carry a credential: the URL is built from a pod address and holds none, and headers are not echoed.
+
+import { Agent, request } from 'undici';
+import {
+  MetricsTextError,
+  type MetricsTextOptions,
+  MetricsTextParser,
+  type MetricsTextResult,
+} from './metrics-text.ts';
+
+export interface ScrapeTls {
+  /** PEM CA bundle that signs the server certificate; without it the system roots are used. */
+  readonly ca?: string;
+  /** PEM client certificate and key, for servers that require one. */
+  readonly cert?: string;
+  readonly key?: string;
+  readonly insecureSkipVerify?: boolean;
+  /** Name the server certificate must carry (pods are addressed by IP). */
+  readonly serverName?: string;
+}
+
+export type ScrapeAuth =
+  | { readonly kind: 'bearer'; readonly token: string }
+  | { readonly kind: 'basic'; readonly username: string; readonly password: string };
+
+export interface ScrapeTarget {
+  /** e.g. http://10.1.2.3:8429/metrics */
+  readonly url: string;
+  readonly tls?: ScrapeTls;
+  readonly auth?: ScrapeAuth;
+}
+
+export interface ScrapeLimits {
+  /** Whole request, headers and body. Default 10 s. */
+  readonly timeoutMs?: number;
+  /** Largest page accepted. Default 128 MiB (vmagent pages of tens of MB exist). */
+  readonly maxBodyBytes?: number;
+  readonly maxLineBytes?: number;
+  readonly maxSamples?: number;
+}
+
+export const defaultScrapeTimeoutMs = 10_000;
+export const defaultMaxBodyBytes = 128 * 1024 * 1024;
+
+/** connect: no TCP/TLS connection; timeout: too slow; status: not HTTP 200; tooLarge: page over the limit;
+ *  malformed: a kept line is not valid text format. */
+export type ScrapeErrorKind = 'connect' | 'timeout' | 'status' | 'tooLarge' | 'malformed';
+
+export class ScrapeError extends Error {
+  readonly kind: ScrapeErrorKind;
+  readonly url: string;
+  readonly status: number | undefined;
+  constructor(kind: ScrapeErrorKind, url: string, detail: string, status?: number) {
+    super(`scraping ${url}: ${detail}`);
+    this.name = 'ScrapeError';
+    this.kind = kind;
+    this.url = url;
+    this.status = status;
+  }
+}
+
+function authorization(auth: ScrapeAuth | undefined): Record<string, string> {
+  if (auth === undefined) return {};
+  if (auth.kind === 'bearer') return { authorization: `Bearer ${auth.token}` };
+  return {
+    authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`, 'utf8').toString('base64')}`,
+  };
+}
+
+/** Network errors carry a code (ECONNREFUSED, CERT_HAS_EXPIRED…); the message alone is often vague. */
+function describeCause(error: unknown): string {
+  const seen = new Set<unknown>();
+  const parts: string[] = [];
+  let current: unknown = error;
+  while (current instanceof Error && !seen.has(current)) {
+    seen.add(current);
+    const code = (current as { code?: unknown }).code;
+    const text = typeof code === 'string' && !current.message.includes(code) ? `${code}: ` : '';
+    parts.push(`${text}${current.message}`);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return parts.join(': ') || String(error);
+}
+
+/** Fetches `target.url` and parses the page, keeping only the metric names in `keep`. */
+export async function scrapeMetrics(
+  target: ScrapeTarget,
+  keep: MetricsTextOptions['keep'],
+  limits: ScrapeLimits = {},
+): Promise<MetricsTextResult> {
+  const timeoutMs = limits.timeoutMs ?? defaultScrapeTimeoutMs;
+  const maxBodyBytes = limits.maxBodyBytes ?? defaultMaxBodyBytes;
+  const parser = new MetricsTextParser({
+    keep,
+    maxLineBytes: limits.maxLineBytes,
+    maxSamples: limits.maxSamples,
+  });
+  const tls = target.tls;
+  const dispatcher = new Agent({
+    connect: {
+      timeout: timeoutMs,
+      ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
+      ...(tls?.cert === undefined ? {} : { cert: tls.cert }),
+      ...(tls?.key === undefined ? {} : { key: tls.key }),
+      ...(tls?.serverName === undefined ? {} : { servername: tls.serverName }),
+      rejectUnauthorized: tls?.insecureSkipVerify !== true,
+    },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connections: 1,
+    pipelining: 0,
+  });
+  const signal = AbortSignal.timeout(timeoutMs);
+  const url = target.url;
+  try {
+    let response: Awaited<ReturnType<typeof request>>;
+    try {
+      response = await request(url, {
+        method: 'GET',
+        dispatcher,
+        signal,
+        headers: { accept: 'text/plain', ...authorization(target.auth) },
+      });
+    } catch (error) {
+      if (signal.aborted) throw new ScrapeError('timeout', url, `no answer within ${timeoutMs} ms`);
+      throw new ScrapeError('connect', url, describeCause(error));
+    }
+    const { statusCode, body } = response;
+    if (statusCode !== 200) {
+      let excerpt = '';
+      try {
+        for await (const chunk of body) {
+          excerpt += Buffer.from(chunk as Uint8Array).toString('utf8');
+          if (excerpt.length >= 200) break;
+        }
+      } catch {
+        // the status says enough
+      }
+      body.destroy();
+      const shown = excerpt.trim().slice(0, 200);
+      throw new ScrapeError('status', url, `HTTP ${statusCode}${shown ? `: ${shown}` : ''}`, statusCode);
+    }
+    let received = 0;
+    try {
+      for await (const chunk of body) {
+        const bytes = chunk as Uint8Array;
+        received += bytes.length;
+        if (received > maxBodyBytes) {
+          body.destroy();
+          throw new ScrapeError(
+            'tooLarge',
+            url,
+            `the page is larger than the limit of ${maxBodyBytes} bytes`,
+          );
+        }
+        parser.push(bytes);
+      }
+    } catch (error) {
+      body.destroy();
+      if (error instanceof ScrapeError) throw error;
+      if (error instanceof MetricsTextError) throw new ScrapeError('malformed', url, error.message);
+      if (signal.aborted) {
+        throw new ScrapeError('timeout', url, `the page was not complete within ${timeoutMs} ms`);
+      }
+      throw new ScrapeError('connect', url, `reading the page: ${describeCause(error)}`);
+    }
+    try {
+      return parser.end();
+    } catch (error) {
+      if (error instanceof MetricsTextError) throw new ScrapeError('malformed', url, error.message);
+      throw error;
+    }
+  } finally {
+    await dispatcher.destroy().catch(() => {});
+  }
+}
