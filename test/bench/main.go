@@ -55,6 +55,7 @@ type result struct {
 func main() {
 	node := flag.String("node", "", "node 24 binary")
 	bundle := flag.String("bundle", "", "dist/fixture-plugin.mjs")
+	nodeFlags := flag.String("node-flags", "", "space-separated Node flags placed before the bundle, as the ConfigMap's args would")
 	sample := flag.String("sample", "", "step-plugin-sample binary")
 	sequential := flag.Int("calls", 2000, "sequential Run calls for the latency percentiles")
 	concurrent := flag.Int("concurrent-calls", 4000, "Run calls spread over the concurrent callers")
@@ -83,7 +84,7 @@ func main() {
 	}
 
 	targets := []launch.Target{
-		{Name: "ts-fixture", Argv: []string{*node, *bundle}},
+		{Name: "ts-fixture", Argv: append(append([]string{*node}, strings.Fields(*nodeFlags)...), *bundle)},
 		{Name: "go-sample", Argv: []string{*sample}},
 	}
 	results := make([]result, 0, len(targets))
