@@ -234,7 +234,6 @@ func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, ready bool) er
 	status.HostIPs = []corev1.HostIP{{IP: PodIP}}
 	status.PodIP = PodIP
 	status.PodIPs = []corev1.PodIP{{IP: PodIP}}
-	status.QOSClass = corev1.PodQOSBestEffort
 	setCondition(status, corev1.PodReadyToStartContainers, corev1.ConditionTrue, now)
 	setCondition(status, corev1.PodInitialized, corev1.ConditionTrue, now)
 	setCondition(status, corev1.ContainersReady, readyStatus, now)
