@@ -1,25 +1,258 @@
-// The vmzones/gates metric provider. The gates (vmclusterReady, vmagentQueueDrained, vmauthReloaded) arrive
-// with the gates issue; until then every measurement is an Error that says so — never a silent pass.
+// The vmzones/gates metric provider. A measurement takes one reading of its gate per Run/Resume call and
+// waits within itself (Running, ResumeAt always set) until the gate has its answer or the gate's timeout
+// passes. What the next reading needs travels in Measurement.Metadata: only Kubernetes holds state.
+//
+// Verdict: without successCondition/failureCondition the gate's own evidence decides (pass → Successful,
+// fail → Failed at once, wait → Running until the timeout, then Failed with the last figures). With
+// conditions, they are evaluated against the figures (Measurement.Value) as `result` on every reading: true
+// success → Successful, true failure → Failed at once; otherwise the measurement waits as above and at the
+// end returns what the conditions say (Failed or Inconclusive). A condition that cannot be evaluated, bad
+// config, an unknown gate or a Rollout without spec → Error naming the problem.
+//
+// Terminate (the run is stopping, e.g. the rollout was aborted or promoted): the measurement ends
+// Inconclusive with its last figures — the gate never said yes, so it must not count as a success.
 
-import type { MeasurementResult, MetricProvider, MetricView } from '../rollouts/types.ts';
+import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import type {
+  AnalysisRunView,
+  MeasurementResult,
+  MeasurementView,
+  MetricProvider,
+  MetricView,
+} from '../rollouts/types.ts';
+import { type GateConfig, GateConfigError, parseGateConfig } from './config.ts';
+import { evaluateMetricConditions } from './expr/conditions.ts';
+import { lazyOwnerSpec } from './owner-spec.ts';
+import type { GateContext, GateReading } from './reading.ts';
+import { parseDrainState, readVmagentDrained } from './vmagent-drained.ts';
+import { readVmauthReloaded } from './vmauth-reloaded.ts';
+import { readVmclusterReady } from './vmcluster-ready.ts';
 
 export const gatesProviderType = 'vmzones/gates';
 
-function notImplemented(metric: MetricView): MeasurementResult {
+export const metadataKeys = {
+  gate: 'vmzones.io/gate',
+  /** Start of the measurement, to the millisecond (StartedAt is stored to the second). */
+  startedAt: 'vmzones.io/started-at',
+  /** Until when the measurement may wait (start + the gate's timeout), once known. */
+  deadline: 'vmzones.io/deadline',
+  readings: 'vmzones.io/readings',
+  /** The gate's own state between readings (JSON), only while Running. */
+  state: 'vmzones.io/state',
+} as const;
+
+/** Retry delay after a transient API error while waiting. */
+const transientRetryMs = 10_000;
+
+export interface GatesProviderOptions {
+  /** The Kubernetes client; default: in-cluster or KUBECONFIG, created on first use. */
+  kube?: () => KubeObjects;
+  /** Milliseconds since the epoch; tests move it. */
+  now?: () => number;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** ResumeAt is stored to the second: round up so that the next reading never comes early. */
+function resumeAt(ms: number, now: number): string {
+  return iso(Math.max(Math.ceil(ms / 1000) * 1000, Math.ceil((now + 1000) / 1000) * 1000));
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isTransient(error: unknown): boolean {
+  return error instanceof KubeError && (error.kind === 'unavailable' || error.kind === 'conflict');
+}
+
+function pluginConfig(metric: MetricView): unknown {
+  return metric.provider.plugin?.[gatesProviderType];
+}
+
+function describeMs(ms: number): string {
+  if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000}m`;
+  return `${ms / 1000}s`;
+}
+
+export function createGatesProvider(options: GatesProviderOptions = {}): MetricProvider {
+  const clock = options.now ?? Date.now;
+  let client: KubeObjects | undefined;
+  const kube = () => {
+    client ??= options.kube?.() ?? kubeObjects();
+    return client;
+  };
+
+  async function read(config: GateConfig, context: GateContext, previous: MeasurementView | undefined) {
+    switch (config.gate) {
+      case 'vmclusterReady':
+        return readVmclusterReady(config, context);
+      case 'vmauthReloaded':
+        return readVmauthReloaded(config, context);
+      case 'vmagentQueueDrained': {
+        const stored = previous?.metadata?.[metadataKeys.state];
+        return readVmagentDrained(
+          config,
+          context,
+          parseDrainState(stored === undefined ? undefined : JSON.parse(stored)),
+        );
+      }
+    }
+  }
+
+  async function measure(
+    run: AnalysisRunView,
+    metric: MetricView,
+    previous: MeasurementView | undefined,
+  ): Promise<MeasurementResult> {
+    const now = clock();
+    const startedAtMs = previous === undefined ? now : startOf(previous, now);
+    const readings = Number(previous?.metadata?.[metadataKeys.readings] ?? '0') + 1;
+    const knownDeadline = previous?.metadata?.[metadataKeys.deadline];
+    const metadata: Record<string, string> = {
+      [metadataKeys.startedAt]: iso(startedAtMs),
+      [metadataKeys.readings]: String(readings),
+      ...(knownDeadline === undefined ? {} : { [metadataKeys.deadline]: knownDeadline }),
+    };
+    const started = previous === undefined ? { startedAt: iso(now) } : {};
+
+    let config: GateConfig;
+    let reading: GateReading;
+    try {
+      config = parseGateConfig(pluginConfig(metric));
+      metadata[metadataKeys.gate] = config.gate;
+      const context: GateContext = { kube: kube(), run, now, ownerSpec: lazyOwnerSpec(kube(), run) };
+      reading = await read(config, context, previous);
+    } catch (error) {
+      if (isTransient(error) && knownDeadline !== undefined && previous !== undefined) {
+        // Keep waiting on the last good figures and state; the next reading tries again.
+        const deadline = Date.parse(knownDeadline);
+        const carried = { ...metadata, ...pick(previous.metadata, metadataKeys.state, metadataKeys.gate) };
+        if (now < deadline) {
+          return {
+            phase: 'Running',
+            message: `could not take a reading, retrying: ${errorText(error)}`,
+            value: previous.value ?? '',
+            metadata: carried,
+            resumeAt: resumeAt(Math.min(now + transientRetryMs, deadline), now),
+          };
+        }
+        return {
+          phase: 'Failed',
+          message: `timed out at ${knownDeadline} without an answer; the last reading failed: ${errorText(error)}`,
+          value: previous.value ?? '',
+          metadata: { ...metadata, ...pick(previous.metadata, metadataKeys.gate) },
+        };
+      }
+      return { ...started, phase: 'Error', message: errorMessage(error), metadata };
+    }
+
+    const deadline = startedAtMs + reading.timeoutMs;
+    metadata[metadataKeys.deadline] = iso(deadline);
+    const value = JSON.stringify(reading.figures);
+    const finished = (phase: MeasurementResult['phase'], message: string): MeasurementResult => ({
+      ...started,
+      phase,
+      message,
+      value,
+      metadata,
+    });
+    const running = (message: string): MeasurementResult => ({
+      ...started,
+      phase: 'Running',
+      message,
+      value,
+      metadata: {
+        ...metadata,
+        ...(reading.state === undefined ? {} : { [metadataKeys.state]: JSON.stringify(reading.state) }),
+      },
+      resumeAt: resumeAt(Math.min(now + reading.pollMs, deadline), now),
+    });
+    const timedOut = now >= deadline;
+    const timeoutNote = `timed out after ${describeMs(reading.timeoutMs)}: `;
+
+    const successCondition = metric.successCondition ?? '';
+    const failureCondition = metric.failureCondition ?? '';
+    if (successCondition === '' && failureCondition === '') {
+      if (reading.verdict === 'pass') return finished('Successful', reading.message);
+      if (reading.verdict === 'fail') return finished('Failed', reading.message);
+      return timedOut ? finished('Failed', timeoutNote + reading.message) : running(reading.message);
+    }
+
+    const outcome = evaluateMetricConditions(reading.figures, { successCondition, failureCondition });
+    if (outcome.phase === 'Error')
+      return finished('Error', outcome.message ?? 'the conditions could not be evaluated');
+    if (outcome.phase === 'Successful') {
+      return finished(
+        'Successful',
+        `${successCondition === '' ? 'failureCondition is false' : 'successCondition is true'}: ${reading.message}`,
+      );
+    }
+    const failureHolds =
+      failureCondition !== '' &&
+      evaluateMetricConditions(reading.figures, { failureCondition }).phase === 'Failed';
+    if (failureHolds) return finished('Failed', `failureCondition is true: ${reading.message}`);
+    if (reading.verdict !== 'fail' && !timedOut) {
+      return running(`waiting for successCondition: ${reading.message}`);
+    }
+    return finished(
+      outcome.phase,
+      `${timedOut ? timeoutNote : ''}the conditions did not hold${outcome.phase === 'Inconclusive' ? ' (neither is true)' : ''}: ${reading.message}`,
+    );
+  }
+
   return {
-    phase: 'Error',
-    message: `vmzones/gates is not implemented yet (metric ${JSON.stringify(metric.name ?? '')}); no gate was evaluated`,
+    async init() {},
+    run: (run, metric) => measure(run, metric, undefined),
+    resume: (run, metric, measurement) => measure(run, metric, measurement),
+    async terminate(_run, _metric, measurement) {
+      return {
+        phase: 'Inconclusive',
+        message: `terminated before the gate concluded; last reading: ${measurement.message ?? 'none'}`,
+        value: measurement.value ?? '',
+        metadata: withoutState(measurement.metadata),
+      };
+    },
+    async garbageCollect() {
+      // Measurements hold everything there is; nothing lives elsewhere to clean up.
+    },
+    async getMetadata(metric) {
+      const config = parseGateConfig(pluginConfig(metric));
+      return {
+        [metadataKeys.gate]: config.gate,
+        ...(config.zone === undefined ? {} : { 'vmzones.io/zone': config.zone }),
+      };
+    },
+    type: () => gatesProviderType,
   };
 }
 
-export function createGatesProvider(): MetricProvider {
-  return {
-    async init() {},
-    run: async (_run, metric) => notImplemented(metric),
-    resume: async (_run, metric) => notImplemented(metric),
-    terminate: async (_run, metric) => notImplemented(metric),
-    async garbageCollect() {},
-    getMetadata: async () => ({}),
-    type: () => gatesProviderType,
-  };
+function startOf(previous: MeasurementView, now: number): number {
+  const precise = Date.parse(previous.metadata?.[metadataKeys.startedAt] ?? '');
+  if (!Number.isNaN(precise)) return precise;
+  const stored = Date.parse(previous.startedAt ?? '');
+  return Number.isNaN(stored) ? now : stored;
+}
+
+function pick(metadata: Record<string, string> | undefined, ...keys: string[]): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const key of keys) {
+    const value = metadata?.[key];
+    if (value !== undefined) picked[key] = value;
+  }
+  return picked;
+}
+
+function withoutState(metadata: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (metadata === undefined) return undefined;
+  const { [metadataKeys.state]: _dropped, ...rest } = metadata;
+  return rest;
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof GateConfigError) return error.message;
+  if (error instanceof SyntaxError) return `the measurement's stored state is not JSON: ${error.message}`;
+  return errorText(error);
 }

@@ -1,0 +1,218 @@
+// The metric config of a vmzones/gates metric: `provider.plugin["vmzones/gates"]`, after the controller has
+// substituted `{{args.*}}`. Args arrive as strings, so numbers and booleans are also accepted as their text.
+// Everything is validated before anything is read; a problem names the field.
+
+import { z } from 'zod';
+import { GoDurationError, parseGoDurationMs } from '../goplugin/go-duration.ts';
+
+export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
+export type GateName = (typeof gateNames)[number];
+
+export class GateConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(`invalid vmzones/gates config: ${problems.join('; ')}`);
+    this.name = 'GateConfigError';
+    this.problems = problems;
+  }
+}
+
+const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+const objectName = z
+  .string()
+  .max(253)
+  .regex(dns1123Subdomain, 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")');
+const namespaceName = z.string().max(63).regex(dns1123Label, 'must be a namespace name');
+
+/** Milliseconds from a Go duration string ("30s", "15m", "1h30m"). */
+const durationMs = z.string().transform((value, ctx) => {
+  try {
+    const ms = parseGoDurationMs(value);
+    if (ms < 0) ctx.addIssue({ code: 'custom', message: 'must not be negative' });
+    return ms;
+  } catch (error) {
+    ctx.addIssue({
+      code: 'custom',
+      message: error instanceof GoDurationError ? error.message : `not a duration: ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+});
+
+const wholeNumber = (min: number) =>
+  z
+    .union(
+      [
+        z.number(),
+        z
+          .string()
+          .regex(/^\s*\d+\s*$/)
+          .transform(Number),
+      ],
+      {
+        message: 'must be a whole number',
+      },
+    )
+    .pipe(z.number().int(`must be a whole number`).min(min, `must be at least ${min}`));
+
+const flag = z.union([
+  z.boolean(),
+  z.enum(['true', 'false'], { message: 'must be true or false' }).transform((value) => value === 'true'),
+]);
+
+const secretKeyRef = z.strictObject({ name: objectName, key: z.string().min(1, 'must not be empty') });
+
+const port = z.union([
+  wholeNumber(1).pipe(z.number().max(65535, 'must be a port number (at most 65535)')),
+  z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a port number or a container port name'),
+]);
+
+const tls = z.strictObject({
+  ca: secretKeyRef.optional(),
+  cert: secretKeyRef.optional(),
+  key: secretKeyRef.optional(),
+  insecureSkipVerify: flag.optional(),
+  serverName: z.string().min(1).optional(),
+});
+
+const auth = z.union(
+  [
+    z.strictObject({ bearerToken: secretKeyRef }),
+    z.strictObject({
+      basicAuth: z.strictObject({
+        username: z.union([z.string().min(1), secretKeyRef]),
+        password: secretKeyRef,
+      }),
+    }),
+  ],
+  { message: 'must be {bearerToken: {name, key}} or {basicAuth: {username, password: {name, key}}}' },
+);
+
+/** How the pods are found and scraped; everything optional, defaults from the operator's conventions. */
+const podAccess = z
+  .strictObject({
+    /** A label selector naming the pods, instead of the operator's labels of the named object. */
+    selector: z.string().min(1).optional(),
+    port: port.optional(),
+    scheme: z.enum(['http', 'https']).optional(),
+    tls: tls.optional(),
+    auth: auth.optional(),
+    scrapeTimeout: durationMs.optional(),
+    maxScrapeBytes: wholeNumber(1024).optional(),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.tls?.cert === undefined) !== (value.tls?.key === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['tls'], message: 'cert and key must be set together' });
+    }
+  });
+
+const common = {
+  /** The zone as the Rollout's vmzones.io/spec names it; zone settings come from there by default. */
+  zone: z.string().regex(dns1123Label, 'must be a zone name (a DNS label)').optional(),
+  namespace: namespaceName.optional(),
+  /** How long one measurement waits for its gate; 0s = one reading, judged at once. */
+  timeout: durationMs.optional(),
+  /** Time between readings while waiting. */
+  pollInterval: durationMs.optional(),
+};
+
+const readyGate = z.strictObject({
+  gate: z.literal('vmclusterReady'),
+  ...common,
+  vmcluster: objectName.optional(),
+  /** A generation the VMCluster must have reached (e.g. the one a step wrote). */
+  generation: wholeNumber(1).optional(),
+});
+
+const drainGate = z
+  .strictObject({
+    gate: z.literal('vmagentQueueDrained'),
+    ...common,
+    vmcluster: objectName.optional(),
+    vmagent: objectName.optional(),
+    vmagents: z.array(objectName).min(1).optional(),
+    pods: podAccess.optional(),
+    /** The zone's queue: the URL as spec.remoteWrite lists it, or its 1-based position there. */
+    remoteWriteUrl: z.string().min(1).optional(),
+    remoteWriteIndex: wholeNumber(1).optional(),
+    consecutiveRounds: wholeNumber(1).optional(),
+    maxPendingDataBytes: wholeNumber(0).optional(),
+    maxOnDiskPendingBytes: wholeNumber(0).optional(),
+    roundSpacing: durationMs.optional(),
+    ingestionExpected: flag.optional(),
+    /** Count only rounds taken while the zone's VMCluster is ready (default true when it is known). */
+    requireZoneReady: flag.optional(),
+  })
+  .superRefine((value, ctx) => {
+    if (value.vmagent !== undefined && value.vmagents !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['vmagents'], message: 'set vmagent or vmagents, not both' });
+    }
+    if (value.pollInterval !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pollInterval'],
+        message: 'vmagentQueueDrained takes a reading every roundSpacing; set that instead',
+      });
+    }
+  });
+
+const reloadGate = z.strictObject({
+  gate: z.literal('vmauthReloaded'),
+  ...common,
+  /** The VMAuth whose pods to check (operator labels); or pods.selector for a helm-managed vmauth. */
+  vmauth: objectName.optional(),
+  pods: podAccess.optional(),
+  /** The operator's config-reloader sidecar and the Secret key it watches, for content-hash evidence. */
+  reloader: z.strictObject({ port: port.optional(), configSecret: secretKeyRef }).optional(),
+  /** RFC 3339: the config must have been loaded at or after this time. Default: the config source's last write. */
+  since: z
+    .string()
+    .refine((value) => /^\d{4}-\d{2}-\d{2}T/.test(value) && !Number.isNaN(Date.parse(value)), {
+      message: 'must be an RFC 3339 time such as 2026-05-01T12:00:00Z',
+    })
+    .optional(),
+});
+
+export type ReadyGateConfig = z.infer<typeof readyGate>;
+export type DrainGateConfig = z.infer<typeof drainGate>;
+export type ReloadGateConfig = z.infer<typeof reloadGate>;
+export type PodAccessConfig = z.infer<typeof podAccess>;
+export type GateConfig = ReadyGateConfig | DrainGateConfig | ReloadGateConfig;
+
+const schemas = { vmclusterReady: readyGate, vmagentQueueDrained: drainGate, vmauthReloaded: reloadGate };
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.length === 0
+    ? '(config)'
+    : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
+}
+
+/** Validates the plugin config of one metric; throws GateConfigError naming every problem. */
+export function parseGateConfig(raw: unknown): GateConfig {
+  if (raw === undefined || raw === null) {
+    throw new GateConfigError(['the metric has no provider.plugin["vmzones/gates"] config']);
+  }
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new GateConfigError([
+      `(config): must be an object, got ${Array.isArray(raw) ? 'a list' : typeof raw}`,
+    ]);
+  }
+  const gate = (raw as { gate?: unknown }).gate;
+  if (gate === undefined) {
+    throw new GateConfigError([`gate: required, one of ${gateNames.join(', ')}`]);
+  }
+  if (typeof gate !== 'string' || !(gateNames as readonly string[]).includes(gate)) {
+    throw new GateConfigError([
+      `gate: unknown gate ${JSON.stringify(gate)} (known: ${gateNames.join(', ')})`,
+    ]);
+  }
+  const result = schemas[gate as GateName].safeParse(raw);
+  if (!result.success) {
+    throw new GateConfigError(
+      result.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`),
+    );
+  }
+  return result.data;
+}

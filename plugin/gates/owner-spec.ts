@@ -1,0 +1,78 @@
+// Zone settings by default come from the Rollout that owns the AnalysisRun: its pod template's
+// `vmzones.io/spec` document. The run the controller hands over carries no owner references, so the
+// AnalysisRun is read from the API server (the controller's service account may read it).
+
+import { KubeError, type KubeObject, type KubeObjects } from '../kube/objects.ts';
+import type { AnalysisRunView } from '../rollouts/types.ts';
+import { specFromAnnotations, type ZoneSpecDocument } from '../zones/spec.ts';
+
+export class GateSetupError extends Error {
+  constructor(problem: string) {
+    super(problem);
+    this.name = 'GateSetupError';
+  }
+}
+
+export interface OwnerSpec {
+  readonly rollout: string;
+  readonly namespace: string;
+  readonly spec: ZoneSpecDocument;
+}
+
+const rolloutApiVersion = 'argoproj.io/v1alpha1';
+
+/** The spec document of the Rollout owning `run`; GateSetupError when there is none or it is invalid. */
+export async function ownerSpec(kube: KubeObjects, run: AnalysisRunView): Promise<OwnerSpec> {
+  const namespace = run.metadata.namespace ?? '';
+  const name = run.metadata.name ?? '';
+  let analysisRun: KubeObject;
+  try {
+    analysisRun = await kube.get({ apiVersion: rolloutApiVersion, kind: 'AnalysisRun', namespace, name });
+  } catch (error) {
+    if (error instanceof KubeError && error.kind === 'notFound') {
+      throw new GateSetupError(`AnalysisRun ${namespace}/${name} is not in the API server`);
+    }
+    throw error;
+  }
+  const owner =
+    analysisRun.metadata.ownerReferences?.find((ref) => ref.kind === 'Rollout' && ref.controller === true) ??
+    analysisRun.metadata.ownerReferences?.find((ref) => ref.kind === 'Rollout');
+  if (owner === undefined) {
+    throw new GateSetupError(
+      `AnalysisRun ${namespace}/${name} is not owned by a Rollout, so there is no vmzones.io/spec to take zone ` +
+        'settings from; name them in the metric config instead (vmcluster, vmagent, vmauth, namespace)',
+    );
+  }
+  let rollout: KubeObject;
+  try {
+    rollout = await kube.get({ apiVersion: rolloutApiVersion, kind: 'Rollout', namespace, name: owner.name });
+  } catch (error) {
+    if (error instanceof KubeError && error.kind === 'notFound') {
+      throw new GateSetupError(
+        `Rollout ${namespace}/${owner.name}, owner of AnalysisRun ${name}, does not exist`,
+      );
+    }
+    throw error;
+  }
+  const template = (rollout.spec?.template ?? {}) as { metadata?: { annotations?: Record<string, string> } };
+  try {
+    return {
+      rollout: owner.name,
+      namespace,
+      spec: specFromAnnotations(template.metadata?.annotations),
+    };
+  } catch (error) {
+    throw new GateSetupError(
+      `Rollout ${namespace}/${owner.name}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/** Reads the owner spec once, on first use; later calls get the same promise. */
+export function lazyOwnerSpec(kube: KubeObjects, run: AnalysisRunView): () => Promise<OwnerSpec> {
+  let loaded: Promise<OwnerSpec> | undefined;
+  return () => {
+    loaded ??= ownerSpec(kube, run);
+    return loaded;
+  };
+}

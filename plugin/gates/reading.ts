@@ -1,0 +1,31 @@
+// What one reading of a gate produces, whatever the gate: the raw figures (Measurement.Value, and `result`
+// for successCondition / failureCondition), the gate's own verdict, and how long the measurement may wait.
+
+import type { KubeObjects } from '../kube/objects.ts';
+import type { AnalysisRunView } from '../rollouts/types.ts';
+import type { OwnerSpec } from './owner-spec.ts';
+
+/** pass: the gate's evidence says yes; fail: it says no for good; wait: not yet. */
+export type GateVerdict = 'pass' | 'fail' | 'wait';
+
+export interface GateReading {
+  readonly verdict: GateVerdict;
+  readonly message: string;
+  /** A JSON object of raw figures. */
+  readonly figures: Record<string, unknown>;
+  /** What the next reading of this measurement needs (kept in Measurement.Metadata). */
+  readonly state?: unknown;
+  /** How long the measurement may wait for `pass`, from its start. */
+  readonly timeoutMs: number;
+  /** When to take the next reading, from this one. */
+  readonly pollMs: number;
+}
+
+export interface GateContext {
+  readonly kube: KubeObjects;
+  readonly run: AnalysisRunView;
+  /** Milliseconds since the epoch at the start of this reading. */
+  readonly now: number;
+  /** The owning Rollout's spec document, read on first use. */
+  readonly ownerSpec: () => Promise<OwnerSpec>;
+}

@@ -1,0 +1,175 @@
+// What a VMAgent object says about its pods and its remote-write queues: the operator's pod labels, how many
+// pods it asks for, and which `spec.remoteWrite` entry (1-based, in list order, as the operator emits the
+// -remoteWrite.url flags) feeds a zone's VMCluster.
+
+import type { KubeObject, ObjectRef } from '../kube/objects.ts';
+import { vmApiVersion } from './vmcluster.ts';
+
+export function vmagentRef(namespace: string, name: string): ObjectRef {
+  return { apiVersion: vmApiVersion, kind: 'VMAgent', namespace, name };
+}
+
+/** The operator's selector labels of a VMAgent's pods (operator api/v1beta1 VMAgent.SelectorLabels). */
+export function vmagentPodLabels(name: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'vmagent',
+    'app.kubernetes.io/instance': name,
+    'app.kubernetes.io/component': 'monitoring',
+    'managed-by': 'vm-operator',
+  };
+}
+
+export class VmagentSpecError extends Error {
+  constructor(vmagent: string, problem: string) {
+    super(`VMAgent ${vmagent}: ${problem}`);
+    this.name = 'VmagentSpecError';
+  }
+}
+
+function describe(vmagent: KubeObject): string {
+  return `${vmagent.metadata.namespace ?? ''}/${vmagent.metadata.name ?? ''}`;
+}
+
+/** `spec.remoteWrite[].url` in order. */
+export function remoteWriteUrls(vmagent: KubeObject): string[] {
+  const list = vmagent.spec?.remoteWrite;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new VmagentSpecError(describe(vmagent), 'spec.remoteWrite is empty: it writes to no zone');
+  }
+  return list.map((entry, position) => {
+    const url = (entry as { url?: unknown } | null)?.url;
+    if (typeof url !== 'string' || url === '') {
+      throw new VmagentSpecError(describe(vmagent), `spec.remoteWrite[${position}].url is not set`);
+    }
+    return url;
+  });
+}
+
+/**
+ * Pods the VMAgent asks for: replicaCount (default 1) times shardCount (default 1). Undefined in daemonSet
+ * mode, where the node count decides.
+ */
+export function expectedVmagentPods(vmagent: KubeObject): number | undefined {
+  const spec = vmagent.spec ?? {};
+  if (spec.daemonSetMode === true) return undefined;
+  const replicas = typeof spec.replicaCount === 'number' ? spec.replicaCount : 1;
+  const shards = typeof spec.shardCount === 'number' && spec.shardCount > 0 ? spec.shardCount : 1;
+  return replicas * shards;
+}
+
+/** The host name a URL points at, lower-case, or undefined if it does not parse. */
+function hostName(url: string): string | undefined {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Shows a URL without its user info (a password may sit there). */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/@]*@/, '$1***@');
+}
+
+export interface ZoneQueue {
+  /** 1-based position in spec.remoteWrite. */
+  readonly index: number;
+  readonly url: string;
+}
+
+/**
+ * The remote-write entry that writes to VMCluster `vmcluster` in `namespace`: the one whose host is the
+ * operator's vminsert Service (`vminsert-<vmcluster>`, alone or followed by `.<namespace>` and any domain).
+ * Exactly one entry must match.
+ */
+export function zoneQueueOf(vmagent: KubeObject, vmcluster: string, namespace: string): ZoneQueue {
+  const urls = remoteWriteUrls(vmagent);
+  const service = `vminsert-${vmcluster}`;
+  const matches: ZoneQueue[] = [];
+  urls.forEach((url, position) => {
+    const labels = hostName(url)?.split('.') ?? [];
+    if (labels[0] !== service) return;
+    if (labels.length > 1 && labels[1] !== namespace) return;
+    matches.push({ index: position + 1, url });
+  });
+  if (matches.length === 1) return matches[0] as ZoneQueue;
+  const listed = urls.map((url, position) => `${position + 1}: ${redactUrl(url)}`).join(', ');
+  if (matches.length === 0) {
+    throw new VmagentSpecError(
+      describe(vmagent),
+      `no spec.remoteWrite URL points at ${service}.${namespace} (the vminsert of VMCluster ${namespace}/${vmcluster}); ` +
+        `its URLs are ${listed}. Name the zone's URL with remoteWriteUrl or remoteWriteIndex in the gate config`,
+    );
+  }
+  throw new VmagentSpecError(
+    describe(vmagent),
+    `${matches.length} spec.remoteWrite URLs point at ${service} (positions ${matches.map((m) => m.index).join(', ')}); ` +
+      'name the zone\u2019s URL with remoteWriteUrl or remoteWriteIndex in the gate config',
+  );
+}
+
+/** The entry with exactly this URL, or the entry at `index`; an index beyond the list is an error. */
+export function explicitZoneQueue(
+  vmagent: KubeObject,
+  choice: { remoteWriteUrl?: string; remoteWriteIndex?: number },
+): ZoneQueue {
+  const urls = remoteWriteUrls(vmagent);
+  if (choice.remoteWriteIndex !== undefined) {
+    const url = urls[choice.remoteWriteIndex - 1];
+    if (url === undefined) {
+      throw new VmagentSpecError(
+        describe(vmagent),
+        `remoteWriteIndex ${choice.remoteWriteIndex} is beyond its ${urls.length} spec.remoteWrite entries`,
+      );
+    }
+    if (choice.remoteWriteUrl !== undefined && url !== choice.remoteWriteUrl) {
+      throw new VmagentSpecError(
+        describe(vmagent),
+        `spec.remoteWrite[${choice.remoteWriteIndex - 1}] is ${redactUrl(url)}, not the configured remoteWriteUrl`,
+      );
+    }
+    return { index: choice.remoteWriteIndex, url };
+  }
+  const position = urls.indexOf(choice.remoteWriteUrl ?? '');
+  if (position < 0) {
+    throw new VmagentSpecError(
+      describe(vmagent),
+      `no spec.remoteWrite entry has the URL ${redactUrl(choice.remoteWriteUrl ?? '')}`,
+    );
+  }
+  return { index: position + 1, url: urls[position] as string };
+}
+
+interface ContainerShape {
+  name?: string;
+  args?: string[];
+  command?: string[];
+}
+
+/**
+ * The -remoteWrite.url values a vmagent pod's containers were started with, in order: what the process
+ * hashes to name its queues. The operator passes one comma-joined flag, others repeat the flag. Undefined
+ * when no container has the flag, or when a value uses the quoting vmagent's array flags allow (not modelled).
+ */
+export function remoteWriteUrlsFromPod(pod: KubeObject): string[] | undefined {
+  const containers = ((pod.spec as { containers?: ContainerShape[] } | undefined)?.containers ?? []).filter(
+    (container) => [...(container.command ?? []), ...(container.args ?? [])].some(isRemoteWriteUrlFlag),
+  );
+  if (containers.length !== 1) return undefined;
+  const container = containers[0] as ContainerShape;
+  const words = [...(container.command ?? []), ...(container.args ?? [])];
+  const urls: string[] = [];
+  for (let position = 0; position < words.length; position++) {
+    const word = words[position] as string;
+    if (!isRemoteWriteUrlFlag(word)) continue;
+    const equals = word.indexOf('=');
+    const value = equals >= 0 ? word.slice(equals + 1) : words[++position];
+    if (value === undefined || /["'[\]{}()]/.test(value)) return undefined;
+    urls.push(...value.split(','));
+  }
+  return urls;
+}
+
+function isRemoteWriteUrlFlag(word: string): boolean {
+  return /^--?remoteWrite\.url(=|$)/.test(word);
+}
