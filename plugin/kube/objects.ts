@@ -90,11 +90,25 @@ export function toKubeError(err: unknown, what: string): KubeError {
   return new KubeError('unavailable', `${what}: ${err instanceof Error ? err.message : String(err)}`);
 }
 
+export interface PatchOptions {
+  /** Server-side dry run: admission and schema validation run, nothing is stored. */
+  dryRun?: boolean;
+}
+
 /** What the upper layers use; tests may provide their own against a real API server. */
 export interface KubeObjects {
   get(ref: ObjectRef): Promise<KubeObject>;
-  /** Applies an RFC 7396 merge patch. With `resourceVersion`, the API server refuses (409) if the object changed. */
-  mergePatch(ref: ObjectRef, patch: Record<string, unknown>, resourceVersion?: string): Promise<KubeObject>;
+  /**
+   * Applies an RFC 7396 merge patch with field manager `vmzones`. With `resourceVersion`, the API server refuses
+   * (409, KubeError kind `conflict`) if the object changed since it was read.
+   */
+  mergePatch(
+    ref: ObjectRef,
+    patch: Record<string, unknown>,
+    resourceVersion?: string,
+    options?: PatchOptions,
+  ): Promise<KubeObject>;
+  /** Lists objects; namespace `''` lists across all namespaces. */
   list(apiVersion: string, kind: string, namespace: string, labelSelector?: string): Promise<KubeObject[]>;
 }
 
@@ -120,7 +134,7 @@ export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
         throw toKubeError(err, `reading ${describeRef(ref)}`);
       }
     },
-    async mergePatch(ref, patch, resourceVersion) {
+    async mergePatch(ref, patch, resourceVersion, options) {
       const h = header(ref);
       const body = {
         ...patch,
@@ -136,13 +150,13 @@ export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
         return (await api.patch(
           body,
           undefined,
-          undefined,
+          options?.dryRun ? 'All' : undefined,
           fieldManager,
           undefined,
           PatchStrategy.MergePatch,
         )) as KubeObject;
       } catch (err) {
-        throw toKubeError(err, `patching ${describeRef(ref)}`);
+        throw toKubeError(err, `${options?.dryRun ? 'dry-run patching' : 'patching'} ${describeRef(ref)}`);
       }
     },
     async list(apiVersion, kind, namespace, labelSelector) {
@@ -161,7 +175,7 @@ export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
       } catch (err) {
         throw toKubeError(
           err,
-          `listing ${kind} in ${namespace}${labelSelector ? ` (${labelSelector})` : ''}`,
+          `listing ${kind} in ${namespace === '' ? 'all namespaces' : namespace}${labelSelector ? ` (${labelSelector})` : ''}`,
         );
       }
     },

@@ -34,6 +34,14 @@ const jsonObject = z.custom<JsonObject>(
 
 const secretKeyRef = z.strictObject({ name: objectName, key: z.string().min(1) });
 
+const vmauthPods = z.strictObject({
+  /** Label selector of the vmauth pods in the spec document's namespace, e.g. `app.kubernetes.io/name=vmauth`. */
+  labelSelector: z.string().trim().min(1, 'must not be empty (it would match every pod)'),
+  /** vmauth's HTTP port: a number or a container port name. */
+  port: z.union([z.number().int().min(1).max(65535), z.string().min(1)]).default('http'),
+  scheme: z.enum(['http', 'https']).optional(),
+});
+
 const vmauthSource = z
   .strictObject({
     /** An operator-managed VMUser whose targetRefs route reads to the zones' vmselects. */
@@ -41,6 +49,12 @@ const vmauthSource = z
     /** A helm-managed vmauth whose raw config file lives in a Secret or a ConfigMap. */
     secret: secretKeyRef.optional(),
     configMap: secretKeyRef.optional(),
+    /** The VMAuths that serve the VMUser; default: those in its namespace that select it. */
+    vmauths: z.array(objectName).min(1).optional(),
+    /** Where the vmauth replicas run (required for a helm-managed vmauth; derived from the VMAuths otherwise). */
+    pods: z.array(vmauthPods).min(1).optional(),
+    /** `bestEffort` lets vmauth versions without reload metrics (< v1.94) pass on the grace period alone. */
+    reloadEvidence: z.enum(['required', 'bestEffort']).default('required'),
     /** Wait after vmauth serves the config without the zone, for queries already in flight. */
     drainGracePeriod: duration.default('30s'),
   })
@@ -51,6 +65,17 @@ const vmauthSource = z
         code: 'custom',
         message: `exactly one of vmuser, secret, configMap must be set (found ${set.length === 0 ? 'none' : set.join(', ')})`,
       });
+    }
+    if (v.vmuser === undefined && v.pods === undefined && set.length === 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pods'],
+        message:
+          'a helm-managed vmauth (secret or configMap) needs pods: [{labelSelector, port}] for reload evidence',
+      });
+    }
+    if (v.vmuser === undefined && v.vmauths !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['vmauths'], message: 'vmauths only applies with vmuser' });
     }
   });
 
@@ -68,9 +93,15 @@ const vmagentSource = z
     }
   });
 
+const hostName = z
+  .string()
+  .regex(dns1123Subdomain, 'must be a host name (lowercase letters, digits, "-" and ".")');
+
 const zone = z.strictObject({
   vmcluster: objectName,
   overrideSpec: jsonObject.optional(),
+  /** Host names by which read URLs reach this zone's vmselect; default vmselect-<vmcluster>.<namespace>.svc[.cluster.local]. */
+  vmselectHosts: z.array(hostName).min(1).optional(),
 });
 
 const specSchema = z.strictObject({

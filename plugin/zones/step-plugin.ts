@@ -1,28 +1,113 @@
-// The vmzones/step plugin. The zone actions (drainReads, apply, restoreReads) arrive with the step-plugin
-// issue; until then every action is refused with a clear, retryable error so that nothing is changed.
+// The vmzones/step plugin: `config: {zone, action}` with action drainReads | apply | restoreReads. Every action
+// validates everything it needs before it writes, is safe to replay, and keeps its state only in Kubernetes.
+// Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
+import { createLogger, type Logger } from '../goplugin/index.ts';
+import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
+import { applyZone } from './apply.ts';
+import type { ZoneDeps } from './cluster.ts';
+import { drainReads } from './drain-reads.ts';
+import { abortStep, terminateStep } from './handoff.ts';
+import { failed, isFinal, successful } from './outcome.ts';
+import { ZoneReconciler } from './reconciler.ts';
+import { restoreReads } from './restore-reads.ts';
+import { resolveTarget, type ZoneTarget } from './target.ts';
 
 export const stepPluginType = 'vmzones/step';
 
-function notImplemented(operation: string, context: StepContext): never {
-  throw new Error(
-    `vmzones/step ${operation} is not implemented yet (step config ${JSON.stringify(context.config ?? null)}); nothing was changed`,
-  );
+export interface ZoneStepPluginOptions {
+  /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
+  kube?: KubeObjects;
+  now?: () => Date;
+  logger?: Logger;
+  /** Start the background reconciler at init (default true); tests drive it by hand. */
+  reconciler?: boolean;
+  reconcileIntervalMs?: number;
 }
 
-export function createZoneStepPlugin(): StepPlugin {
+export interface ZoneStepPlugin extends StepPlugin {
+  /** The reconciler, once init created it (tests call tick()). */
+  reconciler(): ZoneReconciler | undefined;
+  stop(): Promise<void>;
+}
+
+function configSummary(context: StepContext): Record<string, unknown> {
+  const config = context.config;
+  if (typeof config !== 'object' || config === null) return {};
+  const { zone, action } = config as Record<string, unknown>;
+  return { ...(typeof zone === 'string' ? { zone } : {}), ...(typeof action === 'string' ? { action } : {}) };
+}
+
+export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneStepPlugin {
+  const logger = options.logger ?? createLogger('vmzones.step');
+  let kube = options.kube;
+  let reconciler: ZoneReconciler | undefined;
+  const now = options.now ?? (() => new Date());
+
+  const deps = (): ZoneDeps => {
+    kube ??= kubeObjects();
+    return { kube, now, logger };
+  };
+
+  /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. */
+  const act = async (
+    operation: 'Run' | 'Abort' | 'Terminate',
+    rollout: RolloutView,
+    context: StepContext,
+    work: (d: ZoneDeps, target: ZoneTarget) => Promise<StepResult>,
+  ): Promise<StepResult> => {
+    let target: ZoneTarget | undefined;
+    try {
+      target = resolveTarget(rollout, context.config);
+      return await work(deps(), target);
+    } catch (err) {
+      if (!isFinal(err)) {
+        logger.warn(`${operation} failed; the controller retries`, {
+          ...configSummary(context),
+          error: err instanceof Error ? err.message : String(err),
+        });
+        throw err;
+      }
+      const status = { ...configSummary(context), error: err.message.slice(0, 1000) };
+      if (operation !== 'Run') {
+        // Abort and Terminate cannot be retried; a document that cannot be read means nothing was ever done.
+        return successful(`nothing to ${operation.toLowerCase()}: ${err.message}`, status);
+      }
+      logger.info('step failed', { ...configSummary(context), error: err.message });
+      return failed(err.message, status);
+    }
+  };
+
   return {
-    async init() {},
-    async run(_rollout: RolloutView, context: StepContext): Promise<StepResult> {
-      return notImplemented('Run', context);
+    async init() {
+      if (options.reconciler === false) return;
+      const d = deps();
+      reconciler = new ZoneReconciler({
+        kube: d.kube,
+        logger,
+        now,
+        ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),
+      });
+      reconciler.start();
     },
-    async terminate(_rollout, context) {
-      return notImplemented('Terminate', context);
-    },
-    async abort(_rollout, context) {
-      return notImplemented('Abort', context);
-    },
+    run: (rollout, context) =>
+      act('Run', rollout, context, (d, target) => {
+        switch (target.config.action) {
+          case 'drainReads':
+            return drainReads(d, target);
+          case 'apply':
+            return applyZone(d, target);
+          case 'restoreReads':
+            return restoreReads(d, target);
+        }
+      }),
+    terminate: (rollout, context) => act('Terminate', rollout, context, terminateStep),
+    abort: (rollout, context) => act('Abort', rollout, context, abortStep),
     type: () => stepPluginType,
+    reconciler: () => reconciler,
+    async stop() {
+      await reconciler?.stop();
+    },
   };
 }

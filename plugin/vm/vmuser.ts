@@ -1,0 +1,286 @@
+// A VMUser's read routes (spec.targetRefs) as zones: which zones it sends reads to, removing one zone's vmselect
+// with a record of exactly what was removed, and putting exactly that back. Pure functions over the JSON shape.
+//
+// A zone's vmselect appears as `crd: {kind: VMCluster/vmselect, name, namespace}`, as an entry of `crd.objects`,
+// or as a `static.url` / `static.urls` entry whose host is the zone's vmselect Service.
+
+import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
+
+export type TargetRef = Record<string, unknown>;
+
+/** One removal, with what is needed to undo it. `fingerprint` identifies the targetRef by everything but its backends. */
+export type VMUserRemoval =
+  | { op: 'targetRef'; index: number; targetRef: TargetRef }
+  | { op: 'object'; refIndex: number; fingerprint: string; index: number; object: Record<string, unknown> }
+  | { op: 'name'; refIndex: number; fingerprint: string; name: string; namespace: string }
+  | { op: 'url'; refIndex: number; fingerprint: string; field: 'url' | 'urls'; index: number; url: string };
+
+const vmselectKind = 'VMCluster/vmselect';
+
+function record(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
+}
+
+function text(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** JSON with object keys sorted, so that equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const obj = record(value);
+  if (obj) {
+    return `{${Object.keys(obj)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** The targetRef without its backends: what stays the same when zones come and go. */
+export function targetRefFingerprint(ref: TargetRef): string {
+  const copy = structuredClone(ref);
+  const crd = record(copy.crd);
+  if (crd) {
+    delete crd.name;
+    delete crd.namespace;
+    delete crd.objects;
+  }
+  const stat = record(copy.static);
+  if (stat) {
+    delete stat.url;
+    delete stat.urls;
+  }
+  return canonicalJson(copy);
+}
+
+interface Backend {
+  kind: 'name' | 'object' | 'url' | 'urls';
+  index: number;
+  matches(zone: ZoneReadBackend): boolean;
+}
+
+function refBackends(ref: TargetRef, defaultNamespace: string): Backend[] {
+  const backends: Backend[] = [];
+  const crd = record(ref.crd);
+  if (crd && text(crd.kind) === vmselectKind) {
+    const is = (name: string, namespace: string) => (zone: ZoneReadBackend) =>
+      name === zone.vmcluster && (namespace || defaultNamespace) === zone.namespace;
+    if (text(crd.name) !== '') {
+      backends.push({ kind: 'name', index: 0, matches: is(text(crd.name), text(crd.namespace)) });
+    }
+    const objects = Array.isArray(crd.objects) ? crd.objects : [];
+    objects.forEach((o, index) => {
+      const obj = record(o) ?? {};
+      backends.push({ kind: 'object', index, matches: is(text(obj.name), text(obj.namespace)) });
+    });
+  }
+  const stat = record(ref.static);
+  if (stat) {
+    if (text(stat.url) !== '') {
+      const url = text(stat.url);
+      backends.push({ kind: 'url', index: 0, matches: (zone) => urlBelongsTo(url, zone) });
+    }
+    const urls = Array.isArray(stat.urls) ? stat.urls : [];
+    urls.forEach((u, index) => {
+      backends.push({ kind: 'urls', index, matches: (zone) => urlBelongsTo(text(u), zone) });
+    });
+  }
+  return backends;
+}
+
+function asRefs(targetRefs: unknown): TargetRef[] {
+  if (targetRefs === undefined) return [];
+  if (!Array.isArray(targetRefs)) throw new ReadRoutingError('spec.targetRefs is not a list');
+  return targetRefs.map((r, i) => {
+    const ref = record(r);
+    if (!ref) throw new ReadRoutingError(`spec.targetRefs[${i}] is not an object`);
+    return ref;
+  });
+}
+
+/** The zones (by name) whose vmselect the targetRefs route to, in the order of `zones`. */
+export function zonesRoutedByVMUser(
+  targetRefs: unknown,
+  vmuserNamespace: string,
+  zones: readonly ZoneReadBackend[],
+): string[] {
+  const refs = asRefs(targetRefs);
+  const backends = refs.flatMap((ref) => refBackends(ref, vmuserNamespace));
+  return zones.filter((zone) => backends.some((b) => b.matches(zone))).map((z) => z.zone);
+}
+
+/**
+ * Removes every backend of `zone` from the targetRefs. A targetRef left without backends is removed as a whole.
+ * Returns the new list and the removals, newest last (undo them in reverse).
+ */
+export function removeZoneFromTargetRefs(
+  targetRefs: unknown,
+  vmuserNamespace: string,
+  zone: ZoneReadBackend,
+): { targetRefs: TargetRef[]; removed: VMUserRemoval[] } {
+  const refs = asRefs(targetRefs).map((r) => structuredClone(r));
+  const removed: VMUserRemoval[] = [];
+  // Back to front, so that the indices of refs not yet visited stay valid.
+  for (let refIndex = refs.length - 1; refIndex >= 0; refIndex--) {
+    const ref = refs[refIndex] as TargetRef;
+    const backends = refBackends(ref, vmuserNamespace);
+    const ours = backends.filter((b) => b.matches(zone));
+    if (ours.length === 0) continue;
+    const fingerprint = targetRefFingerprint(ref);
+    if (ours.length === backends.length) {
+      refs.splice(refIndex, 1);
+      removed.push({ op: 'targetRef', index: refIndex, targetRef: ref });
+      continue;
+    }
+    // Within a ref, back to front as well.
+    for (const backend of [...ours].reverse()) {
+      const crd = record(ref.crd) ?? {};
+      const stat = record(ref.static) ?? {};
+      if (backend.kind === 'name') {
+        removed.push({
+          op: 'name',
+          refIndex,
+          fingerprint,
+          name: text(crd.name),
+          namespace: text(crd.namespace),
+        });
+        // The CRD requires both fields; empty strings make the operator use crd.objects only.
+        crd.name = '';
+        crd.namespace = '';
+      } else if (backend.kind === 'object') {
+        const objects = crd.objects as unknown[];
+        const [object] = objects.splice(backend.index, 1);
+        removed.push({
+          op: 'object',
+          refIndex,
+          fingerprint,
+          index: backend.index,
+          object: record(object) ?? {},
+        });
+      } else if (backend.kind === 'url') {
+        removed.push({ op: 'url', refIndex, fingerprint, field: 'url', index: 0, url: text(stat.url) });
+        delete stat.url;
+      } else {
+        const urls = stat.urls as unknown[];
+        const [url] = urls.splice(backend.index, 1);
+        removed.push({
+          op: 'url',
+          refIndex,
+          fingerprint,
+          field: 'urls',
+          index: backend.index,
+          url: text(url),
+        });
+      }
+    }
+  }
+  return { targetRefs: refs, removed };
+}
+
+function findRef(refs: TargetRef[], refIndex: number, fingerprint: string): TargetRef {
+  const preferred = refs[refIndex];
+  if (preferred && targetRefFingerprint(preferred) === fingerprint) return preferred;
+  const found = refs.find((r) => targetRefFingerprint(r) === fingerprint);
+  if (!found) {
+    throw new ReadRoutingError(
+      `cannot put the zone back: the targetRef it was removed from (${fingerprint}) is no longer in spec.targetRefs`,
+    );
+  }
+  return found;
+}
+
+function sameObject(a: unknown, b: Record<string, unknown>): boolean {
+  const o = record(a);
+  return o !== undefined && text(o.name) === text(b.name) && text(o.namespace) === text(b.namespace);
+}
+
+/** Undoes `removed` (in reverse order); what is already back is left alone, so restoring twice is harmless. */
+export function restoreZoneToTargetRefs(targetRefs: unknown, removed: readonly VMUserRemoval[]): TargetRef[] {
+  const refs = asRefs(targetRefs).map((r) => structuredClone(r));
+  for (const removal of [...removed].reverse()) {
+    if (removal.op === 'targetRef') {
+      const wanted = canonicalJson(removal.targetRef);
+      if (!refs.some((r) => canonicalJson(r) === wanted)) {
+        refs.splice(Math.min(removal.index, refs.length), 0, structuredClone(removal.targetRef));
+      }
+      continue;
+    }
+    const ref = findRef(refs, removal.refIndex, removal.fingerprint);
+    if (removal.op === 'name') {
+      const crd = (record(ref.crd) ?? {}) as Record<string, unknown>;
+      if (text(crd.name) === '') {
+        crd.name = removal.name;
+        crd.namespace = removal.namespace;
+      }
+    } else if (removal.op === 'object') {
+      const crd = record(ref.crd) as Record<string, unknown>;
+      const objects = Array.isArray(crd.objects) ? (crd.objects as unknown[]) : [];
+      if (!objects.some((o) => sameObject(o, removal.object))) {
+        objects.splice(Math.min(removal.index, objects.length), 0, structuredClone(removal.object));
+      }
+      crd.objects = objects;
+    } else {
+      const stat = (record(ref.static) ?? {}) as Record<string, unknown>;
+      ref.static = stat;
+      if (removal.field === 'url') {
+        if (text(stat.url) === '') stat.url = removal.url;
+      } else {
+        const urls = Array.isArray(stat.urls) ? (stat.urls as unknown[]) : [];
+        if (!urls.includes(removal.url)) urls.splice(Math.min(removal.index, urls.length), 0, removal.url);
+        stat.urls = urls;
+      }
+    }
+  }
+  return refs;
+}
+
+// ---- Which VMAuths serve a VMUser, and whether the operator has taken a VMUser change ----
+
+export interface VMAuthSelection {
+  name: string;
+  namespace: string;
+}
+
+/**
+ * Whether a VMAuth (same namespace) selects the VMUser, following the operator's fields `selectAllByDefault` and
+ * `userSelector`. Cross-namespace selection (`userNamespaceSelector`) is not followed: name the VMAuths in the
+ * spec document (`vmauth.vmauths`) in that case.
+ */
+export function vmauthSelectsUser(
+  vmauthSpec: Record<string, unknown> | undefined,
+  userLabels: Readonly<Record<string, string>> | undefined,
+  matches: (
+    selector: Record<string, unknown>,
+    labels: Readonly<Record<string, string>> | undefined,
+  ) => boolean,
+): boolean {
+  const spec = vmauthSpec ?? {};
+  const selector = record(spec.userSelector);
+  if (selector) return matches(selector, userLabels);
+  return spec.selectAllByDefault === true;
+}
+
+/**
+ * The operator has rendered the VMUser's current spec: `status.updateStatus` is operational and the status was
+ * written for the current generation (the operator writes observedGeneration with every status update).
+ */
+export function vmuserTakenUp(vmuser: {
+  metadata: { generation?: number };
+  status?: Record<string, unknown>;
+}): { ready: boolean; message: string } {
+  const status = vmuser.status ?? {};
+  const generation = vmuser.metadata.generation ?? 0;
+  const observed = typeof status.observedGeneration === 'number' ? status.observedGeneration : undefined;
+  const updateStatus = typeof status.updateStatus === 'string' ? status.updateStatus : undefined;
+  if (updateStatus === 'operational' && observed !== undefined && observed >= generation) {
+    return { ready: true, message: `operational at generation ${observed}` };
+  }
+  return {
+    ready: false,
+    message: `updateStatus ${updateStatus ?? 'not set'} at observed generation ${observed ?? 'none'} (want operational at ${generation})`,
+  };
+}

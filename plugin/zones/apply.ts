@@ -1,0 +1,132 @@
+// apply: merge the zone's overrides into its VMCluster spec (RFC 7396, field manager vmzones), recording the value
+// every changed field had before — in the step status for humans and, in the same guarded write as the change,
+// in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
+
+import { KubeError } from '../kube/objects.ts';
+import type { StepResult } from '../rollouts/types.ts';
+import { readRouting } from '../vm/read-balancer.ts';
+import { describeCluster, leasedByOther, loadCluster, patchCluster, type ZoneDeps } from './cluster.ts';
+import { diffMergePatch, type FieldChange, type JsonObject } from './merge-patch.ts';
+import { type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import {
+  annotationValue,
+  changeRecords,
+  describeHolder,
+  fieldChanges,
+  type RollbackRecord,
+  rollbackAnnotation,
+  sameRevision,
+  sameRollout,
+  timestamp,
+} from './state.ts';
+import type { ZoneTarget } from './target.ts';
+
+const maxChangedStatusChars = 3000;
+
+export function fieldName(path: readonly string[]): string {
+  return ['spec', ...path].join('.');
+}
+
+/** `{"spec.clusterVersion": {from, to}}`, or only the field names when the values would bloat the Rollout status. */
+export function changedSummary(changes: readonly FieldChange[]): Record<string, unknown> | string[] {
+  const full: Record<string, unknown> = {};
+  for (const c of changes) {
+    full[fieldName(c.path)] = { from: c.before ?? null, to: c.after ?? null };
+  }
+  return JSON.stringify(full).length <= maxChangedStatusChars ? full : changes.map((c) => fieldName(c.path));
+}
+
+function describeChanges(changes: readonly FieldChange[]): string {
+  if (changes.length === 0) return 'no field differs from the overrides, nothing changed';
+  const shown = changes
+    .slice(0, 5)
+    .map((c) => `${fieldName(c.path)} ${showValue(c.before)} → ${showValue(c.after)}`)
+    .join(', ');
+  return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
+}
+
+function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boolean): StepResult {
+  const changes = fieldChanges(record);
+  const status: StatusDocument = {
+    zone: target.config.zone,
+    action: 'apply',
+    vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
+    generation: record.generation,
+    appliedAt: record.appliedAt,
+    changed: changedSummary(changes),
+  };
+  const name = describeCluster(target.cluster);
+  const message =
+    changes.length === 0
+      ? `zone ${target.config.zone}: ${name} already matches the overrides (generation ${record.generation}); nothing changed`
+      : `zone ${target.config.zone}: ${name} changed at generation ${record.generation}: ${describeChanges(changes)}. The operator rolls it out; restoreReads waits until it is operational`;
+  return successful(replayed ? `${message} (already applied at ${record.appliedAt})` : message, status);
+}
+
+export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+  const { kube } = deps;
+  const zone = target.config.zone;
+  const name = describeCluster(target.cluster);
+  const cluster = await loadCluster(kube, target.cluster, zone);
+  const { state } = cluster;
+
+  if (state.rollback !== undefined && sameRevision(state.rollback, target.who)) {
+    return appliedResult(target, state.rollback, true);
+  }
+  if (!sameRevision(state.lease, target.who)) {
+    if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
+      throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
+    }
+    throw new StepFailure(
+      `drainReads for zone ${zone} has not run for this revision: ${name} holds no lease of ${describeHolder(target.who)}; nothing was changed`,
+    );
+  }
+  const routing = await readRouting(kube, target.reads);
+  if (routing.routed.includes(zone)) {
+    throw new StepFailure(
+      `zone ${zone} serves reads again through ${routing.describe} (was it put back by hand or by a sync?); refusing to change ${name} while it serves reads`,
+    );
+  }
+
+  const changes = diffMergePatch((cluster.object.spec ?? {}) as JsonObject, target.zone.patch);
+  const now = deps.now();
+  const record: RollbackRecord = {
+    ...target.who,
+    zone,
+    phase: 'applied',
+    appliedAt: timestamp(now),
+    // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.
+    generation: cluster.generation + (changes.length > 0 ? 1 : 0),
+    changes: changeRecords(changes),
+  };
+  const patch = {
+    annotations: { [rollbackAnnotation]: annotationValue(record) },
+    ...(changes.length > 0 ? { spec: target.zone.patch } : {}),
+  };
+  if (changes.length > 0) {
+    try {
+      await patchCluster(kube, target.cluster, patch, cluster.resourceVersion, true);
+    } catch (err) {
+      if (err instanceof KubeError && err.kind === 'invalid') {
+        throw new StepFailure(
+          `the API server rejects the overrides for ${name} (zone ${zone}): ${err.message}; nothing was changed`,
+        );
+      }
+      throw err;
+    }
+  }
+  const written = await patchCluster(kube, target.cluster, patch, cluster.resourceVersion);
+  deps.logger.info('zone changed', { zone, vmcluster: name, fields: changes.length });
+  const generation = written.metadata.generation ?? record.generation;
+  if (generation !== record.generation) {
+    record.generation = generation;
+    // Unguarded: only our own annotation changes, and the operator writes status right after a spec change.
+    await patchCluster(
+      kube,
+      target.cluster,
+      { annotations: { [rollbackAnnotation]: annotationValue(record) } },
+      undefined,
+    );
+  }
+  return appliedResult(target, record, false);
+}

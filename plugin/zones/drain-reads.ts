@@ -1,0 +1,120 @@
+// drainReads: take the zone's vmselect out of the read balancer and stay Running until every vmauth replica
+// serves the routing without it, plus the grace period for queries in flight. Replay-safe: the balancer records
+// what was removed, so a replayed Run finds the zone already out and only waits.
+
+import type { StepResult } from '../rollouts/types.ts';
+import { ReadRoutingError } from '../vm/read-backends.ts';
+import { drainZone, readEvidence, readRouting } from '../vm/read-balancer.ts';
+import {
+  describeCluster,
+  holderExists,
+  leasedByOther,
+  leasePatch,
+  loadCluster,
+  patchCluster,
+  releasePatch,
+  type ZoneDeps,
+} from './cluster.ts';
+import { required, running, type StatusDocument, StepFailure, successful } from './outcome.ts';
+import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
+import type { ZoneTarget } from './target.ts';
+
+export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+  const { kube } = deps;
+  const zone = target.config.zone;
+  const clusterName = describeCluster(target.cluster);
+  const status: StatusDocument = {
+    zone,
+    action: 'drainReads',
+    vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
+  };
+  const cluster = await loadCluster(kube, target.cluster, zone);
+  const { state } = cluster;
+
+  if (state.handoff !== undefined) {
+    return running(
+      `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${clusterName} (${state.handoff.by}, since ${state.handoff.requestedAt})${state.handoff.message ? `: ${state.handoff.message}` : ''}`,
+      { ...status, state: 'waitingForHandoff', since: state.handoff.requestedAt },
+    );
+  }
+  let tookOver = '';
+  if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
+    if (await holderExists(kube, state.lease))
+      throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
+    tookOver = ` (took over the lease of ${describeHolder(state.lease)}, which no longer exists)`;
+  }
+
+  const routing = await required(
+    readRouting(kube, target.reads),
+    `the read balancer ${target.reads.ref.kind} ${target.reads.ref.namespace}/${target.reads.ref.name} (vmauth in the spec document) does not exist`,
+  );
+  status.balancer = routing.describe;
+  const recorded = routing.drained[zone];
+  const routed = routing.routed.includes(zone);
+  if (!routed && recorded === undefined) {
+    throw new StepFailure(
+      `${routing.describe} does not route reads to zone ${zone} (${clusterName}), so there is nothing to drain; check the zone's vmselectHosts`,
+    );
+  }
+  if (routed && routing.routed.length === 1) {
+    throw new StepFailure(
+      `refusing to drain zone ${zone}: it is the last zone that serves reads through ${routing.describe}`,
+    );
+  }
+
+  const now = deps.now();
+  let leaseTaken = false;
+  if (!sameRevision(state.lease, target.who) || state.maintenance === undefined) {
+    await patchCluster(
+      kube,
+      target.cluster,
+      leasePatch(target.who, zone, now, `drainReads by ${describeHolder(target.who)}`),
+      cluster.resourceVersion,
+    );
+    leaseTaken = !sameRollout(state.lease, target.who);
+    deps.logger.info('zone leased', { zone, vmcluster: status.vmcluster, holder: target.who.rollout });
+  }
+  if (routed) {
+    try {
+      await drainZone(kube, target.reads, zone, `drainReads by ${describeHolder(target.who)}`, now);
+      deps.logger.info('zone taken out of reads', { zone, balancer: routing.describe });
+    } catch (err) {
+      if (err instanceof ReadRoutingError && leaseTaken) {
+        // Nothing was drained: give the zone back so that nobody waits for a lease that protects nothing.
+        const reread = await loadCluster(kube, target.cluster, zone);
+        await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
+      }
+      throw err;
+    }
+  }
+
+  const after = await readRouting(kube, target.reads);
+  const drainedAt = after.drained[zone]?.at ?? timestamp(now);
+  const since = after.changedAt ?? new Date(drainedAt);
+  status.drainedAt = drainedAt;
+  const evidence = await readEvidence(kube, target.reads, since);
+  const what = `zone ${zone}: ${clusterName} was taken out of ${after.describe} at ${drainedAt}${tookOver}`;
+  if (evidence.state === 'waiting') {
+    return running(`${what}; waiting until every vmauth replica serves that: ${evidence.message}`, {
+      ...status,
+      state: 'waitingForVmauth',
+    });
+  }
+  const servedSince =
+    evidence.reloadedAt !== undefined && evidence.reloadedAt > since ? evidence.reloadedAt : since;
+  const graceUntil = new Date(servedSince.getTime() + target.drainGraceMs);
+  status.reloadedAt = timestamp(servedSince);
+  status.graceUntil = timestamp(graceUntil);
+  const current = deps.now();
+  if (current < graceUntil) {
+    return running(
+      `${what}; ${evidence.message}; grace period ${target.drainGracePeriod} for queries in flight until ${timestamp(graceUntil)}`,
+      { ...status, state: 'grace' },
+      graceUntil.getTime() - current.getTime(),
+    );
+  }
+  return successful(
+    `${what}; ${evidence.message}; grace period ${target.drainGracePeriod} over. ${clusterName} is leased by ${describeHolder(target.who)} and in maintenance`,
+    { ...status, state: 'drained' },
+  );
+}

@@ -1,0 +1,71 @@
+// Step results as the actions return them, and the failures that end a step (Failed) as opposed to the faults
+// that are worth retrying (thrown, so that the controller records Error and retries after 30 s).
+
+import { KubeError } from '../kube/objects.ts';
+import { LabelSelectorError } from '../kube/selectors.ts';
+import type { StepResult } from '../rollouts/types.ts';
+import { PodSelectionError } from '../vm/pods.ts';
+import { ReadRoutingError } from '../vm/read-backends.ts';
+import { SecretRefError } from '../vm/scrape-credentials.ts';
+import { SpecError } from './spec.ts';
+import { StateError } from './state.ts';
+
+/** How long a waiting step sleeps; the controller turns anything at or below 10 s into 30 s. */
+export const waitRequeueMs = 15_000;
+const minimumRequeueMs = 11_000;
+
+export type StatusDocument = Record<string, unknown>;
+
+/** A real failure of the step: the rollout aborts with this message. */
+export class StepFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StepFailure';
+  }
+}
+
+export function running(message: string, status: StatusDocument, requeueAfterMs = waitRequeueMs): StepResult {
+  return { phase: 'Running', message, status, requeueAfterMs: Math.max(requeueAfterMs, minimumRequeueMs) };
+}
+
+export function successful(message: string, status: StatusDocument): StepResult {
+  return { phase: 'Successful', message, status };
+}
+
+export function failed(message: string, status: StatusDocument): StepResult {
+  return { phase: 'Failed', message, status };
+}
+
+/** Errors that retrying will not fix: bad documents, refused edits, malformed state, missing objects we need. */
+export function isFinal(err: unknown): err is Error {
+  return (
+    err instanceof StepFailure ||
+    err instanceof SpecError ||
+    err instanceof ReadRoutingError ||
+    err instanceof StateError ||
+    err instanceof LabelSelectorError ||
+    err instanceof PodSelectionError ||
+    err instanceof SecretRefError
+  );
+}
+
+/** Runs `read`; a 404 becomes a StepFailure with `message`, anything else propagates. */
+export async function required<T>(read: Promise<T>, message: string): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    if (err instanceof KubeError && err.kind === 'notFound') throw new StepFailure(message);
+    throw err;
+  }
+}
+
+export function isConflict(err: unknown): boolean {
+  return err instanceof KubeError && err.kind === 'conflict';
+}
+
+/** Short text of a JSON value for messages: `v1.2.3`, `{"a":1}`, `(unset)`. */
+export function showValue(value: unknown, max = 60): string {
+  if (value === undefined) return '(unset)';
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

@@ -1,0 +1,104 @@
+// restoreReads: once the zone's VMCluster is operational at the applied generation, put back exactly what
+// drainReads removed from the read balancer, wait until every vmauth replica serves it, then release the lease
+// and the maintenance mark. Replay-safe: a zone that serves reads and holds no lease of ours is already restored.
+
+import type { StepResult } from '../rollouts/types.ts';
+import { readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
+import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import {
+  describeCluster,
+  leasedByOther,
+  loadCluster,
+  patchCluster,
+  releasePatch,
+  type ZoneDeps,
+} from './cluster.ts';
+import { running, type StatusDocument, StepFailure, successful } from './outcome.ts';
+import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
+import type { ZoneTarget } from './target.ts';
+
+export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+  const { kube } = deps;
+  const zone = target.config.zone;
+  const name = describeCluster(target.cluster);
+  const status: StatusDocument = {
+    zone,
+    action: 'restoreReads',
+    vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
+  };
+  const cluster = await loadCluster(kube, target.cluster, zone);
+  const { state } = cluster;
+
+  if (state.handoff !== undefined) {
+    return running(
+      `zone ${zone}: the vmzones reconciler is finishing ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})${state.handoff.message ? `: ${state.handoff.message}` : ''}`,
+      { ...status, state: 'waitingForHandoff' },
+    );
+  }
+  if (!sameRevision(state.lease, target.who)) {
+    const routing = await readRouting(kube, target.reads);
+    if (routing.routed.includes(zone) && routing.drained[zone] === undefined && state.lease === undefined) {
+      return successful(
+        `zone ${zone}: ${name} serves reads through ${routing.describe} and holds no lease; nothing left to restore`,
+        { ...status, state: 'restored' },
+      );
+    }
+    if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
+      throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
+    }
+    throw new StepFailure(
+      `drainReads for zone ${zone} has not run for this revision: ${name} holds no lease of ${describeHolder(target.who)}`,
+    );
+  }
+
+  const applied = sameRevision(state.rollback, target.who) ? state.rollback : undefined;
+  const readiness = vmclusterReadiness(cluster.object, applied?.generation);
+  status.generation = applied?.generation ?? cluster.generation;
+  if (readiness.state === 'failed') {
+    throw new StepFailure(
+      `zone ${zone}: ${readiness.message}. Its reads stay drained; the rollout aborts and vmzones rolls the zone back, restoring its reads once it is operational again`,
+    );
+  }
+  if (readiness.state !== 'ready') {
+    const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
+    const deadline = new Date(new Date(started).getTime() + target.readyTimeoutMs);
+    if (deps.now() > deadline) {
+      throw new StepFailure(
+        `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${readiness.message}. Its reads stay drained`,
+      );
+    }
+    return running(
+      `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${readiness.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
+      { ...status, state: 'waitingForVMCluster', since: started },
+    );
+  }
+  status.operational = readiness.message;
+
+  const routing = await readRouting(kube, target.reads);
+  if (routing.drained[zone] !== undefined) {
+    await restoreZone(kube, target.reads, zone, deps.now());
+    deps.logger.info('zone put back into reads', { zone, balancer: routing.describe });
+  }
+  const after = await readRouting(kube, target.reads);
+  if (!after.routed.includes(zone)) {
+    throw new StepFailure(
+      `zone ${zone}: what drainReads removed is back in ${after.describe}, yet it still routes no reads to ${name}; check the balancer by hand`,
+    );
+  }
+  const since = after.changedAt ?? new Date(state.lease?.since ?? 0);
+  status.restoredAt = timestamp(since);
+  const evidence = await readEvidence(kube, target.reads, since);
+  if (evidence.state === 'waiting') {
+    return running(
+      `zone ${zone}: ${name} is operational and was put back into ${after.describe} at ${timestamp(since)}; waiting until every vmauth replica serves that: ${evidence.message}`,
+      { ...status, state: 'waitingForVmauth' },
+    );
+  }
+  const reread = await loadCluster(kube, target.cluster, zone);
+  await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
+  deps.logger.info('zone released', { zone, vmcluster: name });
+  return successful(
+    `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${after.describe} again (${evidence.message}); lease and maintenance released`,
+    { ...status, state: 'restored', releasedAt: timestamp(deps.now()) },
+  );
+}

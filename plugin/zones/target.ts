@@ -1,0 +1,122 @@
+// What one step acts on, resolved from the Rollout (its spec document) and the step config, before anything is
+// touched: the zone, its VMCluster, its read balancer and the timings. Every problem here is a SpecError, which
+// the actions answer with Failed and nothing changed.
+
+import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import type { ObjectRef } from '../kube/objects.ts';
+import type { RolloutView } from '../rollouts/types.ts';
+import { defaultVmselectHosts, type ZoneReadBackend } from '../vm/read-backends.ts';
+import type { ReadBalancerConfig, ReadBalancerRef } from '../vm/read-balancer.ts';
+import { vmclusterRef } from '../vm/vmcluster.ts';
+import type { ZoneAction } from './render.ts';
+import {
+  type ResolvedZone,
+  resolveZone,
+  SpecError,
+  specFromAnnotations,
+  type ZoneSpecDocument,
+} from './spec.ts';
+import { type RolloutIdentity, rolloutIdentity } from './state.ts';
+
+export const zoneActions: readonly ZoneAction[] = ['drainReads', 'apply', 'restoreReads'];
+
+export interface StepConfig {
+  zone: string;
+  action: ZoneAction;
+}
+
+/** The step's `plugin.config`: `{zone, action}`. */
+export function parseStepConfig(config: unknown): StepConfig {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new SpecError([
+      `step config: must be an object {zone, action} (got ${config === undefined ? 'none' : JSON.stringify(config)})`,
+    ]);
+  }
+  const { zone, action, ...rest } = config as Record<string, unknown>;
+  const problems: string[] = [];
+  if (typeof zone !== 'string' || zone === '') problems.push('step config.zone: must be a zone name');
+  if (typeof action !== 'string' || !(zoneActions as readonly string[]).includes(action)) {
+    problems.push(
+      `step config.action: must be one of ${zoneActions.join(', ')} (got ${JSON.stringify(action)})`,
+    );
+  }
+  for (const key of Object.keys(rest)) problems.push(`step config.${key}: unknown field`);
+  if (problems.length > 0) throw new SpecError(problems);
+  return { zone: zone as string, action: action as ZoneAction };
+}
+
+export interface ZoneTarget {
+  config: StepConfig;
+  spec: ZoneSpecDocument;
+  zone: ResolvedZone;
+  cluster: ObjectRef;
+  reads: ReadBalancerConfig;
+  drainGracePeriod: string;
+  drainGraceMs: number;
+  readyTimeoutMs: number;
+  who: RolloutIdentity;
+}
+
+function balancerRef(spec: ZoneSpecDocument, namespace: string): ReadBalancerRef {
+  const vmauth = spec.vmauth;
+  if (vmauth.vmuser !== undefined) {
+    return {
+      kind: 'VMUser',
+      namespace,
+      name: vmauth.vmuser,
+      ...(vmauth.vmauths === undefined ? {} : { vmauths: vmauth.vmauths }),
+    };
+  }
+  const source = vmauth.secret ?? vmauth.configMap;
+  if (source === undefined)
+    throw new SpecError(['vmauth: exactly one of vmuser, secret, configMap must be set']);
+  return { kind: vmauth.secret ? 'Secret' : 'ConfigMap', namespace, name: source.name, key: source.key };
+}
+
+export function readBackends(spec: ZoneSpecDocument, namespace: string): ZoneReadBackend[] {
+  return Object.entries(spec.zones).map(([name, zone]) => ({
+    zone: name,
+    namespace,
+    vmcluster: zone.vmcluster,
+    hosts: (zone.vmselectHosts ?? defaultVmselectHosts(zone.vmcluster, namespace)).map((h) =>
+      h.toLowerCase(),
+    ),
+  }));
+}
+
+export function readBalancerConfig(spec: ZoneSpecDocument, namespace: string): ReadBalancerConfig {
+  return {
+    ref: balancerRef(spec, namespace),
+    ...(spec.vmauth.pods === undefined
+      ? {}
+      : {
+          pods: spec.vmauth.pods.map((p) => ({
+            namespace,
+            labelSelector: p.labelSelector,
+            port: p.port,
+            ...(p.scheme === undefined ? {} : { scheme: p.scheme }),
+          })),
+        }),
+    zones: readBackends(spec, namespace),
+    reloadEvidence: spec.vmauth.reloadEvidence,
+  };
+}
+
+/** Resolves the step against the Rollout's spec document; throws SpecError naming every problem. */
+export function resolveTarget(rollout: RolloutView, rawConfig: unknown): ZoneTarget {
+  const config = parseStepConfig(rawConfig);
+  const spec = specFromAnnotations(rollout.spec.template.metadata.annotations);
+  const rolloutNamespace = rollout.metadata.namespace ?? '';
+  const zone = resolveZone(spec, config.zone, rolloutNamespace);
+  return {
+    config,
+    spec,
+    zone,
+    cluster: vmclusterRef(zone.namespace, zone.vmcluster),
+    reads: readBalancerConfig(spec, zone.namespace),
+    drainGracePeriod: spec.vmauth.drainGracePeriod,
+    drainGraceMs: parseGoDurationMs(spec.vmauth.drainGracePeriod),
+    readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
+    who: rolloutIdentity(rollout),
+  };
+}
