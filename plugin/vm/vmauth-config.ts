@@ -21,6 +21,9 @@ export interface VmauthConfigRemoval {
   text: string;
   /** Flow only: what separated the item from its neighbour (", "). */
   separator?: string;
+  /** The URLs next to it that stayed, so that it goes back to the same place even if others moved meanwhile. */
+  next?: string;
+  previous?: string;
 }
 
 interface UrlList {
@@ -148,13 +151,24 @@ export function removeZoneFromConfig(
         `${where}: removing zone ${zone.zone} would leave ${describePath(list.path)} without any URL`,
       );
     }
+    const stays = (i: number) => !ours.some((o) => o.index === i);
+    const neighbour = (from: number, step: number): string | undefined => {
+      for (let i = from + step; i >= 0 && i < seq.items.length; i += step) {
+        if (stays(i)) return scalarText(seq.items[i]);
+      }
+      return undefined;
+    };
     for (const { item, index, url } of ours) {
+      const next = neighbour(index, 1);
+      const previous = neighbour(index, -1);
       const removal: VmauthConfigRemoval = {
         path: list.path,
         index,
         url: url as string,
         style: seq.flow ? 'flow' : 'block',
         text: '',
+        ...(next === undefined ? {} : { next }),
+        ...(previous === undefined ? {} : { previous }),
       };
       if (seq.flow) {
         const [start, end] = item.range ?? [0, 0];
@@ -201,9 +215,15 @@ export function restoreZoneToConfig(
     }
     if (seq.items.some((item) => scalarText(item) === removal.url)) continue;
     const items = seq.items as Node[];
-    const at = Math.min(removal.index, items.length);
+    // Back before the URL that followed it; else after the one that preceded it; else at its old index.
+    const position = (url: string | undefined) =>
+      url === undefined ? -1 : items.findIndex((item) => scalarText(item) === url);
+    const nextAt = position(removal.next);
+    const previousAt = position(removal.previous);
+    const at =
+      nextAt >= 0 ? nextAt : previousAt >= 0 ? previousAt + 1 : Math.min(removal.index, items.length);
     const anchor = items[at];
-    const last = items[items.length - 1];
+    const last = items[at - 1] ?? items[items.length - 1];
     if (removal.style === 'flow') {
       const separator = removal.separator ?? ', ';
       if (anchor) {

@@ -11,9 +11,61 @@ export type TargetRef = Record<string, unknown>;
 /** One removal, with what is needed to undo it. `fingerprint` identifies the targetRef by everything but its backends. */
 export type VMUserRemoval =
   | { op: 'targetRef'; index: number; targetRef: TargetRef }
-  | { op: 'object'; refIndex: number; fingerprint: string; index: number; object: Record<string, unknown> }
+  | {
+      op: 'object';
+      refIndex: number;
+      fingerprint: string;
+      index: number;
+      object: Record<string, unknown>;
+      /** The entries next to it that stayed, so that it goes back to the same place if others moved meanwhile. */
+      next?: string;
+      previous?: string;
+    }
   | { op: 'name'; refIndex: number; fingerprint: string; name: string; namespace: string }
-  | { op: 'url'; refIndex: number; fingerprint: string; field: 'url' | 'urls'; index: number; url: string };
+  | {
+      op: 'url';
+      refIndex: number;
+      fingerprint: string;
+      field: 'url' | 'urls';
+      index: number;
+      url: string;
+      next?: string;
+      previous?: string;
+    };
+
+/** Identity of a list entry for placing it back: an object's name/namespace, or the URL. */
+function entryKey(entry: unknown): string {
+  const obj = record(entry);
+  return obj ? `${text(obj.namespace)}/${text(obj.name)}` : text(entry);
+}
+
+/** The entries around `index` that are not removed, as keys. */
+function neighbours(
+  list: unknown[],
+  index: number,
+  removed: ReadonlySet<number>,
+): { next?: string; previous?: string } {
+  const find = (step: number): string | undefined => {
+    for (let i = index + step; i >= 0 && i < list.length; i += step) {
+      if (!removed.has(i)) return entryKey(list[i]);
+    }
+    return undefined;
+  };
+  const next = find(1);
+  const previous = find(-1);
+  return { ...(next === undefined ? {} : { next }), ...(previous === undefined ? {} : { previous }) };
+}
+
+/** Where an entry goes back: before the entry that followed it, after the one that preceded it, else its index. */
+function placeBack(list: unknown[], removal: { index: number; next?: string; previous?: string }): number {
+  const at = (key: string | undefined) =>
+    key === undefined ? -1 : list.findIndex((e) => entryKey(e) === key);
+  const next = at(removal.next);
+  if (next >= 0) return next;
+  const previous = at(removal.previous);
+  if (previous >= 0) return previous + 1;
+  return Math.min(removal.index, list.length);
+}
 
 const vmselectKind = 'VMCluster/vmselect';
 
@@ -136,6 +188,21 @@ export function removeZoneFromTargetRefs(
       removed.push({ op: 'targetRef', index: refIndex, targetRef: ref });
       continue;
     }
+    // Neighbours are taken before anything is spliced out of the lists.
+    const crdObjects = (record(ref.crd)?.objects ?? []) as unknown[];
+    const staticUrls = (record(ref.static)?.urls ?? []) as unknown[];
+    const removedObjects = new Set(ours.filter((b) => b.kind === 'object').map((b) => b.index));
+    const removedUrls = new Set(ours.filter((b) => b.kind === 'urls').map((b) => b.index));
+    const aroundOf = new Map(
+      ours.map((b) => [
+        b,
+        b.kind === 'object'
+          ? neighbours(crdObjects, b.index, removedObjects)
+          : b.kind === 'urls'
+            ? neighbours(staticUrls, b.index, removedUrls)
+            : {},
+      ]),
+    );
     // Within a ref, back to front as well.
     for (const backend of [...ours].reverse()) {
       const crd = record(ref.crd) ?? {};
@@ -153,6 +220,7 @@ export function removeZoneFromTargetRefs(
         crd.namespace = '';
       } else if (backend.kind === 'object') {
         const objects = crd.objects as unknown[];
+        const around = aroundOf.get(backend) ?? {};
         const [object] = objects.splice(backend.index, 1);
         removed.push({
           op: 'object',
@@ -160,12 +228,14 @@ export function removeZoneFromTargetRefs(
           fingerprint,
           index: backend.index,
           object: record(object) ?? {},
+          ...around,
         });
       } else if (backend.kind === 'url') {
         removed.push({ op: 'url', refIndex, fingerprint, field: 'url', index: 0, url: text(stat.url) });
         delete stat.url;
       } else {
         const urls = stat.urls as unknown[];
+        const around = aroundOf.get(backend) ?? {};
         const [url] = urls.splice(backend.index, 1);
         removed.push({
           op: 'url',
@@ -174,6 +244,7 @@ export function removeZoneFromTargetRefs(
           field: 'urls',
           index: backend.index,
           url: text(url),
+          ...around,
         });
       }
     }
@@ -220,7 +291,7 @@ export function restoreZoneToTargetRefs(targetRefs: unknown, removed: readonly V
       const crd = record(ref.crd) as Record<string, unknown>;
       const objects = Array.isArray(crd.objects) ? (crd.objects as unknown[]) : [];
       if (!objects.some((o) => sameObject(o, removal.object))) {
-        objects.splice(Math.min(removal.index, objects.length), 0, structuredClone(removal.object));
+        objects.splice(placeBack(objects, removal), 0, structuredClone(removal.object));
       }
       crd.objects = objects;
     } else {
@@ -230,7 +301,7 @@ export function restoreZoneToTargetRefs(targetRefs: unknown, removed: readonly V
         if (text(stat.url) === '') stat.url = removal.url;
       } else {
         const urls = Array.isArray(stat.urls) ? (stat.urls as unknown[]) : [];
-        if (!urls.includes(removal.url)) urls.splice(Math.min(removal.index, urls.length), 0, removal.url);
+        if (!urls.includes(removal.url)) urls.splice(placeBack(urls, removal), 0, removal.url);
         stat.urls = urls;
       }
     }
