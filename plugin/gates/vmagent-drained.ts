@@ -330,7 +330,22 @@ export async function readVmagentDrained(
     };
     const all = judgeQueueDrain(input);
     if (all.verdict === 'dataLost' || !requireZoneReady) return all;
-    return judgeQueueDrain({ ...input, notBefore: zoneReadySince ?? Number.POSITIVE_INFINITY });
+    if (zoneReadySince === null) {
+      // No round counts while the zone is down, but its raw figures still show what the queue holds.
+      return {
+        ...all,
+        verdict: 'notDrained',
+        message: 'no round counts while the zone is not ready',
+        figures: {
+          ...all.figures,
+          verdict: 'notDrained',
+          drained: false,
+          consecutiveGoodRounds: 0,
+          windowStart: null,
+        },
+      } satisfies QueueDrainVerdict;
+    }
+    return judgeQueueDrain({ ...input, notBefore: zoneReadySince });
   });
 
   const state: DrainState = { v: 1, agents: agentsState, baselineDirs, zoneReadySince, rounds };
