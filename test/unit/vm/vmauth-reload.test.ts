@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, test } from 'node:test';
+import { crc32 } from 'node:zlib';
+import { vmauthReloadEvidence } from '../../../plugin/vm/vmauth-reload.ts';
+import { MemoryKube, readyPod, secret } from '../gates/memory-kube.ts';
+
+const servers: Server[] = [];
+after(async () => {
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+/** Serves a fixed /metrics page; returns its port. */
+async function serve(page: string): Promise<number> {
+  const server = createServer((_request, response) => response.end(page));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const since = new Date('2026-05-01T12:00:00.400Z');
+const sinceSeconds = Math.floor(since.getTime() / 1000);
+
+function vmauthPage(version: string, reload?: { successful: number; at: number }): string {
+  const lines = [
+    `vm_app_version{version="vmauth-${version}",short_version="${version}"} 1`,
+    'vmauth_http_requests_total{path="/"} 9',
+  ];
+  if (reload !== undefined) {
+    lines.push(`vmauth_config_last_reload_successful ${reload.successful}`);
+    lines.push(`vmauth_config_last_reload_success_timestamp_seconds ${reload.at}`);
+    lines.push('vmauth_config_last_reload_errors_total 0');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const labels = { app: 'vmauth' };
+const selection = { namespace: 'vm', labelSelector: 'app=vmauth', port: 'http' };
+
+async function kubeWith(pages: string[], extra: (kube: MemoryKube) => void = () => {}): Promise<MemoryKube> {
+  const kube = new MemoryKube();
+  let index = 0;
+  for (const page of pages) {
+    kube.put(readyPod('vm', `vmauth-${index++}`, labels, { http: await serve(page) }));
+  }
+  extra(kube);
+  return kube;
+}
+
+test('reloaded: every pod loaded changed config in the same second as `since` or later', async () => {
+  const kube = await kubeWith([
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds }),
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 5 }),
+  ]);
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'reloaded', evidence.message);
+  assert.deepEqual(
+    evidence.pods.map((pod) => [pod.pod, pod.reloadedAt, pod.evidence, pod.version]),
+    [
+      ['vm/vmauth-0', '2026-05-01T12:00:00.000Z', 'reloadTimestamp', 'v1.151.0'],
+      ['vm/vmauth-1', '2026-05-01T12:00:05.000Z', 'reloadTimestamp', 'v1.151.0'],
+    ],
+  );
+});
+
+test('waiting: one pod still serves config loaded before `since`', async () => {
+  const kube = await kubeWith([
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 1 }),
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds - 1 }),
+  ]);
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'waiting');
+  assert.match(
+    evidence.message,
+    /1 of 2 vmauth pods have not loaded the config .*vm\/vmauth-1: it last loaded changed config at 2026-05-01T11:59:59.000Z/,
+  );
+});
+
+test('a failed last reload is never evidence, even with a recent success timestamp', async () => {
+  const kube = await kubeWith([vmauthPage('v1.151.0', { successful: 0, at: sinceSeconds + 10 })]);
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'waiting');
+  assert.match(evidence.message, /last config reload failed/);
+});
+
+test('unsupported: vmauth before v1.94 exposes no reload metrics, and the message says so', async () => {
+  const kube = await kubeWith([vmauthPage('v1.79.5')]);
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'unsupported');
+  assert.match(
+    evidence.message,
+    /vmauth v1.79.5 exposes no vmauth_config_last_reload_success_timestamp_seconds \(added in vmauth v1.94.0\)/,
+  );
+});
+
+test('unreachable: a pod not Ready or not answering, or no pod at all, is never skipped', async () => {
+  const notReady = await kubeWith(
+    [vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 1 })],
+    (kube) => {
+      kube.put(readyPod('vm', 'vmauth-9', labels, { http: 1 }, { ready: false }));
+    },
+  );
+  const first = await vmauthReloadEvidence(notReady, selection, since);
+  assert.equal(first.state, 'unreachable');
+  assert.match(
+    first.message,
+    /1 of 2 vmauth pods could not be checked: vm\/vmauth-9: pod vm\/vmauth-9 is not Ready/,
+  );
+
+  const closedPort = await serve('');
+  servers.pop()?.close();
+  const silent = new MemoryKube().put(readyPod('vm', 'vmauth-0', labels, { http: closedPort }));
+  const second = await vmauthReloadEvidence(silent, selection, since);
+  assert.equal(second.state, 'unreachable');
+  assert.match(second.pods[0]?.error ?? '', /ECONNREFUSED/);
+
+  const none = await vmauthReloadEvidence(new MemoryKube(), selection, since);
+  assert.equal(none.state, 'unreachable');
+  assert.match(none.message, /no vmauth pod matches app=vmauth in namespace vm/);
+});
+
+test("the config-reloader's content hash: equal to the Secret's CRC32 is evidence, different means not yet", async () => {
+  const config = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x01, 0x02, 0x03]); // gzip bytes, hashed raw
+  const hash = crc32(config);
+  const setup = async (reloaderHash: number, vmauthAt: number) => {
+    const kube = new MemoryKube().put(secret('vm', 'vmauth-config-main', { 'config.yaml.gz': config }));
+    kube.put(
+      readyPod('vm', 'vmauth-0', labels, {
+        http: await serve(vmauthPage('v1.151.0', { successful: 1, at: vmauthAt })),
+        'reloader-http': await serve(`configreloader_reload_content_hash{key="main"} ${reloaderHash}\n`),
+      }),
+    );
+    return kube;
+  };
+  const reloader = {
+    port: 'reloader-http',
+    configSecret: { name: 'vmauth-config-main', key: 'config.yaml.gz' },
+  };
+  const matching = await vmauthReloadEvidence(
+    await setup(hash, sinceSeconds - 100),
+    { ...selection, reloader },
+    since,
+  );
+  assert.equal(matching.state, 'reloaded', matching.message);
+  assert.equal(matching.pods[0]?.evidence, 'configHash');
+
+  const stale = await vmauthReloadEvidence(
+    await setup(hash + 1, sinceSeconds + 100),
+    { ...selection, reloader },
+    since,
+  );
+  assert.equal(stale.state, 'waiting', 'a recent timestamp does not beat a hash that shows other content');
+  assert.match(
+    stale.message,
+    new RegExp(`confirmed content hash ${hash + 1}, the Secret's content hashes to ${hash}`),
+  );
+});
