@@ -248,6 +248,8 @@ export async function restoreZone(
 
 // ---- Evidence that vmauth serves the current routing ----
 
+const vmauthClockSlackMs = 1_000;
+
 export interface ReadEvidence {
   /** `ready`: every replica serves it; `unproven`: no evidence exists for this vmauth and `bestEffort` accepted that. */
   state: 'ready' | 'waiting' | 'unproven';
@@ -314,11 +316,14 @@ export async function readEvidence(
     }
   }
   const groups = await vmauthPodsFor(kube, config);
+  // vmauth stamps a reload with its coarse clock (lib/fasttime: a value refreshed once a second, then
+  // truncated to the second), which can read up to a second before the real reload time.
+  const evidenceSince = new Date(since.getTime() - vmauthClockSlackMs);
   let latest: Date | undefined;
   const messages: string[] = [];
   let unsupported = false;
   for (const pods of groups) {
-    const evidence = await vmauthReloadEvidence(kube, pods, since);
+    const evidence = await vmauthReloadEvidence(kube, pods, evidenceSince);
     for (const pod of evidence.pods) {
       if (pod.reloadedAt !== undefined) {
         const at = new Date(pod.reloadedAt);

@@ -1,5 +1,6 @@
 // Reading a zone's VMCluster with its vmzones state, and the guarded writes of that state.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../goplugin/index.ts';
 import { KubeError, type KubeObject, type KubeObjects, type ObjectRef } from '../kube/objects.ts';
 import { required } from './outcome.ts';
@@ -21,7 +22,26 @@ export interface ZoneDeps {
   kube: KubeObjects;
   now(): Date;
   logger: Logger;
+  /** How long a Run may wait in the call for something that usually comes quickly (a vmauth reload, the end of
+   *  a short grace period) before it returns Running, which costs a controller round trip of at least 16 s. */
+  inCallWaitMs: number;
 }
+
+/** Polls `check` until it returns a value or `deps.inCallWaitMs` has passed; the last answer is returned. */
+export async function waitInCall<T>(
+  deps: ZoneDeps,
+  check: () => Promise<T>,
+  done: (value: T) => boolean,
+): Promise<T> {
+  const deadline = Date.now() + deps.inCallWaitMs;
+  for (;;) {
+    const value = await check();
+    if (done(value) || Date.now() + inCallPollMs > deadline) return value;
+    await sleep(inCallPollMs);
+  }
+}
+
+const inCallPollMs = 250;
 
 export interface LoadedCluster {
   object: KubeObject;

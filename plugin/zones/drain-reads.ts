@@ -2,6 +2,7 @@
 // serves the routing without it, plus the grace period for queries in flight. Replay-safe: the balancer records
 // what was removed, so a replayed Run finds the zone already out and only waits.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
 import { drainZone, readEvidence, readRouting } from '../vm/read-balancer.ts';
@@ -13,6 +14,7 @@ import {
   loadCluster,
   patchCluster,
   releasePatch,
+  waitInCall,
   type ZoneDeps,
 } from './cluster.ts';
 import { required, running, type StatusDocument, StepFailure, successful } from './outcome.ts';
@@ -91,9 +93,13 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
   const after = await readRouting(kube, target.reads);
   const drainedAt = after.drained[zone]?.at ?? timestamp(now);
   const since = after.changedAt ?? new Date(drainedAt);
-  status.drainedAt = drainedAt;
-  const evidence = await readEvidence(kube, target.reads, since);
-  const what = `zone ${zone}: ${clusterName} was taken out of ${after.describe} at ${drainedAt}${tookOver}`;
+  status.drainedAt = timestamp(new Date(drainedAt));
+  const evidence = await waitInCall(
+    deps,
+    () => readEvidence(kube, target.reads, since),
+    (e) => e.state !== 'waiting',
+  );
+  const what = `zone ${zone}: ${clusterName} was taken out of ${after.describe} at ${status.drainedAt}${tookOver}`;
   if (evidence.state === 'waiting') {
     return running(`${what}; waiting until every vmauth replica serves that: ${evidence.message}`, {
       ...status,
@@ -105,7 +111,12 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
   const graceUntil = new Date(servedSince.getTime() + target.drainGraceMs);
   status.reloadedAt = timestamp(servedSince);
   status.graceUntil = timestamp(graceUntil);
-  const current = deps.now();
+  let current = deps.now();
+  const remainingMs = graceUntil.getTime() - current.getTime();
+  if (remainingMs > 0 && remainingMs <= deps.inCallWaitMs) {
+    await sleep(remainingMs);
+    current = deps.now();
+  }
   if (current < graceUntil) {
     return running(
       `${what}; ${evidence.message}; grace period ${target.drainGracePeriod} for queries in flight until ${timestamp(graceUntil)}`,

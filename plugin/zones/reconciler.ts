@@ -13,6 +13,7 @@ import { vmApiVersion, vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.
 import { describeCluster, holderExists, patchCluster } from './cluster.ts';
 import { recordMaintenance } from './maintenance.ts';
 import { deepEqual, isJsonObject, type JsonValue, revertPatch } from './merge-patch.ts';
+import { isConflict } from './outcome.ts';
 import {
   annotationValue,
   describeHolder,
@@ -100,8 +101,14 @@ export class ZoneReconciler {
       this.#kube.list(vmApiVersion, 'VMCluster', '', `${maintenanceLabel}=true`),
     ]);
     recordMaintenance(maintenance);
+    // Zones out of reads first, then the newest change first (Abort's order).
+    const newest = (a: KubeObject, b: KubeObject, annotation: string, field: string) =>
+      annotationField(b, annotation, field).localeCompare(annotationField(a, annotation, field));
     const ordered = [...pending].sort(
-      (a, b) => rank(a) - rank(b) || requested(b).localeCompare(requested(a)),
+      (a, b) =>
+        rank(a) - rank(b) ||
+        newest(a, b, rollbackAnnotation, 'appliedAt') ||
+        newest(a, b, handoffAnnotation, 'requestedAt'),
     );
     const progress: Record<string, ZoneProgress> = {};
     let holding = false;
@@ -153,12 +160,17 @@ export class ZoneReconciler {
       const current = zoneState(latest).handoff;
       if (current === undefined) return progress;
       const updated: Handoff = { ...current, message, updatedAt: timestamp(this.#now()) };
-      await patchCluster(
-        this.#kube,
-        ref,
-        { annotations: { [handoffAnnotation]: annotationValue(updated) } },
-        latest.metadata.resourceVersion,
-      );
+      try {
+        await patchCluster(
+          this.#kube,
+          ref,
+          { annotations: { [handoffAnnotation]: annotationValue(updated) } },
+          latest.metadata.resourceVersion,
+        );
+      } catch (err) {
+        // The operator wrote status meanwhile; the next pass notes the message again.
+        if (!isConflict(err)) throw err;
+      }
       return progress;
     };
 
@@ -320,11 +332,12 @@ function rank(cluster: KubeObject): number {
   return cluster.metadata.annotations?.[maintenanceAnnotation] !== undefined ? 0 : 1;
 }
 
-function requested(cluster: KubeObject): string {
-  const text = cluster.metadata.annotations?.[handoffAnnotation];
+/** A top-level string field of a JSON annotation, '' when absent or unreadable (for ordering only). */
+function annotationField(cluster: KubeObject, annotation: string, field: string): string {
+  const text = cluster.metadata.annotations?.[annotation];
   if (text === undefined) return '';
   try {
-    return String((JSON.parse(text) as { requestedAt?: unknown }).requestedAt ?? '');
+    return String((JSON.parse(text) as Record<string, unknown>)[field] ?? '');
   } catch {
     return '';
   }

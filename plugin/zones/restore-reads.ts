@@ -11,6 +11,7 @@ import {
   loadCluster,
   patchCluster,
   releasePatch,
+  waitInCall,
   type ZoneDeps,
 } from './cluster.ts';
 import { running, type StatusDocument, StepFailure, successful } from './outcome.ts';
@@ -87,7 +88,11 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
   }
   const since = after.changedAt ?? new Date(state.lease?.since ?? 0);
   status.restoredAt = timestamp(since);
-  const evidence = await readEvidence(kube, target.reads, since);
+  const evidence = await waitInCall(
+    deps,
+    () => readEvidence(kube, target.reads, since),
+    (e) => e.state !== 'waiting',
+  );
   if (evidence.state === 'waiting') {
     return running(
       `zone ${zone}: ${name} is operational and was put back into ${after.describe} at ${timestamp(since)}; waiting until every vmauth replica serves that: ${evidence.message}`,

@@ -24,6 +24,8 @@ export interface ZoneStepPluginOptions {
   /** Start the background reconciler at init (default true); tests drive it by hand. */
   reconciler?: boolean;
   reconcileIntervalMs?: number;
+  /** See ZoneDeps.inCallWaitMs; default 5 s. */
+  inCallWaitMs?: number;
 }
 
 export interface ZoneStepPlugin extends StepPlugin {
@@ -47,7 +49,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
 
   const deps = (): ZoneDeps => {
     kube ??= kubeObjects();
-    return { kube, now, logger };
+    return { kube, now, logger, inCallWaitMs: options.inCallWaitMs ?? 5_000 };
   };
 
   /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. */
