@@ -1,0 +1,312 @@
+// Helpers for the step-plugin tests on the sandbox: a Kubernetes client on its API server, waiting, Rollouts
+// that carry a spec document, a continuous read prober through vmauth, a watcher of the "never route reads to a
+// zone that is not operational" invariant, and a crash-and-restart of the real Argo Rollouts controller.
+
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { type KubeObject, type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
+import type { RolloutView } from '../../../plugin/rollouts/types.ts';
+import { vmApiVersion, vmclusterReadiness, vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
+import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
+import { type CanaryStep, renderSteps } from '../../../plugin/zones/render.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { readBackends } from '../../../plugin/zones/target.ts';
+import type { Sandbox } from '../../sandbox/helper.ts';
+import { type DaemonRecord, startDaemon } from '../../sandbox/processes.ts';
+
+export const ns = 'vm';
+
+export function sandboxKube(sandbox: Sandbox): KubeObjects {
+  const kc = new KubeConfig();
+  kc.loadFromFile(sandbox.state.kubeconfig);
+  return kubeObjects(kc);
+}
+
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 120_000,
+  intervalMs = 500,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(
+    `timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+  );
+}
+
+// ---- Rollouts carrying a spec document ----
+
+export interface SpecDocument {
+  [key: string]: unknown;
+}
+
+export function zoneSpec(overrideSpec: object, extra: Partial<SpecDocument> = {}): SpecDocument {
+  return {
+    overrideSpec,
+    vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
+    vmagent: { vmagent: 'vmagent' },
+    zones: {
+      'zone-a': { vmcluster: 'vm-zone-a' },
+      'zone-b': { vmcluster: 'vm-zone-b' },
+      'zone-c': { vmcluster: 'vm-zone-c' },
+    },
+    ...extra,
+  };
+}
+
+export function stepsFor(spec: SpecDocument, pauseBetweenZones: 'none' | 'manual'): CanaryStep[] {
+  return renderSteps(parseSpecDocument(stringify(spec)), { healthTemplate: '', pauseBetweenZones });
+}
+
+export function rolloutObject(name: string, spec: SpecDocument | string, steps: object[]): object {
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Rollout',
+    metadata: { name, namespace: ns },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: {
+          labels: { app: name },
+          annotations: { 'vmzones.io/spec': typeof spec === 'string' ? spec : stringify(spec) },
+        },
+        spec: { containers: [{ name: 'placeholder', image: 'registry.k8s.io/pause:3.10' }] },
+      },
+      strategy: { canary: { steps } },
+    },
+  };
+}
+
+export interface StepPluginStatus {
+  index: number;
+  name: string;
+  operation: 'Run' | 'Abort' | 'Terminate';
+  phase?: string;
+  message?: string;
+  executions?: number;
+  status?: Record<string, unknown>;
+}
+
+export interface RolloutState {
+  metadata: { uid: string; generation: number };
+  status: {
+    phase?: string;
+    message?: string;
+    abort?: boolean;
+    currentStepIndex?: number;
+    currentPodHash?: string;
+    stableRS?: string;
+    canary?: { stepPluginStatuses?: StepPluginStatus[] };
+  };
+}
+
+export async function rolloutState(kube: KubeObjects, name: string): Promise<RolloutState> {
+  const object = await kube.get({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', namespace: ns, name });
+  return object as unknown as RolloutState;
+}
+
+export function pluginStatuses(state: RolloutState): StepPluginStatus[] {
+  return (state.status.canary?.stepPluginStatuses ?? []).map((s) => ({ ...s, index: s.index ?? 0 }));
+}
+
+export function runStatus(state: RolloutState, index: number): StepPluginStatus | undefined {
+  return pluginStatuses(state).find((s) => s.index === index && s.operation === 'Run');
+}
+
+/** A view of a Rollout as the plugin receives it, for in-process runs against the sandbox. */
+export function rolloutView(name: string, uid: string, revision: string, spec: SpecDocument): RolloutView {
+  return {
+    metadata: { name, namespace: ns, uid },
+    spec: { template: { metadata: { annotations: { 'vmzones.io/spec': stringify(spec) } } }, strategy: {} },
+    status: { currentPodHash: revision },
+  };
+}
+
+// ---- Cluster facts ----
+
+export async function cluster(kube: KubeObjects, name: string): Promise<KubeObject> {
+  return kube.get(vmclusterRef(ns, name));
+}
+
+export async function vmuser(kube: KubeObjects): Promise<KubeObject> {
+  return kube.get({ apiVersion: vmApiVersion, kind: 'VMUser', namespace: ns, name: 'vmauth-read' });
+}
+
+export async function routedZones(kube: KubeObjects, spec: SpecDocument = zoneSpec({})): Promise<string[]> {
+  const backends = readBackends(parseSpecDocument(stringify(spec)), ns);
+  return zonesRoutedByVMUser((await vmuser(kube)).spec?.targetRefs, ns, backends);
+}
+
+export function vmzonesAnnotations(object: KubeObject): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(object.metadata.annotations ?? {}).filter(([k]) => k.startsWith('vmzones.io/')),
+  );
+}
+
+// ---- Reads through vmauth, counted ----
+
+export interface ReadFigures {
+  sent: number;
+  failed: number;
+  failures: string[];
+  /** vmauth's own count of requests to a backend that failed (also those it retried elsewhere). */
+  backendErrors: number;
+}
+
+async function backendErrorCount(vmauthUrl: string, username: string): Promise<number> {
+  const text = await (await fetch(`${vmauthUrl}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`vmauth_user_request_backend_errors_total{username="${username}"}`));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** Sends an instant query through vmauth every `intervalMs` until stopped; every non-2xx answer is a failure. */
+export function startReadProber(
+  vmauthUrl: string,
+  user: { username: string; password: string },
+  path = '/select/0/prometheus/api/v1/query',
+  intervalMs = 50,
+) {
+  const figures: ReadFigures = { sent: 0, failed: 0, failures: [], backendErrors: 0 };
+  const authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
+  let stopped = false;
+  const baseline = backendErrorCount(vmauthUrl, user.username).catch(() => 0);
+  const loop = (async () => {
+    while (!stopped) {
+      figures.sent++;
+      try {
+        const response = await fetch(`${vmauthUrl}${path}?query=vector(1)`, {
+          headers: { authorization },
+          signal: AbortSignal.timeout(5000),
+        });
+        await response.arrayBuffer();
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      } catch (error) {
+        figures.failed++;
+        if (figures.failures.length < 10)
+          figures.failures.push(`${new Date().toISOString()} ${String(error)}`);
+      }
+      await sleep(intervalMs);
+    }
+  })();
+  return {
+    figures,
+    async stop(): Promise<ReadFigures> {
+      stopped = true;
+      await loop;
+      figures.backendErrors = (await backendErrorCount(vmauthUrl, user.username)) - (await baseline);
+      return figures;
+    },
+  };
+}
+
+/**
+ * Polls the VMUser and the VMClusters: a zone the VMUser routes reads to must be operational at its current
+ * generation, every time we look. Returns the violations seen.
+ */
+export function startRoutingWatcher(
+  kube: KubeObjects,
+  zones: { zone: string; vmcluster: string }[],
+  intervalMs = 300,
+) {
+  const violations: string[] = [];
+  let checks = 0;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const routed = await routedZones(kube);
+        for (const z of zones.filter((zone) => routed.includes(zone.zone))) {
+          const readiness = vmclusterReadiness(await cluster(kube, z.vmcluster));
+          if (readiness.state !== 'ready') {
+            violations.push(`${new Date().toISOString()} ${z.zone} routed while ${readiness.message}`);
+          }
+        }
+        checks++;
+      } catch {
+        // an API hiccup is not a violation
+      }
+      await sleep(intervalMs);
+    }
+  })();
+  return {
+    async stop(): Promise<{ checks: number; violations: string[] }> {
+      stopped = true;
+      await loop;
+      return { checks, violations };
+    },
+  };
+}
+
+// ---- The real controller, crashed and restarted ----
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGKILLs the Argo Rollouts controller's process group (the controller and the plugin processes it started),
+ * runs `whileDown`, then starts the controller again exactly as it ran (same argv, environment and working
+ * directory) and records the new process in the sandbox state so that teardown stops it.
+ */
+export async function crashController(sandbox: Sandbox, whileDown: () => Promise<void>): Promise<void> {
+  const stateFile = join(sandbox.state.stateDir, 'state.json');
+  const state = JSON.parse(readFileSync(stateFile, 'utf8')) as { daemons: DaemonRecord[] };
+  const record = state.daemons.find((d) => d.name === 'rollouts-controller');
+  if (!record) throw new Error('no rollouts-controller in the sandbox state');
+  const argv = readFileSync(`/proc/${record.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const env = Object.fromEntries(
+    readFileSync(`/proc/${record.pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  const cwd = readlinkSync(`/proc/${record.pid}/cwd`);
+  process.kill(-record.pid, 'SIGKILL');
+  await eventually(
+    'the controller process group to die',
+    async () => (groupAlive(record.pid) ? undefined : true),
+    10_000,
+    100,
+  );
+  await whileDown();
+  const restarted = startDaemon({
+    name: record.name,
+    command: argv[0] as string,
+    args: argv.slice(1),
+    log: record.log,
+    cwd,
+    env,
+    ports: record.ports,
+  });
+  state.daemons = state.daemons.map((d) => (d.name === record.name ? restarted : d));
+  writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`);
+  sandbox.state.daemons = state.daemons;
+  const healthz = argv.find((a) => a.startsWith('--healthzPort='))?.split('=')[1];
+  await eventually(
+    'the restarted controller to be healthy',
+    async () => ((await fetch(`http://127.0.0.1:${healthz}/healthz`)).ok ? true : undefined),
+    60_000,
+    250,
+  );
+}

@@ -1,0 +1,605 @@
+// The vmzones/step plugin on the sandbox: the real Argo Rollouts controller (v1.10.1) execs the built plugin
+// (dist/vmzones.mjs) against a real API server, real vmauth/vmagent and one real VictoriaMetrics process per zone.
+// Run `npm run build` first. One sandbox (3 zones) for the whole file; the tests run in order.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
+import type { StepResult } from '../../../plugin/rollouts/types.ts';
+import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
+import { currentMaintenance } from '../../../plugin/zones/maintenance.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
+import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import {
+  cluster,
+  crashController,
+  eventually,
+  ns,
+  pluginStatuses,
+  type RolloutState,
+  rolloutObject,
+  rolloutState,
+  rolloutView,
+  routedZones,
+  runStatus,
+  sandboxKube,
+  startReadProber,
+  startRoutingWatcher,
+  stepsFor,
+  vmuser,
+  vmzonesAnnotations,
+  zoneSpec,
+} from './harness.ts';
+import { helmConfig, helmSecret, helmUser, startHelmVmauth } from './helm-vmauth.ts';
+import { type KubeCall, recordingKube } from './recording-kube.ts';
+
+const zones = [
+  { zone: 'zone-a', vmcluster: 'vm-zone-a' },
+  { zone: 'zone-b', vmcluster: 'vm-zone-b' },
+  { zone: 'zone-c', vmcluster: 'vm-zone-c' },
+];
+const latencyOffset = (value: string) => ({ vmstorage: { extraArgs: { 'search.latencyOffset': value } } });
+
+let sandbox: Sandbox;
+let kube: KubeObjects;
+const calls: KubeCall[] = [];
+const report: string[] = [];
+const started = Date.now();
+
+before(async () => {
+  sandbox = await startSandbox({ zones: 3, podRestartSeconds: 5, plugin: true });
+  kube = sandboxKube(sandbox);
+});
+
+after(async () => {
+  report.push(`e2e wall time (sandbox start included): ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  console.log(`\n---- vmzones/step e2e figures ----\n${report.join('\n')}\n`);
+  if (sandbox) await sandbox.stop();
+});
+
+const vmauthUrl = () => sandbox.endpoint('VMAuth', vmauthName).url;
+
+async function specValue(vmcluster: string): Promise<unknown> {
+  const spec = (await cluster(kube, vmcluster)).spec as {
+    vmstorage?: { extraArgs?: Record<string, string> };
+  };
+  return spec.vmstorage?.extraArgs?.['search.latencyOffset'];
+}
+
+/** Applies a revision whose first step should fail; returns that step's message once the rollout aborted. */
+async function revisionFails(name: string, spec: object | string, steps: object[]): Promise<string> {
+  const before = await rolloutState(kube, name);
+  await sandbox.kubectl.apply([rolloutObject(name, spec as never, steps)]);
+  const failed = await eventually(`${name}: the new revision's first step to fail`, async () => {
+    const s = await rolloutState(kube, name);
+    const run = runStatus(s, 0);
+    return s.status.currentPodHash !== before.status.currentPodHash &&
+      run?.phase === 'Failed' &&
+      s.status.abort
+      ? s
+      : undefined;
+  });
+  assert.match(failed.status.message ?? '', /Step Plugin 1 \(vmzones\/step\) failed: /);
+  return runStatus(failed, 0)?.message ?? '';
+}
+
+test('bad input fails the step before anything changes: malformed spec, unknown zone, missing VMCluster, a zone leased by another Rollout', async () => {
+  const name = 'refusals';
+  const valid = zoneSpec({});
+  await sandbox.kubectl.apply([rolloutObject(name, valid, [{ pause: {} }])]);
+  await eventually('the first revision to be Healthy', async () =>
+    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  );
+  const drain = (zone: string) => [
+    { plugin: { name: 'vmzones/step', config: { zone, action: 'drainReads' } } },
+  ];
+  const clustersBefore = await Promise.all(zones.map((z) => cluster(kube, z.vmcluster)));
+  const vmuserBefore = await vmuser(kube);
+
+  const malformed = await revisionFails(
+    name,
+    { ...valid, zones: { 'zone-a': { vmcluster: 'Vm_Zone_A' } }, readyTimeout: 'soon' },
+    drain('zone-a'),
+  );
+  assert.match(malformed, /invalid vmzones\.io\/spec: /);
+  assert.match(malformed, /readyTimeout: invalid duration "soon"/);
+  assert.match(malformed, /zones\.zone-a\.vmcluster: must be a Kubernetes object name/);
+
+  const unknown = await revisionFails(name, valid, drain('zone-x'));
+  assert.match(unknown, /zone "zone-x" is not in zones \(known: zone-a, zone-b, zone-c\)/);
+
+  const missing = await revisionFails(
+    name,
+    { ...valid, zones: { ...(valid.zones as object), 'zone-d': { vmcluster: 'vm-zone-d' } } },
+    drain('zone-d'),
+  );
+  assert.equal(missing, 'VMCluster vm/vm-zone-d of zone zone-d does not exist');
+
+  await sandbox.kubectl.apply([rolloutObject('other', valid, [{ pause: {} }])]);
+  const other = await eventually(
+    'Rollout other',
+    async () => (await rolloutState(kube, 'other')).metadata.uid,
+  );
+  const lease = { rollout: 'vm/other', uid: other, revision: 'r-other', since: '2026-01-01T00:00:00Z' };
+  await kube.mergePatch(
+    { apiVersion: vmApiVersion, kind: 'VMCluster', namespace: ns, name: 'vm-zone-c' },
+    { metadata: { annotations: { 'vmzones.io/lease': JSON.stringify(lease) } } },
+  );
+  const leased = await revisionFails(name, valid, drain('zone-c'));
+  assert.equal(
+    leased,
+    'VMCluster vm/vm-zone-c (zone zone-c) is leased by Rollout vm/other (revision r-other) since 2026-01-01T00:00:00Z: two Rollouts must not change a zone at once; wait for that Rollout to finish or abort it',
+  );
+  await kube.mergePatch(
+    { apiVersion: vmApiVersion, kind: 'VMCluster', namespace: ns, name: 'vm-zone-c' },
+    { metadata: { annotations: { 'vmzones.io/lease': null } } },
+  );
+
+  // Nothing was touched: same generations, no vmzones annotations, the VMUser as it was.
+  for (const [i, z] of zones.entries()) {
+    const now = await cluster(kube, z.vmcluster);
+    assert.equal(
+      now.metadata.generation,
+      clustersBefore[i]?.metadata.generation,
+      `${z.vmcluster} generation`,
+    );
+    assert.deepEqual(vmzonesAnnotations(now), {}, `${z.vmcluster} annotations`);
+  }
+  assert.equal((await vmuser(kube)).metadata.resourceVersion, vmuserBefore.metadata.resourceVersion);
+  await sandbox.kubectl.run(['delete', 'rollout', name, 'other', '-n', ns, '--wait=false']);
+});
+
+function describeStatuses(state: RolloutState): string {
+  return pluginStatuses(state)
+    .map((s) => `  [${s.index}] ${s.operation} ${s.phase}: ${JSON.stringify(s.status ?? {})}`)
+    .join('\n');
+}
+
+test('three zones walk drainReads → apply → restoreReads under the real controller; a Run replayed after a controller crash changes nothing twice; reads never reach a changing zone', async () => {
+  const name = 'zones';
+  const first = zoneSpec({});
+  await sandbox.kubectl.apply([rolloutObject(name, first, stepsFor(first, 'none'))]);
+  await eventually('the first revision (no steps run) to be Healthy', async () =>
+    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  );
+  const generations = await Promise.all(
+    zones.map(async (z) => (await cluster(kube, z.vmcluster)).metadata.generation),
+  );
+
+  const prober = startReadProber(vmauthUrl(), readUser);
+  const watcher = startRoutingWatcher(kube, zones);
+  const walkStarted = Date.now();
+  const spec = zoneSpec(latencyOffset('6s'));
+  await sandbox.kubectl.apply([rolloutObject(name, spec, stepsFor(spec, 'none'))]);
+
+  // Crash the controller once zone-a's apply has succeeded, and rewind the Rollout status to before drainReads
+  // as if the controller had died before persisting both results: it must call Run for both again.
+  const applied = await eventually('apply of zone-a to succeed', async () => {
+    const s = await rolloutState(kube, name);
+    return runStatus(s, 1)?.phase === 'Successful' ? s : undefined;
+  });
+  const drainBefore = runStatus(applied, 0);
+  const zoneA = await cluster(kube, 'vm-zone-a');
+  await crashController(sandbox, async () => {
+    const s = await rolloutState(kube, name);
+    const kept = pluginStatuses(s).filter((st) => !(st.operation === 'Run' && st.index <= 1));
+    await sandbox.kubectl.run([
+      'patch',
+      'rollout',
+      name,
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { currentStepIndex: 0, canary: { stepPluginStatuses: kept } } }),
+    ]);
+  });
+  const replayed = await eventually('the replayed drainReads and apply of zone-a', async () => {
+    const s = await rolloutState(kube, name);
+    return runStatus(s, 1)?.phase === 'Successful' ? s : undefined;
+  });
+  const drainAgain = runStatus(replayed, 0);
+  const applyAgain = runStatus(replayed, 1);
+  assert.equal(drainAgain?.executions, 1, 'drainReads ran again from scratch');
+  assert.equal(
+    drainAgain?.status?.drainedAt,
+    drainBefore?.status?.drainedAt,
+    'the replayed drainReads drained nothing again',
+  );
+  assert.match(applyAgain?.message ?? '', /\(already applied at /);
+  const zoneAAfter = await cluster(kube, 'vm-zone-a');
+  assert.equal(
+    zoneAAfter.metadata.generation,
+    zoneA.metadata.generation,
+    'the replayed apply changed nothing',
+  );
+  assert.equal(
+    zoneAAfter.metadata.annotations?.['vmzones.io/rollback'],
+    zoneA.metadata.annotations?.['vmzones.io/rollback'],
+    'the rollback record is the first apply’s',
+  );
+
+  const done = await eventually(
+    'the three-zone rollout to be Healthy',
+    async () => {
+      const s = await rolloutState(kube, name);
+      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
+    },
+    300_000,
+    1000,
+  );
+  const walkSeconds = (Date.now() - walkStarted) / 1000;
+  const reads = await prober.stop();
+  const routing = await watcher.stop();
+
+  for (const [i, z] of zones.entries()) {
+    const c = await cluster(kube, z.vmcluster);
+    assert.equal(await specValue(z.vmcluster), '6s', `${z.zone} has the change`);
+    assert.equal(c.metadata.generation, (generations[i] ?? 0) + 1, `${z.zone} was changed exactly once`);
+    const annotations = vmzonesAnnotations(c);
+    assert.deepEqual(
+      Object.keys(annotations),
+      ['vmzones.io/rollback'],
+      `${z.zone}: lease and maintenance released`,
+    );
+    assert.equal(JSON.parse(annotations['vmzones.io/rollback'] ?? '{}').phase, 'applied');
+  }
+  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c'], 'every zone serves reads again');
+  assert.equal(JSON.stringify(vmzonesAnnotations(await vmuser(kube))).includes('vmzones.io/drained'), false);
+
+  const last = runStatus(done, 8);
+  report.push(
+    `three-zone walk: ${walkSeconds.toFixed(0)} s; queries through vmauth sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing checks ${routing.checks}, violations ${routing.violations.length}`,
+    `status document of the finished rollout's last step (restoreReads zone-c): ${JSON.stringify(last?.status)}`,
+    `all step statuses:\n${describeStatuses(done)}`,
+  );
+  assert.deepEqual(reads.failures, [], 'no query through vmauth failed');
+  assert.equal(reads.failed, 0);
+  assert.equal(reads.backendErrors, 0, 'vmauth never sent a query to a zone that was down');
+  assert.deepEqual(routing.violations, [], 'a routed zone was always operational');
+  assert.ok(reads.sent > 100, `the prober ran throughout (${reads.sent} queries)`);
+});
+
+test('abort after zone two rolls zones one and two back and restores their reads only once they are operational', async () => {
+  const name = 'zones';
+  const cBefore = await cluster(kube, 'vm-zone-c');
+  const prober = startReadProber(vmauthUrl(), readUser);
+  const watcher = startRoutingWatcher(kube, zones);
+  const spec = zoneSpec(latencyOffset('8s'));
+  await sandbox.kubectl.apply([rolloutObject(name, spec, stepsFor(spec, 'manual'))]);
+  // Steps: zone-a 0..2, pause 3, zone-b 4..6, pause 7, zone-c 8..10.
+  const pausedAt = (index: number) => async () => {
+    const s = await rolloutState(kube, name);
+    return s.status.phase === 'Paused' && s.status.currentStepIndex === index ? s : undefined;
+  };
+  await eventually('the pause after zone-a', pausedAt(3), 180_000, 1000);
+  await sandbox.rollouts(['promote', name, '-n', ns]);
+  await eventually('the pause after zone-b', pausedAt(7), 180_000, 1000);
+  assert.equal(await specValue('vm-zone-a'), '8s');
+  assert.equal(await specValue('vm-zone-b'), '8s');
+  const abortStarted = Date.now();
+  await sandbox.rollouts(['abort', name, '-n', ns]);
+
+  const aborted = await eventually('Abort of every completed step', async () => {
+    const s = await rolloutState(kube, name);
+    const aborts = pluginStatuses(s).filter((st) => st.operation === 'Abort');
+    return aborts.length === 6 ? s : undefined;
+  });
+  const aborts = pluginStatuses(aborted).filter((st) => st.operation === 'Abort');
+  assert.deepEqual(
+    aborts.map((a) => a.index),
+    [6, 5, 4, 2, 1, 0],
+    'newest first',
+  );
+  assert.ok(
+    aborts.every((a) => a.phase === 'Successful'),
+    describeStatuses(aborted),
+  );
+  assert.match(aborts.find((a) => a.index === 5)?.message ?? '', /zone zone-b: rollback requested/);
+
+  await eventually(
+    'zones a and b rolled back, reads restored, zones released',
+    async () => {
+      for (const z of zones.slice(0, 2)) {
+        const c = await cluster(kube, z.vmcluster);
+        if ((await specValue(z.vmcluster)) !== '6s') return undefined;
+        if (Object.keys(vmzonesAnnotations(c)).length > 0) return undefined;
+        if (c.metadata.labels?.['vmzones.io/pending'] !== undefined) return undefined;
+      }
+      const routed = await routedZones(kube);
+      return routed.length === 3 ? true : undefined;
+    },
+    240_000,
+    1000,
+  );
+  const rollbackSeconds = (Date.now() - abortStarted) / 1000;
+  const reads = await prober.stop();
+  const routing = await watcher.stop();
+  const c = await cluster(kube, 'vm-zone-c');
+  assert.equal(c.metadata.generation, cBefore.metadata.generation, 'zone-c was never touched');
+  assert.equal(await specValue('vm-zone-c'), '6s');
+  report.push(
+    `abort after zone two: rollback of two zones took ${rollbackSeconds.toFixed(0)} s after the abort; queries sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing checks ${routing.checks}, violations ${routing.violations.length}`,
+    `abort statuses:\n${describeStatuses(aborted)}`,
+  );
+  assert.deepEqual(reads.failures, []);
+  assert.equal(reads.backendErrors, 0);
+  assert.deepEqual(routing.violations, []);
+});
+
+/** Wraps the sandbox client: the first guarded spec write to `vmcluster` meets a concurrent write (a real 409). */
+function conflictingKube(inner: KubeObjects, vmcluster: string): KubeObjects & { conflicts: number } {
+  const wrapped = {
+    conflicts: 0,
+    get: inner.get.bind(inner),
+    list: inner.list.bind(inner),
+    async mergePatch(...args: Parameters<KubeObjects['mergePatch']>) {
+      const [ref, patch, resourceVersion, options] = args;
+      if (
+        wrapped.conflicts === 0 &&
+        ref.name === vmcluster &&
+        patch.spec &&
+        resourceVersion &&
+        !options?.dryRun
+      ) {
+        wrapped.conflicts++;
+        await inner.mergePatch(ref, {
+          metadata: { annotations: { 'e2e.vmzones.io/concurrent-writer': 'x' } },
+        });
+      }
+      return inner.mergePatch(...args);
+    },
+  };
+  return wrapped;
+}
+
+async function untilDone(
+  what: string,
+  run: () => Promise<StepResult>,
+  timeoutMs = 60_000,
+): Promise<StepResult> {
+  return eventually(
+    what,
+    async () => {
+      const result = await run();
+      if (result.phase === 'Failed') throw new Error(`${what} failed: ${result.message}`);
+      return result.phase === 'Successful' ? result : undefined;
+    },
+    timeoutMs,
+    1000,
+  );
+}
+
+test('in the plugin, on the real API server: an invalid merged spec fails with nothing changed; a 409 is retryable; Abort hands the zone to the reconciler, which rolls back and restores reads once operational', async () => {
+  const recorded = recordingKube(kube, calls);
+  const plugin = createZoneStepPlugin({
+    kube: recorded,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 5000,
+  });
+  const reconciler = new ZoneReconciler({ kube: recorded, logger: silentLogger });
+  const ctx = (action: string) => ({
+    pluginName: 'vmzones/step',
+    config: { zone: 'zone-c', action },
+    status: undefined,
+  });
+  const view = (override: object) =>
+    rolloutView(
+      'inproc',
+      'inproc-uid',
+      'r1',
+      zoneSpec(override, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } }),
+    );
+  const watcher = startRoutingWatcher(kube, zones);
+
+  await untilDone('drainReads zone-c', () => plugin.run(view({}), ctx('drainReads')));
+  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b']);
+  await reconciler.tick();
+  assert.deepEqual(
+    currentMaintenance().zones.map((z) => [z.zone, z.vmcluster, z.namespace]),
+    [['zone-c', 'vm-zone-c', 'vm']],
+    'the maintenance metric comes from the annotation',
+  );
+
+  const before = await cluster(kube, 'vm-zone-c');
+  const invalid = await plugin.run(view({ vmstorage: { replicaCount: 'many' } }), ctx('apply'));
+  assert.equal(invalid.phase, 'Failed');
+  assert.match(
+    invalid.message ?? '',
+    /the API server rejects the overrides for VMCluster vm\/vm-zone-c \(zone zone-c\): .*replicaCount.*; nothing was changed/,
+  );
+  let now = await cluster(kube, 'vm-zone-c');
+  assert.equal(now.metadata.generation, before.metadata.generation);
+  assert.equal(
+    now.metadata.annotations?.['vmzones.io/rollback'],
+    before.metadata.annotations?.['vmzones.io/rollback'],
+  );
+
+  const racing = conflictingKube(recorded, 'vm-zone-c');
+  const racingPlugin = createZoneStepPlugin({ kube: racing, reconciler: false, logger: silentLogger });
+  await assert.rejects(racingPlugin.run(view(latencyOffset('9s')), ctx('apply')), (err: unknown) => {
+    assert.ok(err instanceof KubeError && err.kind === 'conflict', String(err));
+    assert.match(err.message, /patching VMCluster vm\/vm-zone-c: HTTP 409/);
+    return true;
+  });
+  assert.equal(racing.conflicts, 1);
+  now = await cluster(kube, 'vm-zone-c');
+  assert.equal(now.metadata.generation, before.metadata.generation, 'the refused write changed nothing');
+  assert.equal(await specValue('vm-zone-c'), '6s');
+  const applied = await plugin.run(view(latencyOffset('9s')), ctx('apply'));
+  assert.equal(applied.phase, 'Successful', applied.message);
+  assert.deepEqual(applied.status?.changed, {
+    'spec.vmstorage.extraArgs.search.latencyOffset': { from: '6s', to: '9s' },
+  });
+
+  const abortApply = await plugin.abort(view(latencyOffset('9s')), ctx('apply'));
+  const abortDrain = await plugin.abort(view(latencyOffset('9s')), ctx('drainReads'));
+  assert.equal(abortApply.phase, 'Successful');
+  assert.match(
+    abortApply.message ?? '',
+    /rollback requested: .*puts back spec\.vmstorage\.extraArgs\.search\.latencyOffset=6s/,
+  );
+  assert.match(abortDrain.message ?? '', /already handed to the vmzones reconciler/);
+  await eventually(
+    'the reconciler to roll zone-c back and restore its reads',
+    async () => ((await reconciler.tick())['vm/vm-zone-c'] === 'done' ? true : undefined),
+    120_000,
+    2000,
+  );
+  assert.equal(await specValue('vm-zone-c'), '6s');
+  assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-c')), {});
+  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
+  await reconciler.tick();
+  assert.deepEqual(currentMaintenance().zones, []);
+  const routing = await watcher.stop();
+  assert.deepEqual(routing.violations, []);
+});
+
+test('a helm-managed vmauth: the zone leaves the raw config in a Secret and comes back byte for byte, comments kept', async () => {
+  const vmclusters = zones.map((z) => z.vmcluster);
+  const helm = await startHelmVmauth(sandbox, kube, vmclusters);
+  try {
+    const recorded = recordingKube(kube, calls);
+    const plugin = createZoneStepPlugin({
+      kube: recorded,
+      reconciler: false,
+      logger: silentLogger,
+      inCallWaitMs: 5000,
+    });
+    const spec = zoneSpec(
+      {},
+      {
+        vmauth: {
+          secret: helmSecret,
+          pods: [{ labelSelector: 'app=helm-vmauth', port: 'http' }],
+          drainGracePeriod: '1s',
+        },
+      },
+    );
+    const view = rolloutView('helm', 'helm-uid', 'h1', spec);
+    const ctx = (action: string) => ({
+      pluginName: 'vmzones/step',
+      config: { zone: 'zone-b', action },
+      status: undefined,
+    });
+    const prober = startReadProber(helm.url, helmUser, '/api/v1/query');
+    const original = helmConfig(vmclusters);
+    const secretText = async () => {
+      const s = (await kube.get({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        namespace: ns,
+        name: helmSecret.name,
+      })) as unknown as {
+        data: Record<string, string>;
+      };
+      return Buffer.from(s.data[helmSecret.key] ?? '', 'base64').toString('utf8');
+    };
+
+    const drained = await untilDone('drainReads zone-b (helm)', () => plugin.run(view, ctx('drainReads')));
+    assert.match(drained.message ?? '', /taken out of Secret vm\/helm-vmauth key auth\.yml/);
+    const without = await secretText();
+    assert.equal(
+      without,
+      original.replace(
+        '        - "http://vmselect-vm-zone-b.vm.svc:8481/select/0/prometheus/"   # second zone, quoted\n',
+        '',
+      ),
+    );
+    for (const line of original.split('\n').filter((l) => l.includes('#') && !l.includes('zone-b'))) {
+      assert.ok(without.includes(line), `kept: ${line}`);
+    }
+    await sleep(2000); // queries keep flowing through the helm vmauth without zone-b
+
+    await untilDone('restoreReads zone-b (helm)', () => plugin.run(view, ctx('restoreReads')));
+    assert.equal(await secretText(), original, 'byte for byte the config as it was');
+    assert.deepEqual(
+      vmzonesAnnotations(await cluster(kube, 'vm-zone-b')),
+      {},
+      'lease and maintenance released',
+    );
+    const reads = await prober.stop();
+    report.push(
+      `helm-managed vmauth: queries sent ${reads.sent}, failed ${reads.failed}, backend errors ${reads.backendErrors}`,
+    );
+    assert.equal(reads.failed, 0);
+  } finally {
+    await helm.stop();
+  }
+});
+
+const serviceAccount = 'system:serviceaccount:argo-rollouts:argo-rollouts';
+const resources: Record<string, string> = {
+  VMCluster: 'vmclusters.operator.victoriametrics.com',
+  VMUser: 'vmusers.operator.victoriametrics.com',
+  VMAuth: 'vmauths.operator.victoriametrics.com',
+  Pod: 'pods',
+  Secret: 'secrets',
+  ConfigMap: 'configmaps',
+};
+
+function canI(verb: string, resource: string, namespace: string, name?: string): Promise<boolean> {
+  const args = [
+    '--kubeconfig',
+    sandbox.state.kubeconfig,
+    'auth',
+    'can-i',
+    verb,
+    name ? `${resource}/${name}` : resource,
+  ];
+  args.push('--as', serviceAccount, ...(namespace === '' ? ['--all-namespaces'] : ['-n', namespace]));
+  // Exit 0 and "yes" when allowed, exit 1 and "no" when denied; anything else is a broken check.
+  return new Promise((resolve, reject) => {
+    execFile(sandbox.state.binaries.kubectl, args, (error, stdout, stderr) => {
+      const answer = stdout.trim();
+      if (answer === 'yes' && !error) resolve(true);
+      else if (answer.startsWith('no')) resolve(false);
+      else reject(new Error(`kubectl ${args.join(' ')}: ${stderr || error?.message}`));
+    });
+  });
+}
+
+test('manifests/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more', async () => {
+  const manifest = readFileSync(new URL('../../../manifests/rbac.yaml', import.meta.url), 'utf8')
+    .replaceAll('VMAUTH_NAMESPACE', ns)
+    .replaceAll('VMAUTH_CONFIG_SECRET', helmSecret.name);
+  await sandbox.kubectl.run(['apply', '-f', '-'], manifest);
+  const used = new Map<string, KubeCall>();
+  for (const call of calls) {
+    if (call.kind === 'Rollout') continue; // the controller's own role covers Rollouts
+    used.set(`${call.verb} ${call.kind} ${call.namespace} ${call.verb === 'list' ? '' : call.name}`, call);
+  }
+  assert.ok(
+    used.size >= 6,
+    `the in-process tests recorded the plugin's calls (${[...used.keys()].join('; ')})`,
+  );
+  for (const call of used.values()) {
+    const resource = resources[call.kind];
+    assert.ok(resource, `unexpected kind ${call.kind}`);
+    const name = call.verb === 'list' ? undefined : call.name;
+    assert.ok(
+      await canI(call.verb, resource, call.namespace, name),
+      `allowed: ${call.verb} ${resource} ${call.namespace} ${name ?? ''}`,
+    );
+  }
+  for (const [verb, resource, name] of [
+    ['delete', 'vmclusters.operator.victoriametrics.com', 'vm-zone-a'],
+    ['create', 'vmclusters.operator.victoriametrics.com', undefined],
+    ['update', 'vmusers.operator.victoriametrics.com', 'vmauth-read'],
+    ['patch', 'vmauths.operator.victoriametrics.com', 'vmauth'],
+    ['list', 'secrets', undefined],
+    ['get', 'secrets', 'some-other-secret'],
+    ['patch', 'configmaps', 'some-other-config'],
+    ['delete', 'pods', 'helm-vmauth-0'],
+  ] as const) {
+    assert.equal(await canI(verb, resource, ns, name), false, `denied: ${verb} ${resource} ${name ?? ''}`);
+  }
+});
