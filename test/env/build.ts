@@ -27,11 +27,12 @@ export type BinaryName =
   | 'sandboxctl'
   | 'victoria-metrics'
   | 'vmagent'
-  | 'vmauth';
+  | 'vmauth'
+  | 'vm-operator';
 
 interface Target {
   name: BinaryName;
-  module: 'kube' | 'etcd' | 'victoriametrics';
+  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmoperator';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -102,6 +103,12 @@ export const targets: Target[] = [
     module: 'victoriametrics',
     pkg: 'github.com/VictoriaMetrics/VictoriaMetrics/app/vmauth',
     ldflags: vmLdflags('vmauth'),
+  },
+  {
+    name: 'vm-operator',
+    module: 'vmoperator',
+    pkg: 'github.com/VictoriaMetrics/operator/cmd',
+    ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=vm-operator-${versions.vmOperator}`,
   },
 ];
 
@@ -243,11 +250,7 @@ export function pruneCache(): void {
 }
 
 /** Where Go keeps a module's source (downloading it if needed): CRDs are read from there. */
-export function moduleDir(
-  module: string,
-  version: string,
-  fromModule: 'kube' | 'etcd' | 'victoriametrics',
-): string {
+export function moduleDir(module: string, version: string, fromModule: Target['module']): string {
   const out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], {
     cwd: join(envDir, fromModule),
     encoding: 'utf8',

@@ -51,7 +51,12 @@ export function vminsertWriteUrl(vmcluster: string): string {
   return `http://vminsert-${vmcluster}.${vmNamespace}.svc:8480/insert/0/prometheus/api/v1/write`;
 }
 
-export function vmCluster(zone: Zone, clusterVersion: string): object {
+/**
+ * The sandbox fixes each process's port in the spec (a zone's one process serves all three
+ * components), so the Pods the operator creates probe, and Services name, the real process.
+ */
+export function vmCluster(zone: Zone, clusterVersion: string, port: number): object {
+  const component = { replicaCount: 1, port: String(port) };
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',
     kind: 'VMCluster',
@@ -59,31 +64,33 @@ export function vmCluster(zone: Zone, clusterVersion: string): object {
     spec: {
       clusterVersion,
       retentionPeriod: '1',
-      vmstorage: { replicaCount: 1 },
-      vmselect: { replicaCount: 1 },
-      vminsert: { replicaCount: 1 },
+      vmstorage: { ...component },
+      vmselect: { ...component },
+      vminsert: { ...component },
     },
   };
 }
 
-export function vmAgent(zones: Zone[]): object {
+export function vmAgent(zones: Zone[], version: string, port: number): object {
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',
     kind: 'VMAgent',
     metadata: { name: vmagentName, namespace: vmNamespace },
     spec: {
       replicaCount: 1,
+      port: String(port),
+      image: { tag: version },
       remoteWrite: zones.map((z) => ({ url: vminsertWriteUrl(z.vmcluster) })),
     },
   };
 }
 
-export function vmAuth(): object {
+export function vmAuth(version: string, port: number): object {
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',
     kind: 'VMAuth',
     metadata: { name: vmauthName, namespace: vmNamespace },
-    spec: { selectAllByDefault: true },
+    spec: { selectAllByDefault: true, port: String(port), image: { tag: version } },
   };
 }
 

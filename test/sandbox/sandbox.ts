@@ -54,7 +54,14 @@ export interface SandboxOptions {
   log?: (line: string) => void;
   /** Aborting stops the start: what was started is torn down (Ctrl-C). */
   signal?: AbortSignal;
+  /**
+   * "real" (default): the real VictoriaMetrics operator owns statuses and workloads, the
+   * simulator only runs the data plane. "simulated": the simulator plays the operator too.
+   */
+  operator?: OperatorMode;
 }
+
+export type OperatorMode = 'real' | 'simulated';
 
 export interface Endpoint {
   kind: string;
@@ -77,6 +84,7 @@ export interface SandboxState {
   controllerNamespace: string;
   plugin: PluginLocation | undefined;
   binaries: BuiltBinaries;
+  operator: OperatorMode;
   daemons: DaemonRecord[];
   endpointsFile: string;
   loadgenUrl?: string;
@@ -165,10 +173,15 @@ export function pluginLocation(): PluginLocation | undefined {
   return { location: realpathSync(node), args: [bundle] };
 }
 
-/** Extracts the named CRDs from the VictoriaMetrics operator module's CRD bundle. */
-function vmCrdsFile(stateDir: string): string {
-  const dir = moduleDir('github.com/VictoriaMetrics/operator', versions.vmOperator, 'kube');
-  const bundle = readFileSync(join(dir, 'config', 'crd', 'overlay', 'crd.descriptionless.yaml'), 'utf8');
+/**
+ * The VictoriaMetrics CRDs from the operator module's bundle: all of them for the real operator
+ * (it refuses to start without every kind it serves), else VMCluster, VMAgent, VMAuth, VMUser.
+ */
+function vmCrdsFile(stateDir: string, operator: OperatorMode): string {
+  const dir = moduleDir('github.com/VictoriaMetrics/operator', versions.vmOperator, 'vmoperator');
+  const path = join(dir, 'config', 'crd', 'overlay', 'crd.descriptionless.yaml');
+  if (operator === 'real') return path;
+  const bundle = readFileSync(path, 'utf8');
   const wanted = ['vmclusters', 'vmagents', 'vmauths', 'vmusers'].map(
     (n) => `${n}.operator.victoriametrics.com`,
   );
@@ -230,6 +243,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     throw new StartError('plugin', `dist/vmzones.mjs is missing in ${repoRoot}: run "npm run build" first`);
   }
   const kubeconfig = join(stateDir, 'kubeconfig');
+  const operatorMode: OperatorMode = options.operator ?? 'real';
   const state: SandboxState = {
     stateDir,
     kubeconfig,
@@ -240,6 +254,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     controllerNamespace,
     plugin,
     binaries,
+    operator: operatorMode,
     daemons: [],
     endpointsFile: join(stateDir, 'endpoints.json'),
   };
@@ -362,12 +377,18 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     const kubelet = daemon({
       name: 'kubelet-sim',
       command: binaries.sandboxctl,
-      args: ['kubelet', `--kubeconfig=${kubeconfig}`, '--node=sandbox-node'],
+      // The operator's config-reloader sidecars are played by the data plane (it reloads vmauth).
+      args: [
+        'kubelet',
+        `--kubeconfig=${kubeconfig}`,
+        '--node=sandbox-node',
+        '--played-images=victoriametrics/operator:config-reloader',
+      ],
       log: join(logDir, 'kubelet-sim.log'),
     });
 
     log('installing the Argo Rollouts and VictoriaMetrics CRDs ...');
-    await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir)]);
+    await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
     await kubectl.apply([argoRolloutsConfig(plugin)]);
     await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
@@ -452,19 +473,44 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
         podRestartSeconds: options.podRestartSeconds ?? 10,
         endpointsFile: state.endpointsFile,
+        mode: operatorMode === 'real' ? 'dataplane' : 'operator',
       }),
     );
+    if (operatorMode === 'real') {
+      const metricsPort = await freePort();
+      const probePort = await freePort();
+      const realOperator = daemon({
+        name: 'vm-operator',
+        command: binaries['vm-operator'],
+        args: [
+          `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+          `--health-probe-bind-address=127.0.0.1:${probePort}`,
+          '--pprof-addr=',
+        ],
+        env: { ...process.env, KUBECONFIG: kubeconfig },
+        log: join(logDir, 'vm-operator.log'),
+        ports: [metricsPort, probePort],
+      });
+      // The operator serves its probes at /health and /ready (not /healthz, /readyz).
+      await waitFor(() => httpOk(`http://127.0.0.1:${probePort}/ready`), {
+        part: 'vm-operator',
+        log: realOperator.log,
+        pid: realOperator.pid,
+        timeoutMs: 60_000,
+      });
+    }
     const operator = daemon({
-      name: 'vmoperator-sim',
+      name: operatorMode === 'real' ? 'vm-dataplane' : 'vmoperator-sim',
       command: binaries.sandboxctl,
       args: ['vmoperator', `--kubeconfig=${kubeconfig}`, `--config=${simConfig}`],
-      log: join(logDir, 'vmoperator-sim.log'),
+      log: join(logDir, operatorMode === 'real' ? 'vm-dataplane.log' : 'vmoperator-sim.log'),
     });
     log(`creating ${zones.length} zones, vmagent and vmauth in namespace ${vmNamespace} ...`);
+    const zonePorts = await Promise.all(zones.map(() => freePort()));
     await kubectl.apply([
-      ...zones.map((z) => vmCluster(z, `${builtVersion}-cluster`)),
-      vmAgent(zones),
-      vmAuth(),
+      ...zones.map((z, i) => vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0)),
+      vmAgent(zones, builtVersion, await freePort()),
+      vmAuth(builtVersion, await freePort()),
       vmUser(zones),
     ]);
     const resources = [
@@ -484,11 +530,11 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
             throw new Error(`${resource} failed: ${obj.status.reason}`);
           return obj.status?.updateStatus === 'operational' ? true : undefined;
         },
-        { part: `vmoperator-sim (${resource})`, log: operator.log, pid: operator.pid, timeoutMs: 90_000 },
+        { part: `${operator.name} (${resource})`, log: operator.log, pid: operator.pid, timeoutMs: 180_000 },
       );
     }
     const agent = endpointOf(state, 'VMAgent', vmagentName);
-    if (!agent) throw new StartError('vmoperator-sim', 'vmagent endpoint not published', operator.log);
+    if (!agent) throw new StartError(operator.name, 'vmagent endpoint not published', operator.log);
 
     const loadgenPort = await freePort();
     const loadgen = daemon({

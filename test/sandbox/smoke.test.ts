@@ -146,18 +146,16 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
         metadata: { generation: number };
         status?: { updateStatus?: string; observedGeneration?: number };
       }>(['vmcluster', zone.vmcluster, '-n', vmNamespace]);
-      if (vmc.status?.updateStatus === 'expanding') {
-        sawExpanding = true;
-        // A read routed to the zone fails while its process restarts.
-        const read = await fetch(`${before.url}/api/v1/query?query=1`).catch(() => undefined);
-        if (!read?.ok) sawZoneDown = true;
-      }
+      if (vmc.status?.updateStatus === 'expanding') sawExpanding = true;
+      // A read routed to the zone fails while its process restarts.
+      const read = await fetch(`${before.url}/api/v1/query?query=1`).catch(() => undefined);
+      if (!read?.ok) sawZoneDown = true;
       const pending = pendingBytes(await (await fetch(`${agentUrl}/metrics`)).text(), 1);
       maxPending = Math.max(maxPending, pending);
       const operational =
         vmc.status?.updateStatus === 'operational' &&
         (vmc.status.observedGeneration ?? 0) >= vmc.metadata.generation;
-      return operational && maxPending > 0 && pending === 0 ? vmc : undefined;
+      return operational && sawZoneDown && maxPending > 0 && pending === 0 ? vmc : undefined;
     },
     120_000,
   );

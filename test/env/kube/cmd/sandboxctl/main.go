@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/client-go/dynamic"
@@ -23,7 +24,7 @@ import (
 
 const usage = `usage: sandboxctl <command> [flags]
   pki --dir DIR                                  generate CA, serving/admin certs, SA key
-  kubelet --kubeconfig F [--node NAME]           run the simulated kubelet
+  kubelet --kubeconfig F [--node NAME] [--played-images P1,P2]  run the simulated kubelet
   vmoperator --kubeconfig F --config F           run the simulated VictoriaMetrics operator
   rollouts promote|abort|retry|status ...        the real kubectl-argo-rollouts commands`
 
@@ -44,8 +45,9 @@ func main() {
 		fs := flag.NewFlagSet("kubelet", flag.ExitOnError)
 		kubeconfig := fs.String("kubeconfig", "", "kubeconfig path")
 		node := fs.String("node", "sandbox-node", "node name")
+		played := fs.String("played-images", "", "comma-separated image prefixes of sidecars the sandbox plays itself")
 		_ = fs.Parse(os.Args[2:])
-		err = runKubelet(*kubeconfig, *node)
+		err = runKubelet(*kubeconfig, *node, *played)
 	case "vmoperator":
 		fs := flag.NewFlagSet("vmoperator", flag.ExitOnError)
 		kubeconfig := fs.String("kubeconfig", "", "kubeconfig path")
@@ -69,7 +71,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 }
 
-func runKubelet(kubeconfig, node string) error {
+func runKubelet(kubeconfig, node, played string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -80,7 +82,11 @@ func runKubelet(kubeconfig, node string) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	return kubelet.New(client, node).Run(ctx)
+	k := kubelet.New(client, node)
+	if played != "" {
+		k.PlayedImages = strings.Split(played, ",")
+	}
+	return k.Run(ctx)
 }
 
 func runOperator(kubeconfig, configPath string) error {

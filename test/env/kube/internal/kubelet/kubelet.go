@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,10 +36,14 @@ const PodIP = "127.0.0.1"
 const probeInterval = 2 * time.Second
 
 type Kubelet struct {
-	client   kubernetes.Interface
-	nodeName string
-	mu       sync.Mutex
-	probing  map[string]context.CancelFunc // pod UID -> stop its readiness prober
+	// PlayedImages are image prefixes of sidecars the sandbox plays itself (the VictoriaMetrics
+	// operator's config-reloader: the sandbox's data plane reloads vmauth/vmagent); their
+	// readiness probes are not run.
+	PlayedImages []string
+	client       kubernetes.Interface
+	nodeName     string
+	mu           sync.Mutex
+	probing      map[string]context.CancelFunc // pod UID -> stop its readiness prober
 }
 
 func New(client kubernetes.Interface, nodeName string) *Kubelet {
@@ -194,25 +199,38 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *corev1.Pod) {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return
 	}
-	probe := readinessProbe(pod)
+	probes := k.readinessURLs(pod)
 	if pod.Status.Phase != corev1.PodRunning {
-		ready := probe == nil
+		ready := len(probes) == 0
 		if err := k.setStatus(ctx, pod, ready); err != nil {
 			log.Printf("kubelet: start %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
 	}
-	if probe != nil {
-		k.startProbe(ctx, pod, probe)
+	if len(probes) > 0 {
+		k.startProbe(ctx, pod, probes)
 	}
 }
 
-func readinessProbe(pod *corev1.Pod) *corev1.HTTPGetAction {
+// readinessURLs lists the httpGet readiness probes of the pod's containers, except those of
+// sidecars whose work the sandbox does itself (their image starts with a PlayedImages prefix).
+func (k *Kubelet) readinessURLs(pod *corev1.Pod) []string {
+	var urls []string
 	for _, c := range pod.Spec.Containers {
-		if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil {
-			return c.ReadinessProbe.HTTPGet
+		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || k.played(c.Image) {
+			continue
+		}
+		urls = append(urls, probeURL(pod, c.ReadinessProbe.HTTPGet))
+	}
+	return urls
+}
+
+func (k *Kubelet) played(image string) bool {
+	for _, prefix := range k.PlayedImages {
+		if strings.HasPrefix(image, prefix) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, ready bool) error {
@@ -277,7 +295,7 @@ func setCondition(status *corev1.PodStatus, t corev1.PodConditionType, s corev1.
 	status.Conditions = append(status.Conditions, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now})
 }
 
-func (k *Kubelet) startProbe(ctx context.Context, pod *corev1.Pod, probe *corev1.HTTPGetAction) {
+func (k *Kubelet) startProbe(ctx context.Context, pod *corev1.Pod, urls []string) {
 	uid := string(pod.UID)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -286,21 +304,23 @@ func (k *Kubelet) startProbe(ctx context.Context, pod *corev1.Pod, probe *corev1
 	}
 	probeCtx, cancel := context.WithCancel(ctx)
 	k.probing[uid] = cancel
-	url := probeURL(pod, probe)
 	go func() {
 		client := &http.Client{Timeout: time.Second}
 		last := podReady(pod)
 		ticker := time.NewTicker(probeInterval)
 		defer ticker.Stop()
 		for {
-			ready := probeOnce(probeCtx, client, url)
+			ready := true
+			for _, url := range urls {
+				ready = ready && probeOnce(probeCtx, client, url)
+			}
 			if ready != last {
 				if err := k.setStatus(probeCtx, pod, ready); err != nil {
 					if probeCtx.Err() == nil {
 						log.Printf("kubelet: probe status %s/%s: %v", pod.Namespace, pod.Name, err)
 					}
 				} else {
-					log.Printf("kubelet: %s/%s ready=%v (%s)", pod.Namespace, pod.Name, ready, url)
+					log.Printf("kubelet: %s/%s ready=%v (%s)", pod.Namespace, pod.Name, ready, strings.Join(urls, " "))
 					last = ready
 				}
 			}

@@ -28,7 +28,13 @@ type Config struct {
 	PodRestartSeconds float64 `json:"podRestartSeconds"`
 	// EndpointsFile is rewritten whenever a process (re)starts, so tests find every endpoint.
 	EndpointsFile string `json:"endpointsFile"`
+	// Mode "operator" (default) simulates the operator: statuses, Deployments, vmauth config.
+	// Mode "dataplane" runs next to the real operator: it only runs the real processes the
+	// objects ask for and feeds vmauth the config the operator rendered.
+	Mode string `json:"mode"`
 }
+
+func (c *Config) dataPlaneOnly() bool { return c.Mode == "dataplane" }
 
 type Binaries struct {
 	VictoriaMetrics string `json:"victoriaMetrics"`

@@ -20,6 +20,8 @@ type process struct {
 	args    []string
 	logPath string
 	health  string
+	// podUID is the operator-managed vmstorage Pod this zone process plays (data-plane mode).
+	podUID string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd

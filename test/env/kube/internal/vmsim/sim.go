@@ -92,6 +92,39 @@ func (s *Sim) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.cfg.dataPlaneOnly() {
+		// A replaced vmstorage Pod restarts its zone's process.
+		pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+		onPod := func(obj interface{}) {
+			if pod, ok := obj.(*unstructured.Unstructured); ok && pod.GetLabels()["app.kubernetes.io/name"] == "vmstorage" {
+				s.queue.Add(item{gvrCluster, pod.GetNamespace() + "/" + pod.GetLabels()["app.kubernetes.io/instance"]})
+			}
+		}
+		if _, err := factory.ForResource(pods).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    onPod,
+			UpdateFunc: func(_, obj interface{}) { onPod(obj) },
+		}); err != nil {
+			return err
+		}
+		// The operator renders vmauth's config into Secret vmauth-config-<name>: follow it.
+		secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+		onSecret := func(obj interface{}) {
+			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			if err != nil {
+				return
+			}
+			ns, name, _ := cache.SplitMetaNamespaceKey(key)
+			if auth, ok := strings.CutPrefix(name, "vmauth-config-"); ok {
+				s.queue.Add(item{gvrAuth, ns + "/" + auth})
+			}
+		}
+		if _, err := factory.ForResource(secrets).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    onSecret,
+			UpdateFunc: func(_, obj interface{}) { onSecret(obj) },
+		}); err != nil {
+			return err
+		}
+	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	for i := 0; i < 8; i++ {
@@ -156,6 +189,9 @@ func (s *Sim) reconcile(ctx context.Context, it item) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	if s.cfg.dataPlaneOnly() && it.gvr == gvrUser {
+		return 0, nil
+	}
 	switch it.gvr {
 	case gvrCluster:
 		return s.reconcileWorkload(ctx, it.gvr, obj, s.clusterProcess)
@@ -179,6 +215,8 @@ type desired struct {
 	// runs when the process is already running with the same args (e.g. a config reload).
 	beforeStart func() error
 	onRunning   func(p *process) error
+	// podUID is the operator Pod a zone process is started for (data-plane mode).
+	podUID string
 	// invalid is a spec error the operator reports without touching the workload.
 	invalid error
 	// unavailable means the workload cannot start (missing image): the old process is stopped
@@ -192,6 +230,9 @@ type desiredFunc func(obj *unstructured.Unstructured) (desired, error)
 // status.lastAppliedSpec sets "expanding" (observedGeneration = generation, reason cleared)
 // before the workload changes; success sets "operational"; an error sets "failed" with reason.
 func (s *Sim) reconcileWorkload(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, want desiredFunc) (time.Duration, error) {
+	if s.cfg.dataPlaneOnly() {
+		return s.reconcileProcess(ctx, gvr, obj, want)
+	}
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); paused {
 		return 0, s.setStatus(ctx, gvr, obj, statusPaused, "", false)
@@ -237,6 +278,56 @@ func (s *Sim) reconcileWorkload(ctx context.Context, gvr schema.GroupVersionReso
 	return 0, s.setStatus(ctx, gvr, obj, statusOperational, "", false)
 }
 
+// reconcileProcess is the data-plane-only reconcile: the real operator owns statuses and
+// workloads; this only keeps the object's real process in line with its spec.
+func (s *Sim) reconcileProcess(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, want desiredFunc) (time.Duration, error) {
+	d, err := want(obj)
+	if err != nil {
+		return 0, err
+	}
+	if d.invalid != nil {
+		log.Printf("vmoperator-sim: %s %s/%s: %v", gvr.Resource, obj.GetNamespace(), obj.GetName(), d.invalid)
+		return 15 * time.Second, nil
+	}
+	procKey := gvr.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName()
+	p := s.process(procKey)
+	if gvr == gvrCluster && p != nil && p.running() {
+		// A zone process is a container of the operator's vmstorage Pod: it restarts when the
+		// operator (or the StatefulSet controller) replaces that Pod, not when the spec changes.
+		podUID := s.zonePodUID(ctx, obj)
+		switch {
+		case podUID == "" || podUID == p.podUID:
+			return 0, nil
+		case p.podUID == "":
+			p.podUID = podUID // the Pod of the process's first start
+			return 0, nil
+		}
+		d.podUID = podUID
+	} else if p != nil && p.running() && p.binary == d.binary && strings.Join(p.args, "\x00") == strings.Join(d.args, "\x00") {
+		if d.onRunning != nil {
+			return 0, d.onRunning(p)
+		}
+		return 0, nil
+	}
+	if gvr == gvrCluster && d.podUID == "" {
+		d.podUID = s.zonePodUID(ctx, obj)
+	}
+	if err := s.restart(ctx, gvr, obj, procKey, d); err != nil {
+		log.Printf("vmoperator-sim: %s %s/%s: %v", gvr.Resource, obj.GetNamespace(), obj.GetName(), err)
+		return 30 * time.Second, nil
+	}
+	return 0, nil
+}
+
+// zonePodUID is the UID of the operator's first vmstorage Pod of a VMCluster, "" while there is none.
+func (s *Sim) zonePodUID(ctx context.Context, obj *unstructured.Unstructured) string {
+	pod, err := s.kube.CoreV1().Pods(obj.GetNamespace()).Get(ctx, "vmstorage-"+obj.GetName()+"-0", metav1.GetOptions{})
+	if err != nil || pod.DeletionTimestamp != nil {
+		return ""
+	}
+	return string(pod.UID)
+}
+
 func (s *Sim) restart(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, procKey string, d desired) error {
 	kind := strings.TrimSuffix(gvr.Resource, "s")
 	name := kind + "-" + obj.GetNamespace() + "-" + obj.GetName()
@@ -265,7 +356,7 @@ func (s *Sim) restart(ctx context.Context, gvr schema.GroupVersionResource, obj 
 		}
 	}
 	logPath := filepath.Join(s.cfg.LogDir, name+".log")
-	p := &process{name: name, binary: d.binary, args: d.args, logPath: logPath, health: fmt.Sprintf("http://127.0.0.1:%d/health", d.port)}
+	p := &process{name: name, binary: d.binary, args: d.args, logPath: logPath, health: fmt.Sprintf("http://127.0.0.1:%d/health", d.port), podUID: d.podUID}
 	s.mu.Lock()
 	s.processes[procKey] = p
 	s.mu.Unlock()

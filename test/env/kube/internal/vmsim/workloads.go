@@ -70,7 +70,7 @@ func (s *Sim) clusterProcess(obj *unstructured.Unstructured) (desired, error) {
 	if t, _, _ := unstructured.NestedString(obj.Object, "spec", "vmstorage", "image", "tag"); t != "" {
 		tag = t
 	}
-	port, err := s.ports.get("vmcluster/" + ns + "/" + name)
+	port, err := s.portFor(gvrCluster, ns, name)
 	if err != nil {
 		return desired{}, err
 	}
@@ -113,7 +113,7 @@ func (s *Sim) translateURL(raw string) (string, error) {
 	if m == nil {
 		return raw, nil
 	}
-	port, err := s.ports.get("vmcluster/" + m[3] + "/" + m[2])
+	port, err := s.portFor(gvrCluster, m[3], m[2])
 	if err != nil {
 		return "", err
 	}
@@ -124,7 +124,7 @@ func (s *Sim) translateURL(raw string) (string, error) {
 
 func (s *Sim) agentProcess(obj *unstructured.Unstructured) (desired, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
-	port, err := s.ports.get("vmagent/" + ns + "/" + name)
+	port, err := s.portFor(gvrAgent, ns, name)
 	if err != nil {
 		return desired{}, err
 	}
@@ -157,13 +157,15 @@ func (s *Sim) agentProcess(obj *unstructured.Unstructured) (desired, error) {
 	extra, _, _ := unstructured.NestedMap(obj.Object, "spec", "extraArgs")
 	args = append(args, flagArgs(extra)...)
 	d := desired{version: version, binary: bin.VMAgent, args: args, port: port}
-	d.beforeStart = func() error { return s.ensureDeployment(context.Background(), obj, "vmagent", version, port, args) }
+	if !s.cfg.dataPlaneOnly() {
+		d.beforeStart = func() error { return s.ensureDeployment(context.Background(), obj, "vmagent", version, port, args) }
+	}
 	return d, nil
 }
 
 func (s *Sim) authProcess(obj *unstructured.Unstructured) (desired, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
-	port, err := s.ports.get("vmauth/" + ns + "/" + name)
+	port, err := s.portFor(gvrAuth, ns, name)
 	if err != nil {
 		return desired{}, err
 	}
@@ -177,7 +179,11 @@ func (s *Sim) authProcess(obj *unstructured.Unstructured) (desired, error) {
 		return desired{}, err
 	}
 	configPath := dir + "/config.yaml"
-	rendered, err := s.renderAuthConfig(context.Background(), obj)
+	render := s.renderAuthConfig
+	if s.cfg.dataPlaneOnly() {
+		render = s.operatorAuthConfig
+	}
+	rendered, err := render(context.Background(), obj)
 	if err != nil {
 		return desired{invalid: err}, nil
 	}
@@ -197,6 +203,9 @@ func (s *Sim) authProcess(obj *unstructured.Unstructured) (desired, error) {
 		s.mu.Lock()
 		s.lastAuth[key] = rendered
 		s.mu.Unlock()
+		if s.cfg.dataPlaneOnly() {
+			return nil
+		}
 		return s.ensureDeployment(context.Background(), obj, "vmauth", version, port, args)
 	}
 	// A config change reloads the running vmauth (SIGHUP), as the operator's config-reloader does.
@@ -315,17 +324,16 @@ func (s *Sim) renderTargetRefs(refs []interface{}, defaultNamespace string) ([]i
 				if ns == "" {
 					ns = defaultNamespace
 				}
-				var key string
+				var gvr = gvrAgent
 				switch kind {
 				case "VMCluster/vmselect", "VMCluster/vminsert":
-					key = "vmcluster/" + ns + "/" + n
+					gvr = gvrCluster
 					dropParts = true
 				case "VMAgent":
-					key = "vmagent/" + ns + "/" + n
 				default:
 					return nil, fmt.Errorf("targetRefs[%d].crd.kind %q is not simulated by the sandbox", i, kind)
 				}
-				port, err := s.ports.get(key)
+				port, err := s.portFor(gvr, ns, n)
 				if err != nil {
 					return nil, err
 				}

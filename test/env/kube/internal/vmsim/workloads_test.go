@@ -11,7 +11,7 @@ import (
 func newTestSim() *Sim {
 	return &Sim{
 		cfg:   &Config{DefaultVersion: "v1.151.0", Binaries: map[string]Binaries{"v1.151.0": {}, "v1.79.5": {}}},
-		ports: &ports{byKey: map[string]int{"vmcluster/vm/vm-zone-a": 10001, "vmcluster/vm/vm-zone-b": 10002}},
+		ports: &ports{byKey: map[string]int{"vmclusters/vm/vm-zone-a": 10001, "vmclusters/vm/vm-zone-b": 10002, "vmagents/vm/vmagent": 10003}},
 	}
 }
 
@@ -97,5 +97,43 @@ func TestInvalidServiceNameFailsWithoutTouchingTheZone(t *testing.T) {
 	d, err := s.clusterProcess(obj)
 	if err != nil || d.invalid == nil || !strings.Contains(d.invalid.Error(), "serviceSpec") {
 		t.Fatalf("want an invalid-spec error, got %+v, %v", d, err)
+	}
+}
+
+func TestLocalizeOperatorConfig(t *testing.T) {
+	s := newTestSim()
+	var config interface{}
+	doc := `
+users:
+- username: vmzones-read
+  password: sandbox
+  url_map:
+  - src_paths: ["/select/.*"]
+    url_prefix: ["http://vmselect-vm-zone-a.vm.svc:10001", "http://vmselect-vm-zone-b.vm.svc.cluster.local:10002"]
+- username: agent
+  url_prefix: http://vmagent-vmagent.vm.svc:10003
+`
+	if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.localizeURLs(config); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := yaml.Marshal(config)
+	want := `users:
+- password: sandbox
+  url_map:
+  - drop_src_path_prefix_parts: 2
+    src_paths:
+    - /select/.*
+    url_prefix:
+    - http://127.0.0.1:10001
+    - http://127.0.0.1:10002
+  username: vmzones-read
+- url_prefix: http://127.0.0.1:10003
+  username: agent
+`
+	if string(out) != want {
+		t.Fatalf("localized:\n%s\nwant:\n%s", out, want)
 	}
 }
