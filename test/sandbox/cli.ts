@@ -9,6 +9,7 @@ const usage = `usage: sandbox up|down|status
   environment: VMZONES_CACHE (build cache, default ~/.cache/vmzones),
                VMZONES_SANDBOX_DIR (state dir, default $VMZONES_CACHE/sandbox/default),
                VMZONES_SANDBOX_ZONES (number of zones, default 2),
+               VMZONES_SANDBOX_OPERATOR (real | simulated VictoriaMetrics operator, default real),
                VMZONES_SANDBOX_POD_RESTART_SECONDS (zone restart pause, default 10),
                VMZONES_SANDBOX_READY_TIMEOUT_SECONDS (restart deadline before "failed", default 60)`;
 
@@ -21,6 +22,7 @@ function describe(state: SandboxState): string {
     `state dir:    ${state.stateDir}`,
     `logs:         ${join(state.stateDir, 'logs')}`,
     `plugin:       ${state.plugin ? `${state.plugin.location} ${state.plugin.args.join(' ')}` : '(not configured: dist/vmzones.mjs missing)'}`,
+    `VM operator:  ${state.operator === 'real' ? 'real (v0.74.1) + sandbox data plane' : 'simulated'}`,
     `zones:        ${state.zones.map((z) => `${z.zone}=${state.vmNamespace}/${z.vmcluster}`).join(', ')}`,
     `loadgen:      ${state.loadgenUrl ?? '-'}`,
   ];

@@ -63,6 +63,13 @@ export interface SandboxOptions {
 
 export type OperatorMode = 'real' | 'simulated';
 
+/** VMZONES_SANDBOX_OPERATOR: "real" (default) or "simulated". */
+export function operatorFromEnv(): OperatorMode {
+  const value = process.env.VMZONES_SANDBOX_OPERATOR ?? 'real';
+  if (value === 'real' || value === 'simulated') return value;
+  throw new StartError('sandbox', `VMZONES_SANDBOX_OPERATOR must be "real" or "simulated", not "${value}"`);
+}
+
 export interface Endpoint {
   kind: string;
   key: string;
@@ -226,6 +233,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[sandbox] ${line}\n`));
   const started = Date.now();
   const stateDir = resolve(options.stateDir ?? defaultStateDir());
+  const operatorMode = options.operator ?? operatorFromEnv();
   const previous = readState(stateDir);
   if (previous?.daemons.some((d) => isAlive(d.pid))) {
     throw new StartError('sandbox', `a sandbox is already running in ${stateDir}: run "sandbox down" first`);
@@ -243,7 +251,6 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     throw new StartError('plugin', `dist/vmzones.mjs is missing in ${repoRoot}: run "npm run build" first`);
   }
   const kubeconfig = join(stateDir, 'kubeconfig');
-  const operatorMode: OperatorMode = options.operator ?? 'real';
   const state: SandboxState = {
     stateDir,
     kubeconfig,
