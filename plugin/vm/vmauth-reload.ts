@@ -5,7 +5,9 @@
 // - vmauth ≥ 1.94 exposes `vmauth_config_last_reload_successful` and
 //   `vmauth_config_last_reload_success_timestamp_seconds`; the timestamp moves at start-up and whenever a
 //   reload loaded *changed* content (app/vmauth/auth_config.go), so a timestamp at or after `since` (taken
-//   before the config was written) proves the pod loaded content written after `since`.
+//   before the config was written) proves the pod loaded content written after `since`. The timestamp is
+//   whole seconds and reads up to 1 s late, so it is compared with `since` rounded down, minus 1 s: a change
+//   loaded in the two seconds before `since` would pass too (the content-hash evidence below is exact).
 // - The operator's config-reloader sidecar (port `reloader-http`, 8435) exposes
 //   `configreloader_reload_content_hash{key="main"}`, the CRC32 of the Secret content it last confirmed with a
 //   successful /-/reload. When `reloader` is configured, a hash equal to the CRC32 of the Secret's current
@@ -70,6 +72,9 @@ export const vmauthReloadMetricNames = {
   errors: 'vmauth_config_last_reload_errors_total',
   version: 'vm_app_version',
 } as const;
+
+/** How far behind vmauth's reload timestamp may read (lib/fasttime ticks once a second). */
+export const fasttimeLagSeconds = 1;
 
 export const configReloaderMetricNames = {
   contentHash: 'configreloader_reload_content_hash',
@@ -164,7 +169,9 @@ async function podEvidence(pod: DiscoveredPod, context: PodContext): Promise<Pod
   }
   if (hashVerdict === 'mismatch') return { ...withTime, state: 'waiting', detail: hashDetail };
   if (hashVerdict === 'match') return { ...withTime, state: 'reloaded', evidence: 'configHash' };
-  const sinceSeconds = Math.floor(context.since.getTime() / 1000);
+  // vmauth stamps the reload with fasttime.UnixTimestamp(), a whole-second clock refreshed by a 1 s ticker:
+  // it reads up to a second behind (seen: a reload at 17:31:21.110 reported as 17:31:20).
+  const sinceSeconds = Math.floor(context.since.getTime() / 1000) - fasttimeLagSeconds;
   if (timestamp !== undefined && timestamp >= sinceSeconds) {
     return { ...withTime, state: 'reloaded', evidence: 'reloadTimestamp' };
   }

@@ -48,9 +48,9 @@ async function kubeWith(pages: string[], extra: (kube: MemoryKube) => void = () 
   return kube;
 }
 
-test('reloaded: every pod loaded changed config in the same second as `since` or later', async () => {
+test('reloaded: every pod loaded changed config at `since` or later, by a clock that reads up to 1 s late', async () => {
   const kube = await kubeWith([
-    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds }),
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds - 1 }),
     vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 5 }),
   ]);
   const evidence = await vmauthReloadEvidence(kube, selection, since);
@@ -58,7 +58,7 @@ test('reloaded: every pod loaded changed config in the same second as `since` or
   assert.deepEqual(
     evidence.pods.map((pod) => [pod.pod, pod.reloadedAt, pod.evidence, pod.version]),
     [
-      ['vm/vmauth-0', '2026-05-01T12:00:00.000Z', 'reloadTimestamp', 'v1.151.0'],
+      ['vm/vmauth-0', '2026-05-01T11:59:59.000Z', 'reloadTimestamp', 'v1.151.0'],
       ['vm/vmauth-1', '2026-05-01T12:00:05.000Z', 'reloadTimestamp', 'v1.151.0'],
     ],
   );
@@ -67,13 +67,13 @@ test('reloaded: every pod loaded changed config in the same second as `since` or
 test('waiting: one pod still serves config loaded before `since`', async () => {
   const kube = await kubeWith([
     vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 1 }),
-    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds - 1 }),
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds - 2 }),
   ]);
   const evidence = await vmauthReloadEvidence(kube, selection, since);
   assert.equal(evidence.state, 'waiting');
   assert.match(
     evidence.message,
-    /1 of 2 vmauth pods have not loaded the config .*vm\/vmauth-1: it last loaded changed config at 2026-05-01T11:59:59.000Z/,
+    /1 of 2 vmauth pods have not loaded the config .*vm\/vmauth-1: it last loaded changed config at 2026-05-01T11:59:58.000Z/,
   );
 });
 
