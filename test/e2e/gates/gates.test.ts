@@ -252,6 +252,16 @@ test('through the real controller: the drain gate waits while the zone is down a
     "a reading of the gate showed the zone's queue holding data",
   );
 
+  const iso = (ms: number | undefined) => (ms === undefined ? '-' : new Date(ms).toISOString());
+  const emptied = observations.find(
+    (o) => o.zoneOperational && o.at > (holding.at(-1)?.at ?? 0) && o.raw?.onDiskBytes === 0,
+  );
+  const succeeded = observations.find((o) => o.drain?.phase === 'Successful');
+  t.diagnostic(
+    `zone down ${iso(zoneDown[0]?.at)} … ${iso(zoneDown.at(-1)?.at)}; on-disk queue up to ` +
+      `${Math.max(...holding.map((o) => o.raw?.onDiskBytes ?? 0))} bytes until ${iso(holding.at(-1)?.at)}; ` +
+      `queue empty ${iso(emptied?.at)}; gate Successful seen ${iso(succeeded?.at)}`,
+  );
   const drain = finalRun.status?.metricResults?.find((result) => result.name === 'vmagent-queue-drained');
   const last = drain?.measurements?.at(-1) as MeasurementJson;
   const figures = JSON.parse(last.value ?? '{}') as Record<string, unknown> & { windowStart: string };
