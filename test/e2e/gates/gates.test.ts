@@ -486,3 +486,58 @@ test('through the real controller: unknown gate, bad condition and malformed /me
     /^failed to run via plugin: pod vm\/fake-agent: scraping http:\/\/127.0.0.1:\d+\/metrics: metrics text line 1 \(vmagent_remotewrite_pending_data_bytes\): invalid sample value "zero"$/,
   );
 });
+
+test('through the real controller: a terminated run ends a waiting gate Inconclusive, not Successful', async () => {
+  await sandbox.kubectl.apply([
+    {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'AnalysisRun',
+      metadata: { name: 'gates-terminated', namespace: ns },
+      spec: {
+        metrics: [
+          {
+            name: 'drained',
+            provider: {
+              plugin: {
+                'vmzones/gates': {
+                  gate: 'vmagentQueueDrained',
+                  vmcluster: 'vm-zone-b',
+                  vmagent: 'vmagent',
+                  consecutiveRounds: 100,
+                  roundSpacing: '2s',
+                  timeout: '10m',
+                },
+              },
+            },
+          },
+        ],
+      },
+    },
+  ]);
+  await eventually('a waiting measurement', async () => {
+    const ar = await sandbox.kubectl.getJson<AnalysisRunJson>(['analysisrun', 'gates-terminated', '-n', ns]);
+    const last = ar.status?.metricResults?.[0]?.measurements?.at(-1);
+    return last?.phase === 'Running' && /looks drained in \d+ of the 100/.test(last.message ?? '')
+      ? true
+      : undefined;
+  });
+  await sandbox.kubectl.run([
+    'patch',
+    'analysisrun',
+    'gates-terminated',
+    '-n',
+    ns,
+    '--type=merge',
+    '-p',
+    '{"spec":{"terminate":true}}',
+  ]);
+  const run = await eventually('the terminated run to finish', async () => {
+    const ar = await sandbox.kubectl.getJson<AnalysisRunJson>(['analysisrun', 'gates-terminated', '-n', ns]);
+    return ['', 'Running'].includes(ar.status?.phase ?? '') ? undefined : ar;
+  });
+  const last = run.status?.metricResults?.[0]?.measurements?.at(-1);
+  assert.equal(last?.phase, 'Inconclusive');
+  assert.equal(last?.message, 'Metric Terminated');
+  assert.equal(JSON.parse(last?.value ?? '{}').gate, 'vmagentQueueDrained', 'the last figures are kept');
+  assert.equal(run.status?.phase, 'Inconclusive');
+});
