@@ -50,6 +50,8 @@ type Sim struct {
 	ports     *ports
 	endpoints *endpoints
 
+	proxy *serviceProxy
+
 	mu        sync.Mutex
 	processes map[string]*process // kind/key -> process
 	lastAuth  map[string]string   // vmauth key -> rendered config
@@ -69,6 +71,12 @@ func New(cfg *Config, dyn dynamic.Interface, kube kubernetes.Interface) *Sim {
 }
 
 func (s *Sim) Run(ctx context.Context) error {
+	proxy, err := s.startProxy()
+	if err != nil {
+		return err
+	}
+	s.proxy = proxy
+	s.endpoints.set(Endpoint{Kind: "ServiceProxy", Key: "sandbox", URL: proxy.url()})
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
 	for _, gvr := range []schema.GroupVersionResource{gvrCluster, gvrAgent, gvrAuth, gvrUser} {
 		gvr := gvr

@@ -148,11 +148,13 @@ func (s *Sim) agentProcess(obj *unstructured.Unstructured) (desired, error) {
 		if raw == "" {
 			return desired{invalid: fmt.Errorf("spec.remoteWrite[%d].url is empty", i)}, nil
 		}
-		target, err := s.translateURL(raw)
-		if err != nil {
+		if _, err := s.translateURL(raw); err != nil {
 			return desired{invalid: fmt.Errorf("spec.remoteWrite[%d].url: %w", i, err)}, nil
 		}
-		args = append(args, "-remoteWrite.url="+target)
+		args = append(args, "-remoteWrite.url="+raw)
+	}
+	if s.proxy != nil {
+		args = append(args, "-remoteWrite.proxyURL="+s.proxy.url())
 	}
 	extra, _, _ := unstructured.NestedMap(obj.Object, "spec", "extraArgs")
 	args = append(args, flagArgs(extra)...)

@@ -1,0 +1,57 @@
+package vmsim
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestServiceProxyForwardsToTheZoneAndDropsWhenItIsDown(t *testing.T) {
+	var gotPath string
+	zone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath = r.URL.Path
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer zone.Close()
+	zonePort, _ := strconv.Atoi(zone.URL[strings.LastIndex(zone.URL, ":")+1:])
+	free, _ := net.Listen("tcp", "127.0.0.1:0")
+	downPort := free.Addr().(*net.TCPAddr).Port
+	_ = free.Close()
+
+	s := &Sim{ports: &ports{byKey: map[string]int{"vmclusters/vm/vm-zone-a": zonePort, "vmclusters/vm/vm-zone-b": downPort}}}
+	proxy, err := s.startProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyURL, _ := url.Parse(proxy.url())
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+
+	resp, err := client.Post("http://vminsert-vm-zone-a.vm.svc:8480/insert/0/prometheus/api/v1/write", "application/x-protobuf", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || gotPath != "/prometheus/api/v1/write" {
+		t.Fatalf("forwarded status %d path %q, want 204 /prometheus/api/v1/write", resp.StatusCode, gotPath)
+	}
+
+	if resp, err := client.Post("http://vminsert-vm-zone-b.vm.svc:8480/insert/0/prometheus/api/v1/write", "application/x-protobuf", strings.NewReader("x")); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("a down zone must drop the connection, got HTTP %d", resp.StatusCode)
+	}
+
+	resp, err = client.Get("http://example.org/anything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("unknown host: status %d, want 502", resp.StatusCode)
+	}
+}
