@@ -365,8 +365,18 @@ export async function readVmagentDrained(
       message: `not drained: ${readinessMessage}; rounds count only once the zone is ready`,
     };
   }
-  const pending = verdicts.findIndex((verdict) => verdict.verdict !== 'drained');
-  if (pending >= 0) return { ...base, verdict: 'wait', message: agentMessage(pending) };
+  // Every agent still waiting, the furthest from drained first.
+  const pending = verdicts
+    .map((verdict, position) => ({ verdict, position }))
+    .filter(({ verdict }) => verdict.verdict !== 'drained')
+    .sort((a, b) => a.verdict.figures.consecutiveGoodRounds - b.verdict.figures.consecutiveGoodRounds);
+  if (pending.length > 0) {
+    return {
+      ...base,
+      verdict: 'wait',
+      message: pending.map(({ position }) => agentMessage(position)).join('; '),
+    };
+  }
   return {
     ...base,
     verdict: 'pass',

@@ -516,3 +516,84 @@ test("vmagentQueueDrained: a queue directory that is not the zone URL's hash is 
   assert.equal(result.phase, 'Running');
   assert.match(result.message ?? '', /not in a directory named 1_[0-9A-F]{16}/);
 });
+
+test('vmagentQueueDrained: every agent that writes to the zone counts, each with its own queue index', async () => {
+  const { dirs, server, kube } = await drainWorld();
+  // A second agent lists the zones the other way round: zone-a is its queue 2.
+  const second = await agentServer();
+  const secondDirs = [await remoteWriteQueueDirName(1, zoneBUrl), await remoteWriteQueueDirName(2, zoneAUrl)];
+  const labels = { ...agentLabels, 'app.kubernetes.io/instance': 'edge' };
+  kube
+    .put({
+      apiVersion: vmApi,
+      kind: 'VMAgent',
+      metadata: { name: 'edge', namespace: 'vm' },
+      spec: { remoteWrite: [{ url: zoneBUrl }, { url: zoneAUrl }] },
+    })
+    .put(
+      readyPod(
+        'vm',
+        'vmagent-edge-0',
+        labels,
+        { http: second.port },
+        { args: [`-remoteWrite.url=${zoneBUrl},${zoneAUrl}`] },
+      ),
+    );
+  /** Queue 2 of the second agent carries zone-a's figures. */
+  const secondPage = (zone: QueueFigures) => swapQueues(secondDirs, zone);
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => kube, now: time.now });
+  const config = metric({
+    gate: 'vmagentQueueDrained',
+    zone: 'zone-a',
+    vmagents: ['vmagent', 'edge'],
+    consecutiveRounds: 2,
+  });
+
+  server.set(agentPage(dirs, flowing(0)));
+  second.set(secondPage({ ...flowing(0), onDisk: 900, pending: 900 }));
+  let measurement = await provider.run(run, config);
+  let view = stored(measurement);
+  assert.equal(measurement.phase, 'Running');
+  assert.match(
+    measurement.message ?? '',
+    /^edge: remote-write queue 2 is not drained: pod vm\/vmagent-edge-0 has 900 bytes/,
+  );
+  const figures = JSON.parse(measurement.value ?? '');
+  assert.equal(figures.agents.vmagent.queueIndex, 1);
+  assert.equal(figures.agents.edge.queueIndex, 2);
+  assert.equal(figures.onDiskPendingBytes, 900, 'summed over the agents');
+
+  for (let round = 1; round <= 2; round++) {
+    time.advance(10_000);
+    server.set(agentPage(dirs, flowing(round)));
+    second.set(secondPage(flowing(round)));
+    measurement = await provider.resume(run, config, view);
+    view = stored(measurement, view);
+  }
+  assert.equal(measurement.phase, 'Successful', measurement.message);
+  assert.equal(JSON.parse(measurement.value ?? '').podCount, 2);
+});
+
+/** A page whose queue 2 (not 1) carries `zone`'s figures, queue 1 quiet. */
+function swapQueues(dirs: string[], zone: QueueFigures): string {
+  const quiet: QueueFigures = { pending: 0, onDisk: 0, requests: 5, bytesSent: 50, retries: 0, errors: 0 };
+  const lines: string[] = [];
+  [quiet, zone].forEach((f, position) => {
+    const index = position + 1;
+    const path = `/vmagent-remotewrite-data/persistent-queue/${dirs[position]}`;
+    const url = `${index}:secret-url`;
+    lines.push(
+      `vmagent_remotewrite_pending_data_bytes{path="${path}", url="${url}"} ${f.pending}`,
+      `vm_persistentqueue_bytes_pending{path="${path}"} ${f.onDisk}`,
+      `vmagent_remotewrite_requests_total{url="${url}", status_code="2XX"} ${f.requests}`,
+      `vmagent_remotewrite_bytes_sent_total{url="${url}"} ${f.bytesSent}`,
+      `vmagent_remotewrite_retries_count_total{url="${url}"} ${f.retries}`,
+      `vmagent_remotewrite_errors_total{url="${url}"} ${f.errors}`,
+      `vmagent_remotewrite_packets_dropped_total{url="${url}"} ${f.dropped ?? 0}`,
+      `vm_persistentqueue_bytes_dropped_total{path="${path}"} 0`,
+      `vm_persistentqueue_blocks_dropped_total{path="${path}"} 0`,
+    );
+  });
+  return `${lines.join('\n')}\n`;
+}
