@@ -26,8 +26,10 @@ function describe(state: SandboxState): string {
     `zones:        ${state.zones.map((z) => `${z.zone}=${state.vmNamespace}/${z.vmcluster}`).join(', ')}`,
     `loadgen:      ${state.loadgenUrl ?? '-'}`,
   ];
-  for (const e of readEndpoints(state))
-    lines.push(`${`${e.kind} ${e.key}:`.padEnd(30)}${e.url} (${e.version}, log ${e.logPath})`);
+  for (const e of readEndpoints(state)) {
+    const details = e.version ? ` (${e.version}, log ${e.logPath})` : '';
+    lines.push(`${`${e.kind} ${e.key}:`.padEnd(30)}${e.url}${details}`);
+  }
   return lines.join('\n');
 }
 

@@ -41,6 +41,10 @@ func (s *Sim) startProxy() (*serviceProxy, error) {
 func (p *serviceProxy) url() string { return "http://" + p.listener.Addr().String() }
 
 func (p *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Host == "" && r.URL.Path == "/health" {
+		_, _ = io.WriteString(w, "OK")
+		return
+	}
 	if r.URL.Host == "" {
 		http.Error(w, "sandbox service proxy: absolute URL expected", http.StatusBadRequest)
 		return
