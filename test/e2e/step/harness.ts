@@ -71,7 +71,14 @@ export function stepsFor(spec: SpecDocument, pauseBetweenZones: 'none' | 'manual
   return renderSteps(parseSpecDocument(stringify(spec)), { healthTemplate: '', pauseBetweenZones });
 }
 
+let revisions = 0;
+
+/**
+ * A Rollout whose pod template carries the spec document. Each call gets its own revision annotation: a template
+ * equal to the stable one is a rollback to stable for Argo Rollouts, which skips every step.
+ */
 export function rolloutObject(name: string, spec: SpecDocument | string, steps: object[]): object {
+  revisions++;
   return {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Rollout',
@@ -82,7 +89,10 @@ export function rolloutObject(name: string, spec: SpecDocument | string, steps: 
       template: {
         metadata: {
           labels: { app: name },
-          annotations: { 'vmzones.io/spec': typeof spec === 'string' ? spec : stringify(spec) },
+          annotations: {
+            'vmzones.io/spec': typeof spec === 'string' ? spec : stringify(spec),
+            'e2e.vmzones.io/revision': String(revisions),
+          },
         },
         spec: { containers: [{ name: 'placeholder', image: 'registry.k8s.io/pause:3.10' }] },
       },
@@ -204,13 +214,18 @@ export function startReadProber(
       await sleep(intervalMs);
     }
   })();
+  let result: Promise<ReadFigures> | undefined;
   return {
     figures,
-    async stop(): Promise<ReadFigures> {
+    /** Stops the prober (again: the same figures). */
+    stop(): Promise<ReadFigures> {
       stopped = true;
-      await loop;
-      figures.backendErrors = (await backendErrorCount(vmauthUrl, user.username)) - (await baseline);
-      return figures;
+      result ??= (async () => {
+        await loop;
+        figures.backendErrors = (await backendErrorCount(vmauthUrl, user.username)) - (await baseline);
+        return figures;
+      })();
+      return result;
     },
   };
 }
@@ -245,6 +260,7 @@ export function startRoutingWatcher(
     }
   })();
   return {
+    /** Stops the watcher (again: the same result). */
     async stop(): Promise<{ checks: number; violations: string[] }> {
       stopped = true;
       await loop;
