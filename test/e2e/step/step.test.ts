@@ -472,6 +472,42 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
   assert.deepEqual(routing.violations, []);
 });
 
+test('Terminate (promote --full while a step runs) hands "restore reads, release the lease" to the reconciler', async () => {
+  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 5000 });
+  const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
+  const view = rolloutView(
+    'term',
+    'term-uid',
+    't1',
+    zoneSpec({}, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } }),
+  );
+  const ctx = (action: string) => ({
+    pluginName: 'vmzones/step',
+    config: { zone: 'zone-a', action },
+    status: undefined,
+  });
+  await untilDone('drainReads zone-a', () => plugin.run(view, ctx('drainReads')));
+  assert.deepEqual(await routedZones(kube), ['zone-b', 'zone-c']);
+  const terminated = await plugin.terminate(view, ctx('restoreReads'));
+  assert.equal(terminated.phase, 'Successful');
+  assert.match(
+    terminated.message ?? '',
+    /stopped waiting; the vmzones reconciler restores reads once VMCluster vm\/vm-zone-a is operational/,
+  );
+  await eventually(
+    'the reconciler to restore zone-a and release it',
+    async () => {
+      await reconciler.tick();
+      const c = await cluster(kube, 'vm-zone-a');
+      return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
+    },
+    60_000,
+    1000,
+  );
+  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-a')), {});
+});
+
 test('a helm-managed vmauth: the zone leaves the raw config in a Secret and comes back byte for byte, comments kept', async (t) => {
   const vmclusters = zones.map((z) => z.vmcluster);
   const helm = await startHelmVmauth(sandbox, kube, vmclusters);
@@ -612,4 +648,31 @@ test('manifests/rbac.yaml grants the controller’s ServiceAccount what the plug
   ] as const) {
     assert.equal(await canI(verb, resource, ns, name), false, `denied: ${verb} ${resource} ${name ?? ''}`);
   }
+});
+
+test('negative control: the probes do see a zone that restarts while it serves reads (a change without vmzones)', async (t) => {
+  const prober = startReadProber(vmauthUrl(), readUser);
+  const watcher = startRoutingWatcher(kube, zones);
+  t.after(() => Promise.all([prober.stop(), watcher.stop()]));
+  await sleep(1000);
+  await kube.mergePatch(
+    { apiVersion: vmApiVersion, kind: 'VMCluster', namespace: ns, name: 'vm-zone-a' },
+    { spec: latencyOffset('7s') },
+  );
+  const generation = (await cluster(kube, 'vm-zone-a')).metadata.generation ?? 0;
+  await eventually('zone-a to restart and be operational again', async () => {
+    const c = await cluster(kube, 'vm-zone-a');
+    const status = c.status as { updateStatus?: string; observedGeneration?: number } | undefined;
+    return status?.updateStatus === 'operational' && (status.observedGeneration ?? 0) >= generation
+      ? true
+      : undefined;
+  });
+  await sleep(1000);
+  const reads = await prober.stop();
+  const routing = await watcher.stop();
+  report.push(
+    `negative control (zone-a changed while serving reads): queries sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing violations ${routing.violations.length}`,
+  );
+  assert.ok(reads.failed + reads.backendErrors > 0, 'the prober notices reads sent to a restarting zone');
+  assert.ok(routing.violations.length > 0, 'the watcher notices a routed zone that is not operational');
 });
