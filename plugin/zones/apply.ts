@@ -7,7 +7,7 @@ import type { StepResult } from '../rollouts/types.ts';
 import { readRouting } from '../vm/read-balancer.ts';
 import { describeCluster, leasedByOther, loadCluster, patchCluster, type ZoneDeps } from './cluster.ts';
 import { diffMergePatch, type FieldChange, type JsonObject } from './merge-patch.ts';
-import { type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
 import {
   annotationValue,
   changeRecords,
@@ -70,7 +70,22 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
   const cluster = await loadCluster(kube, target.cluster, zone);
   const { state } = cluster;
 
-  if (state.rollback !== undefined && sameRevision(state.rollback, target.who)) {
+  if (state.handoff !== undefined) {
+    return running(
+      `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})`,
+      {
+        zone,
+        action: 'apply',
+        vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
+        state: 'waitingForHandoff',
+      },
+    );
+  }
+  if (
+    state.rollback !== undefined &&
+    sameRevision(state.rollback, target.who) &&
+    state.rollback.phase === 'applied'
+  ) {
     return appliedResult(target, state.rollback, true);
   }
   if (!sameRevision(state.lease, target.who)) {

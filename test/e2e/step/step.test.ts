@@ -250,7 +250,13 @@ test('three zones walk drainReads → apply → restoreReads under the real cont
       ['vmzones.io/rollback'],
       `${z.zone}: lease and maintenance released`,
     );
-    assert.equal(JSON.parse(annotations['vmzones.io/rollback'] ?? '{}').phase, 'applied');
+    const record = JSON.parse(annotations['vmzones.io/rollback'] ?? '{}') as {
+      phase?: string;
+      revision?: string;
+    };
+    assert.equal(record.phase, 'applied');
+    // The Rollout the controller passes to Run already carries the new revision's pod hash.
+    assert.equal(record.revision, done.status.currentPodHash, `${z.zone}: revision recorded`);
   }
   assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c'], 'every zone serves reads again');
   assert.equal(JSON.stringify(vmzonesAnnotations(await vmuser(kube))).includes('vmzones.io/drained'), false);
