@@ -53,7 +53,12 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
   }
 
   const applied = sameRevision(state.rollback, target.who) ? state.rollback : undefined;
-  const readiness = vmclusterReadiness(cluster.object, applied?.generation);
+  // The operator usually finishes within seconds of the first look: wait a little here rather than a round trip.
+  const readiness = await waitInCall(
+    deps,
+    async () => vmclusterReadiness(await kube.get(target.cluster), applied?.generation),
+    (r) => r.state !== 'progressing',
+  );
   status.generation = applied?.generation ?? cluster.generation;
   if (readiness.state === 'failed') {
     throw new StepFailure(
