@@ -126,6 +126,13 @@ export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
   return withConflictRetries(async () => {
     const cluster = await loadCluster(deps.kube, target.cluster, zone);
     const { state } = cluster;
+    if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
+      // Another Rollout took the zone after us; it changes the zone next, and waiting for it could deadlock.
+      return successful(
+        `zone ${zone}: not rolled back: ${name} is now leased by ${describeHolder(state.lease)} since ${state.lease.since}`,
+        status(target, 'Abort'),
+      );
+    }
     const rollback = undoable(cluster, target);
     const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational, then restores its reads and releases the lease`;
 
