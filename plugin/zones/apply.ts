@@ -31,7 +31,8 @@ export function fieldName(path: readonly string[]): string {
 export function changedSummary(changes: readonly FieldChange[]): Record<string, unknown> | string[] {
   const full: Record<string, unknown> = {};
   for (const c of changes) {
-    full[fieldName(c.path)] = { from: c.before ?? null, to: c.after ?? null };
+    // Not null: the API server drops nulls from the Rollout status.
+    full[fieldName(c.path)] = { from: c.before ?? '(unset)', to: c.after ?? '(deleted)' };
   }
   return JSON.stringify(full).length <= maxChangedStatusChars ? full : changes.map((c) => fieldName(c.path));
 }

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
+import { changedSummary } from '../../../plugin/zones/apply.ts';
 import { maintenanceOf } from '../../../plugin/zones/maintenance.ts';
 import {
   changeRecords,
@@ -108,4 +109,21 @@ test('maintenance is derived from the annotations of the listed VMClusters', () 
 
 test('timestamps are RFC 3339 to the second', () => {
   assert.equal(timestamp(new Date('2026-05-01T10:20:30.456Z')), '2026-05-01T10:20:30Z');
+});
+
+test('the changed summary names unset and deleted fields instead of null (the API server drops nulls)', () => {
+  assert.deepEqual(
+    changedSummary([
+      { path: ['clusterVersion'], before: 'v1', after: 'v2' },
+      { path: ['vmstorage', 'extraArgs'], before: undefined, after: { a: '1' } },
+      { path: ['retentionPeriod'], before: '1', after: undefined },
+    ]),
+    {
+      'spec.clusterVersion': { from: 'v1', to: 'v2' },
+      'spec.vmstorage.extraArgs': { from: '(unset)', to: { a: '1' } },
+      'spec.retentionPeriod': { from: '1', to: '(deleted)' },
+    },
+  );
+  const big = [{ path: ['x'], before: 'a'.repeat(4000), after: 'b' }];
+  assert.deepEqual(changedSummary(big), ['spec.x'], 'only names when the values would bloat the status');
 });
