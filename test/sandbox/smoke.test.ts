@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './eventually.ts';
 import { type Sandbox, startSandbox } from './helper.ts';
 import { vmagentName, vmNamespace } from './manifests.ts';
 import { isAlive } from './processes.ts';
@@ -22,25 +22,6 @@ after(async () => {
   for (const daemon of sandbox.state.daemons)
     assert.equal(isAlive(daemon.pid), false, `${daemon.name} still runs`);
 });
-
-async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
 
 interface RolloutStatus {
   phase?: string;

@@ -14,6 +14,7 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { type CanaryStep, renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
+import { eventually as waitUntil } from '../../sandbox/eventually.ts';
 import type { Sandbox } from '../../sandbox/helper.ts';
 import { type DaemonRecord, startDaemon } from '../../sandbox/processes.ts';
 
@@ -25,26 +26,14 @@ export function sandboxKube(sandbox: Sandbox): KubeObjects {
   return kubeObjects(kc);
 }
 
-export async function eventually<T>(
+/** The step tests wait longer by default: a zone walk includes restarts and vmauth reloads. */
+export function eventually<T>(
   what: string,
   check: () => Promise<T | undefined>,
   timeoutMs = 120_000,
   intervalMs = 500,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await sleep(intervalMs);
-  }
-  throw new Error(
-    `timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ''}`,
-  );
+) {
+  return waitUntil(what, check, timeoutMs, intervalMs);
 }
 
 // ---- Rollouts carrying a spec document ----
