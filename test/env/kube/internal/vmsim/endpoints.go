@@ -3,9 +3,12 @@ package vmsim
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -34,14 +37,37 @@ func (p *ports) get(key string) (int, error) {
 	if port, ok := p.byKey[key]; ok {
 		return port, nil
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := portBelowEphemeralRange()
 	if err != nil {
 		return 0, fmt.Errorf("allocate port for %s: %w", key, err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	p.byKey[key] = port
 	return port, nil
+}
+
+// portBelowEphemeralRange picks a free loopback port below the kernel's ephemeral range. A zone keeps its port
+// across restarts; a port from the ephemeral range (listen on :0) can be taken by any outgoing connection while
+// the zone's process is down, and the restarted process then fails with "address already in use".
+func portBelowEphemeralRange() (int, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(b)); len(fields) == 2 {
+			if v, err := strconv.Atoi(fields[0]); err == nil && v > 11000 {
+				low = v
+			}
+		}
+	}
+	const min = 10000
+	for range 500 {
+		port := min + rand.IntN(low-min)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free loopback port in [%d, %d)", min, low)
 }
 
 type endpoints struct {
