@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../goplugin/index.ts';
 import { KubeError, type KubeObject, type KubeObjects, type ObjectRef } from '../kube/objects.ts';
-import { required } from './outcome.ts';
+import { required, type StatusDocument } from './outcome.ts';
 import {
   annotationValue,
   describeHolder,
@@ -17,6 +17,7 @@ import {
   type ZoneState,
   zoneState,
 } from './state.ts';
+import type { ZoneTarget } from './target.ts';
 
 export interface ZoneDeps {
   kube: KubeObjects;
@@ -63,6 +64,36 @@ export async function loadCluster(kube: KubeObjects, ref: ObjectRef, zone: strin
     resourceVersion: object.metadata.resourceVersion ?? '',
     generation: object.metadata.generation ?? 0,
   };
+}
+
+/** What every read action starts from: the status document naming the zone and its VMCluster, and the cluster now. */
+export interface ZoneActionStart {
+  zone: string;
+  name: string;
+  status: StatusDocument;
+  cluster: LoadedCluster;
+  state: ZoneState;
+}
+
+export async function openZoneAction(
+  kube: KubeObjects,
+  target: ZoneTarget,
+  action: string,
+): Promise<ZoneActionStart> {
+  const zone = target.config.zone;
+  const cluster = await loadCluster(kube, target.cluster, zone);
+  return {
+    zone,
+    name: describeCluster(target.cluster),
+    status: { zone, action, vmcluster: `${target.cluster.namespace}/${target.cluster.name}` },
+    cluster,
+    state: cluster.state,
+  };
+}
+
+/** Who handed the zone to the reconciler, since when, and what it is doing: for "waiting" messages. */
+export function describeHandoff(handoff: NonNullable<ZoneState['handoff']>): string {
+  return `(${handoff.by}, since ${handoff.requestedAt})${handoff.message ? `: ${handoff.message}` : ''}`;
 }
 
 export interface ClusterPatch {

@@ -7,35 +7,34 @@ import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
 import { drainZone, readEvidence, readRouting } from '../vm/read-balancer.ts';
 import {
-  describeCluster,
+  describeHandoff,
   holderExists,
   leasedByOther,
   leasePatch,
   loadCluster,
+  openZoneAction,
   patchCluster,
   releasePatch,
   waitInCall,
   type ZoneDeps,
 } from './cluster.ts';
-import { required, running, type StatusDocument, StepFailure, successful } from './outcome.ts';
+import { required, running, StepFailure, successful } from './outcome.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
 
 export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
   const { kube } = deps;
-  const zone = target.config.zone;
-  const clusterName = describeCluster(target.cluster);
-  const status: StatusDocument = {
+  const {
     zone,
-    action: 'drainReads',
-    vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
-  };
-  const cluster = await loadCluster(kube, target.cluster, zone);
-  const { state } = cluster;
+    name: clusterName,
+    status,
+    cluster,
+    state,
+  } = await openZoneAction(kube, target, 'drainReads');
 
   if (state.handoff !== undefined) {
     return running(
-      `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${clusterName} (${state.handoff.by}, since ${state.handoff.requestedAt})${state.handoff.message ? `: ${state.handoff.message}` : ''}`,
+      `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${clusterName} ${describeHandoff(state.handoff)}`,
       { ...status, state: 'waitingForHandoff', since: state.handoff.requestedAt },
     );
   }

@@ -6,33 +6,26 @@ import type { StepResult } from '../rollouts/types.ts';
 import { readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import {
-  describeCluster,
+  describeHandoff,
   leasedByOther,
   loadCluster,
+  openZoneAction,
   patchCluster,
   releasePatch,
   waitInCall,
   type ZoneDeps,
 } from './cluster.ts';
-import { running, type StatusDocument, StepFailure, successful } from './outcome.ts';
+import { running, StepFailure, successful } from './outcome.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
 
 export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
   const { kube } = deps;
-  const zone = target.config.zone;
-  const name = describeCluster(target.cluster);
-  const status: StatusDocument = {
-    zone,
-    action: 'restoreReads',
-    vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
-  };
-  const cluster = await loadCluster(kube, target.cluster, zone);
-  const { state } = cluster;
+  const { zone, name, status, cluster, state } = await openZoneAction(kube, target, 'restoreReads');
 
   if (state.handoff !== undefined) {
     return running(
-      `zone ${zone}: the vmzones reconciler is finishing ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})${state.handoff.message ? `: ${state.handoff.message}` : ''}`,
+      `zone ${zone}: the vmzones reconciler is finishing ${name} ${describeHandoff(state.handoff)}`,
       { ...status, state: 'waitingForHandoff' },
     );
   }
