@@ -119,7 +119,32 @@ export function loadKubeConfig(): KubeConfig {
   return kc;
 }
 
-export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
+/** No API call may hang a step or the reconciler: each one is abandoned after this long (a write that timed out
+ *  may still have landed; every write of ours is guarded by resourceVersion or idempotent, so a retry is safe). */
+export const kubeCallTimeoutMs = 15_000;
+
+async function withTimeout<T>(call: Promise<T>, what: string, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new KubeError('unavailable', `${what}: no answer from the API server within ${timeoutMs / 1000} s`),
+        ),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([call, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function kubeObjects(
+  kc: KubeConfig = loadKubeConfig(),
+  timeoutMs: number = kubeCallTimeoutMs,
+): KubeObjects {
   const api = KubernetesObjectApi.makeApiClient(kc);
   const header = (ref: ObjectRef) => ({
     apiVersion: ref.apiVersion,
@@ -129,7 +154,11 @@ export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
   return {
     async get(ref) {
       try {
-        return (await api.read(header(ref))) as KubeObject;
+        return (await withTimeout(
+          api.read(header(ref)),
+          `reading ${describeRef(ref)}`,
+          timeoutMs,
+        )) as KubeObject;
       } catch (err) {
         throw toKubeError(err, `reading ${describeRef(ref)}`);
       }
@@ -147,13 +176,17 @@ export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
         },
       };
       try {
-        return (await api.patch(
-          body,
-          undefined,
-          options?.dryRun ? 'All' : undefined,
-          fieldManager,
-          undefined,
-          PatchStrategy.MergePatch,
+        return (await withTimeout(
+          api.patch(
+            body,
+            undefined,
+            options?.dryRun ? 'All' : undefined,
+            fieldManager,
+            undefined,
+            PatchStrategy.MergePatch,
+          ),
+          `patching ${describeRef(ref)}`,
+          timeoutMs,
         )) as KubeObject;
       } catch (err) {
         throw toKubeError(err, `${options?.dryRun ? 'dry-run patching' : 'patching'} ${describeRef(ref)}`);
@@ -161,15 +194,10 @@ export function kubeObjects(kc: KubeConfig = loadKubeConfig()): KubeObjects {
     },
     async list(apiVersion, kind, namespace, labelSelector) {
       try {
-        const result = await api.list(
-          apiVersion,
-          kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          labelSelector,
+        const result = await withTimeout(
+          api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector),
+          `listing ${kind} in ${namespace === '' ? 'all namespaces' : namespace}`,
+          timeoutMs,
         );
         return result.items as KubeObject[];
       } catch (err) {

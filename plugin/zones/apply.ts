@@ -2,11 +2,12 @@
 // every changed field had before — in the step status for humans and, in the same guarded write as the change,
 // in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
 
-import { KubeError } from '../kube/objects.ts';
+import { KubeError, type KubeObject } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { readRouting } from '../vm/read-balancer.ts';
-import { describeCluster, leasedByOther, loadCluster, patchCluster, type ZoneDeps } from './cluster.ts';
-import { diffMergePatch, type FieldChange, type JsonObject } from './merge-patch.ts';
+import type { ZoneDeps } from './deps.ts';
+import { deepEqual, diffMergePatch, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
+import { describeCluster, leasedByOther } from './messages.ts';
 import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
 import {
   annotationValue,
@@ -20,6 +21,7 @@ import {
   timestamp,
 } from './state.ts';
 import type { ZoneTarget } from './target.ts';
+import { loadCluster, patchCluster } from './vmcluster-state.ts';
 
 const maxChangedStatusChars = 3000;
 
@@ -114,21 +116,32 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.
     generation: cluster.generation + (changes.length > 0 ? 1 : 0),
     changes: changeRecords(changes),
+    reads: target.reads,
+    drainGracePeriod: target.drainGracePeriod,
   };
   const patch = {
     annotations: { [rollbackAnnotation]: annotationValue(record) },
     ...(changes.length > 0 ? { spec: target.zone.patch } : {}),
   };
   if (changes.length > 0) {
+    let dryRun: KubeObject;
     try {
-      await patchCluster(kube, target.cluster, patch, cluster.resourceVersion, true);
+      dryRun = await patchCluster(kube, target.cluster, patch, cluster.resourceVersion, true);
     } catch (err) {
-      if (err instanceof KubeError && err.kind === 'invalid') {
+      if (err instanceof KubeError && (err.kind === 'invalid' || err.kind === 'forbidden')) {
         throw new StepFailure(
           `the API server rejects the overrides for ${name} (zone ${zone}): ${err.message}; nothing was changed`,
         );
       }
       throw err;
+    }
+    // The VMCluster schema prunes fields it does not know (a typo such as clusterVerison) without an error: a
+    // change that would silently not happen is refused, so that success always means the spec holds the overrides.
+    const dropped = changes.filter((c) => !deepEqual(valueAt(dryRun.spec, c.path), c.after));
+    if (dropped.length > 0) {
+      throw new StepFailure(
+        `the API server would not keep ${dropped.map((c) => fieldName(c.path)).join(', ')} of the overrides for ${name} (zone ${zone}): not in the VMCluster schema, or changed by a defaulting webhook; check the field names. Nothing was changed`,
+      );
     }
   }
   const written = await patchCluster(kube, target.cluster, patch, cluster.resourceVersion);

@@ -3,24 +3,28 @@
 // what was removed, so a replayed Run finds the zone already out and only waits.
 
 import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeError } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
 import { drainZone, readEvidence, readRouting } from '../vm/read-balancer.ts';
-import {
-  describeHandoff,
-  holderExists,
-  leasedByOther,
-  leasePatch,
-  loadCluster,
-  openZoneAction,
-  patchCluster,
-  releasePatch,
-  waitInCall,
-  type ZoneDeps,
-} from './cluster.ts';
+import { waitInCall, type ZoneDeps } from './deps.ts';
+import { describeHandoff, leasedByOther } from './messages.ts';
 import { required, running, StepFailure, successful } from './outcome.ts';
-import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
+import { drainBlocker, graceWindow } from './read-safety.ts';
+import {
+  annotationValue,
+  describeHolder,
+  handoffAnnotation,
+  type Lease,
+  leaseAnnotation,
+  pendingLabel,
+  sameRevision,
+  sameRollout,
+  timestamp,
+} from './state.ts';
 import type { ZoneTarget } from './target.ts';
+import { leasePatch, loadCluster, openZoneAction, patchCluster, releasePatch } from './vmcluster-state.ts';
+import { holderExists } from './walk.ts';
 
 export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
   const { kube } = deps;
@@ -32,13 +36,37 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
     state,
   } = await openZoneAction(kube, target, 'drainReads');
 
-  if (state.handoff !== undefined) {
-    return running(
-      `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${clusterName} ${describeHandoff(state.handoff)}`,
-      { ...status, state: 'waitingForHandoff', since: state.handoff.requestedAt },
-    );
-  }
   let tookOver = '';
+  let resourceVersion = cluster.resourceVersion;
+  if (state.handoff !== undefined) {
+    // A zone an older revision of this Rollout left in hand (superseded, promoted past) is this walk's to take
+    // again; a rollback or another Rollout's work is finished by the reconciler first.
+    if (state.handoff.rollback || !sameRollout(state.handoff.holder, target.who)) {
+      return running(
+        `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${clusterName} ${describeHandoff(state.handoff)}`,
+        { ...status, state: 'waitingForHandoff', since: state.handoff.requestedAt },
+      );
+    }
+    const lease: Lease = {
+      ...target.who,
+      zone,
+      since: timestamp(deps.now()),
+      reads: target.reads,
+      drainGracePeriod: target.drainGracePeriod,
+    };
+    const written = await patchCluster(
+      kube,
+      target.cluster,
+      {
+        annotations: { [handoffAnnotation]: null, [leaseAnnotation]: annotationValue(lease) },
+        labels: { [pendingLabel]: null },
+      },
+      resourceVersion,
+    );
+    resourceVersion = written.metadata.resourceVersion ?? '';
+    state.lease = lease;
+    tookOver = ` (took the zone back from the vmzones reconciler: ${state.handoff.by})`;
+  }
   if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
     if (await holderExists(kube, state.lease))
       throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
@@ -62,6 +90,15 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       `refusing to drain zone ${zone}: it is the last zone that serves reads through ${routing.describe}`,
     );
   }
+  if (routed) {
+    const blocker = await drainBlocker(kube, target.reads, routing, zone, false);
+    if (blocker !== undefined) {
+      return running(`zone ${zone}: not drained yet: ${blocker}`, {
+        ...status,
+        state: 'waitingForOtherZones',
+      });
+    }
+  }
 
   const now = deps.now();
   let leaseTaken = false;
@@ -69,8 +106,8 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
     await patchCluster(
       kube,
       target.cluster,
-      leasePatch(target.who, zone, now, `drainReads by ${describeHolder(target.who)}`),
-      cluster.resourceVersion,
+      leasePatch(target, now, `drainReads by ${describeHolder(target.who)}`),
+      resourceVersion,
     );
     leaseTaken = !sameRollout(state.lease, target.who);
     deps.logger.info('zone leased', { zone, vmcluster: status.vmcluster, holder: target.who.rollout });
@@ -80,7 +117,10 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       await drainZone(kube, target.reads, zone, `drainReads by ${describeHolder(target.who)}`, now);
       deps.logger.info('zone taken out of reads', { zone, balancer: routing.describe });
     } catch (err) {
-      if (err instanceof ReadRoutingError && leaseTaken) {
+      const final =
+        err instanceof ReadRoutingError ||
+        (err instanceof KubeError && (err.kind === 'forbidden' || err.kind === 'invalid'));
+      if (final && leaseTaken) {
         // Nothing was drained: give the zone back so that nobody waits for a lease that protects nothing.
         const reread = await loadCluster(kube, target.cluster, zone);
         await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
@@ -105,9 +145,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       state: 'waitingForVmauth',
     });
   }
-  const servedSince =
-    evidence.reloadedAt !== undefined && evidence.reloadedAt > since ? evidence.reloadedAt : since;
-  const graceUntil = new Date(servedSince.getTime() + target.drainGraceMs);
+  const { servedSince, graceUntil } = graceWindow(evidence, since, target.drainGraceMs);
   status.reloadedAt = timestamp(servedSince);
   status.graceUntil = timestamp(graceUntil);
   let current = deps.now();

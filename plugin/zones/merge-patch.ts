@@ -105,3 +105,13 @@ export function deepEqual(a: JsonValue | undefined, b: JsonValue | undefined): b
   }
   return false;
 }
+
+/** The value at `path` inside a JSON document, undefined where the path does not lead. */
+export function valueAt(root: unknown, path: readonly string[]): JsonValue | undefined {
+  let node: unknown = root;
+  for (const key of path) {
+    if (!isJsonObject(node)) return undefined;
+    node = node[key];
+  }
+  return node as JsonValue | undefined;
+}

@@ -36,10 +36,13 @@ export function failed(message: string, status: StatusDocument): StepResult {
   return { phase: 'Failed', message, status };
 }
 
-/** Errors that retrying will not fix: bad documents, refused edits, malformed state, missing objects we need. */
+/** Errors that retrying will not fix: bad documents, refused edits, malformed state, missing objects we need,
+ *  and API answers that say "never" (403 forbidden, 400/422 invalid or refused by admission) — their message
+ *  names the verb, the resource and the namespace. */
 export function isFinal(err: unknown): err is Error {
   return (
     err instanceof StepFailure ||
+    (err instanceof KubeError && (err.kind === 'forbidden' || err.kind === 'invalid')) ||
     err instanceof SpecError ||
     err instanceof ReadRoutingError ||
     err instanceof StateError ||
@@ -61,6 +64,11 @@ export async function required<T>(read: Promise<T>, message: string): Promise<T>
 
 export function isConflict(err: unknown): boolean {
   return err instanceof KubeError && err.kind === 'conflict';
+}
+
+/** Faults that a retry a moment later may not meet: 409, 429, 5xx, timeouts, resets (KubeError `unavailable`). */
+export function isTransient(err: unknown): boolean {
+  return err instanceof KubeError && (err.kind === 'conflict' || err.kind === 'unavailable');
 }
 
 /** Short text of a JSON value for messages: `v1.2.3`, `{"a":1}`, `(unset)`. */

@@ -1,36 +1,26 @@
-// The background reconciler of the step-plugin process. It finishes what Abort and Terminate handed over, reading
-// all it needs from Kubernetes (VMClusters labelled vmzones.io/pending), so work left by an earlier process resumes:
-//   rollback requested → take the zone out of reads (unless already out) → wait for vmauth and the grace period →
-//   put back the recorded values → wait until operational → restore reads → wait for vmauth → release.
-// Zones are handled one at a time (those already out of reads first), so that rollbacks never take more zones
-// out of reads at once than the rollout itself did, and a zone never serves reads while it changes.
+// The background reconciler of the step-plugin process. Each pass lists the VMClusters once and
+//   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/walk.ts: promoted past,
+//      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record alone;
+//   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
+//      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
+//      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
+// Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes.
 
-import { parseGoDurationMs } from '../goplugin/go-duration.ts';
 import type { Logger } from '../goplugin/index.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
-import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
-import { vmApiVersion, vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
-import { describeCluster, holderExists, patchCluster } from './cluster.ts';
+import type { RolloutProgress } from '../rollouts/rollout-object.ts';
+import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
+import { finishZone, type ZoneProgress } from './finish-zone.ts';
+import { handOver } from './handoff.ts';
 import { recordMaintenance } from './maintenance.ts';
-import { deepEqual, isJsonObject, type JsonValue, revertPatch } from './merge-patch.ts';
-import { isConflict } from './outcome.ts';
-import {
-  annotationValue,
-  describeHolder,
-  type Handoff,
-  handoffAnnotation,
-  type Lease,
-  leaseAnnotation,
-  type Maintenance,
-  maintenanceAnnotation,
-  maintenanceLabel,
-  pendingLabel,
-  rollbackAnnotation,
-  sameRevision,
-  sameRollout,
-  timestamp,
-  zoneState,
-} from './state.ts';
+import { isTransient } from './outcome.ts';
+import { specFromAnnotations } from './spec.ts';
+import { type Lease, type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
+import { readBalancerConfig } from './target.ts';
+import { loadedCluster } from './vmcluster-state.ts';
+import { holderProgress, walkVerdict } from './walk.ts';
+
+export type { ZoneProgress } from './finish-zone.ts';
 
 export interface ReconcilerOptions {
   kube: KubeObjects;
@@ -39,16 +29,14 @@ export interface ReconcilerOptions {
   intervalMs?: number;
 }
 
-/** done: released; working: in progress (hold the line); blocked: cannot start now (try the next zone). */
-export type ZoneProgress = 'done' | 'working' | 'blocked';
+const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
 
-function valueAt(root: unknown, path: readonly string[]): JsonValue | undefined {
-  let node: unknown = root;
-  for (const key of path) {
-    if (!isJsonObject(node as JsonValue)) return undefined;
-    node = (node as Record<string, unknown>)[key];
-  }
-  return node as JsonValue | undefined;
+function key(cluster: KubeObject): string {
+  return `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 export class ZoneReconciler {
@@ -74,9 +62,7 @@ export class ZoneReconciler {
         this.#running = this.tick()
           .then(() => undefined)
           .catch((err: unknown) => {
-            this.#logger.warn('reconciler pass failed; retrying', {
-              error: err instanceof Error ? err.message : String(err),
-            });
+            this.#logger.warn('reconciler pass failed; retrying', { error: errorText(err) });
           })
           .finally(() => {
             this.#running = undefined;
@@ -94,251 +80,146 @@ export class ZoneReconciler {
     await this.#running;
   }
 
-  /** One pass over every pending zone; returns the progress of each, by `namespace/name`. */
+  /** One pass; returns the progress of every handed-over zone, by `namespace/name`. */
   async tick(): Promise<Record<string, ZoneProgress>> {
-    const [pending, maintenance] = await Promise.all([
-      this.#kube.list(vmApiVersion, 'VMCluster', '', `${pendingLabel}=true`),
-      this.#kube.list(vmApiVersion, 'VMCluster', '', `${maintenanceLabel}=true`),
-    ]);
-    recordMaintenance(maintenance);
-    // Zones out of reads first, then the newest change first (Abort's order).
-    const newest = (a: KubeObject, b: KubeObject, annotation: string, field: string) =>
-      annotationField(b, annotation, field).localeCompare(annotationField(a, annotation, field));
-    const ordered = [...pending].sort(
-      (a, b) =>
-        rank(a) - rank(b) ||
-        newest(a, b, rollbackAnnotation, 'appliedAt') ||
-        newest(a, b, handoffAnnotation, 'requestedAt'),
+    const clusters = (await this.#kube.list(vmApiVersion, 'VMCluster', '')).filter((c) =>
+      vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined),
     );
-    const progress: Record<string, ZoneProgress> = {};
-    let holding = false;
-    for (const cluster of ordered) {
-      const key = `${cluster.metadata.namespace}/${cluster.metadata.name}`;
-      if (holding) {
-        progress[key] = 'blocked';
-        continue;
+    recordMaintenance(clusters, this.#now());
+    const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
+    const progressOf = (holder: RolloutIdentity) => {
+      const id = `${holder.rollout}|${holder.uid}`;
+      let found = progresses.get(id);
+      if (found === undefined) {
+        found = holderProgress(this.#kube, holder);
+        progresses.set(id, found);
       }
-      try {
-        progress[key] = await this.advance(cluster);
-      } catch (err) {
-        progress[key] = 'working';
-        this.#logger.warn('reconciler: zone not advanced; retrying', {
-          vmcluster: key,
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
-      if (progress[key] === 'working') holding = true;
-    }
-    if (Object.values(progress).includes('done')) {
-      recordMaintenance(await this.#kube.list(vmApiVersion, 'VMCluster', '', `${maintenanceLabel}=true`));
-    }
-    return progress;
-  }
-
-  /** Advances one VMCluster's handed-over work as far as it can go now. */
-  async advance(listed: KubeObject): Promise<ZoneProgress> {
-    const ref = vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? '');
-    const name = describeCluster(ref);
-    let cluster = await this.#kube.get(ref);
-    let state = zoneState(cluster);
-    const handoff = state.handoff;
-    if (handoff === undefined) {
-      await patchCluster(
-        this.#kube,
-        ref,
-        { labels: { [pendingLabel]: null } },
-        cluster.metadata.resourceVersion,
-      );
-      return 'done';
-    }
-    const zone = handoff.zone;
-    // Progress goes into the handoff annotation, for `kubectl get vmcluster -o yaml` readers.
-    const note = async (message: string, progress: ZoneProgress): Promise<ZoneProgress> => {
-      if (handoff.message === message) return progress;
-      this.#logger.info('reconciler', { vmcluster: `${ref.namespace}/${ref.name}`, zone, message });
-      const latest = await this.#kube.get(ref);
-      const current = zoneState(latest).handoff;
-      if (current === undefined) return progress;
-      const updated: Handoff = { ...current, message, updatedAt: timestamp(this.#now()) };
-      try {
-        await patchCluster(
-          this.#kube,
-          ref,
-          { annotations: { [handoffAnnotation]: annotationValue(updated) } },
-          latest.metadata.resourceVersion,
-        );
-      } catch (err) {
-        // The operator wrote status meanwhile; the next pass notes the message again.
-        if (!isConflict(err)) throw err;
-      }
-      return progress;
+      return found;
     };
-
-    if (state.lease !== undefined && !sameRollout(state.lease, handoff.holder)) {
-      if (await holderExists(this.#kube, state.lease)) {
-        return note(
-          `waiting: ${name} is leased by ${describeHolder(state.lease)} since ${state.lease.since}`,
-          'blocked',
-        );
-      }
-    }
-    if (state.lease === undefined || !sameRollout(state.lease, handoff.holder)) {
-      const lease: Lease = { ...handoff.holder, since: timestamp(this.#now()) };
-      cluster = await patchCluster(
-        this.#kube,
-        ref,
-        { annotations: { [leaseAnnotation]: annotationValue(lease) } },
-        cluster.metadata.resourceVersion,
-      );
-      state = zoneState(cluster);
-    }
-
-    const rollback = state.rollback;
-    const reads = handoff.reads;
-    if (
-      handoff.rollback &&
-      rollback !== undefined &&
-      sameRevision(rollback, handoff.holder) &&
-      rollback.phase === 'requested'
-    ) {
-      const routing = await readRouting(this.#kube, reads);
-      if (routing.routed.includes(zone)) {
-        if (routing.routed.length === 1) {
-          return note(
-            `waiting: zone ${zone} is the last zone serving reads through ${routing.describe}; it cannot be rolled back until another zone serves reads`,
-            'blocked',
-          );
-        }
-        if (state.maintenance === undefined) {
-          const maintenance: Maintenance = {
-            zone,
-            since: timestamp(this.#now()),
-            reason: `rollback (${handoff.by})`,
-          };
-          cluster = await patchCluster(
-            this.#kube,
-            ref,
-            {
-              annotations: { [maintenanceAnnotation]: annotationValue(maintenance) },
-              labels: { [maintenanceLabel]: 'true' },
-            },
-            cluster.metadata.resourceVersion,
-          );
-        }
-        await drainZone(
-          this.#kube,
-          reads,
-          zone,
-          `rollback of ${describeHolder(handoff.holder)}`,
-          this.#now(),
-        );
-        return note(
-          `took zone ${zone} out of ${routing.describe} for the rollback; waiting for vmauth`,
-          'working',
-        );
-      }
-      const since = routing.changedAt ?? new Date(state.maintenance?.since ?? 0);
-      const evidence = await readEvidence(this.#kube, reads, since);
-      if (evidence.state === 'waiting')
-        return note(
-          `rollback: waiting until vmauth serves reads without zone ${zone}: ${evidence.message}`,
-          'working',
-        );
-      const servedSince =
-        evidence.reloadedAt !== undefined && evidence.reloadedAt > since ? evidence.reloadedAt : since;
-      const graceUntil = servedSince.getTime() + parseGoDurationMs(handoff.drainGracePeriod);
-      if (this.#now().getTime() < graceUntil) {
-        return note(
-          `rollback: grace period for queries in flight until ${timestamp(new Date(graceUntil))}`,
-          'working',
-        );
-      }
-      // Only fields that still hold the value we wrote go back: a later edit by someone else is not ours to undo.
-      const stillOurs = rollback.changes.filter((c) => deepEqual(valueAt(cluster.spec, c.path), c.after));
-      const revert = revertPatch(stillOurs.map((c) => ({ path: c.path, before: c.before, after: c.after })));
-      await patchCluster(
-        this.#kube,
-        ref,
-        {
-          annotations: {
-            [rollbackAnnotation]: annotationValue({
-              ...rollback,
-              phase: 'reverted',
-              revertedAt: timestamp(this.#now()),
-            }),
-          },
-          ...(stillOurs.length > 0 ? { spec: revert } : {}),
-        },
-        cluster.metadata.resourceVersion,
-      );
-      return note(
-        `rolled back ${stillOurs.length} of ${rollback.changes.length} fields of ${name}${stillOurs.length < rollback.changes.length ? ' (the others were changed by someone else since)' : ''}; waiting until it is operational`,
-        'working',
-      );
-    }
-
-    const readiness = vmclusterReadiness(cluster);
-    if (readiness.state !== 'ready') {
-      if (readiness.state === 'failed')
-        this.#logger.warn('reconciler: zone failed; its reads stay drained', {
-          zone,
-          message: readiness.message,
+    const pending: string[] = [];
+    for (const cluster of clusters) {
+      try {
+        if (await this.#adopt(cluster, progressOf)) pending.push(key(cluster));
+      } catch (err) {
+        this.#logger.warn('reconciler: could not judge a zone; retrying', {
+          vmcluster: key(cluster),
+          error: errorText(err),
         });
-      return note(`reads of zone ${zone} stay drained: ${readiness.message}`, 'working');
+      }
     }
-    const routing = await readRouting(this.#kube, reads);
-    if (routing.drained[zone] !== undefined) {
-      await restoreZone(this.#kube, reads, zone, this.#now());
-      return note(
-        `${name} is operational; put zone ${zone} back into ${routing.describe}; waiting for vmauth`,
-        'working',
-      );
-    }
-    if (routing.changedAt !== undefined) {
-      const evidence = await readEvidence(this.#kube, reads, routing.changedAt);
-      if (evidence.state === 'waiting')
-        return note(
-          `waiting until vmauth serves reads of zone ${zone} again: ${evidence.message}`,
-          'working',
-        );
-    }
-    const latest = await this.#kube.get(ref);
-    const reverted = zoneState(latest).rollback?.phase === 'reverted';
-    await patchCluster(
-      this.#kube,
-      ref,
-      {
-        annotations: {
-          [leaseAnnotation]: null,
-          [maintenanceAnnotation]: null,
-          [handoffAnnotation]: null,
-          ...(reverted ? { [rollbackAnnotation]: null } : {}),
-        },
-        labels: { [pendingLabel]: null, [maintenanceLabel]: null },
-      },
-      latest.metadata.resourceVersion,
+    const results = await Promise.all(
+      pending.map(async (id): Promise<[string, ZoneProgress]> => {
+        const [namespace = '', name = ''] = id.split('/');
+        try {
+          return [
+            id,
+            await finishZone(
+              { kube: this.#kube, logger: this.#logger, now: this.#now },
+              vmclusterRef(namespace, name),
+            ),
+          ];
+        } catch (err) {
+          (isTransient(err) ? this.#logger.info : this.#logger.warn).call(
+            this.#logger,
+            'reconciler: zone not advanced; retrying',
+            {
+              vmcluster: id,
+              error: errorText(err),
+            },
+          );
+          return [id, 'working'];
+        }
+      }),
     );
-    this.#logger.info('reconciler: zone finished', {
-      zone,
-      vmcluster: `${ref.namespace}/${ref.name}`,
-      rolledBack: reverted,
-    });
-    return 'done';
+    if (results.some(([, progress]) => progress === 'done')) {
+      const after = await this.#kube.list(vmApiVersion, 'VMCluster', '');
+      recordMaintenance(after, this.#now());
+    }
+    return Object.fromEntries(results);
   }
-}
 
-/** Zones already out of reads (in maintenance) first: they hold a zone away from reads until finished. */
-function rank(cluster: KubeObject): number {
-  return cluster.metadata.annotations?.[maintenanceAnnotation] !== undefined ? 0 : 1;
-}
+  /** Whether the zone has handed-over work now: it had already, or its walk ended and it is handed over here. */
+  async #adopt(
+    listed: KubeObject,
+    progressOf: (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>,
+  ): Promise<boolean> {
+    const cluster = loadedCluster(listed);
+    const { state } = cluster;
+    if (state.handoff !== undefined) return true;
+    const leased = state.lease !== undefined;
+    const holder: RolloutIdentity | undefined =
+      state.lease ?? (state.rollback?.phase === 'applied' ? state.rollback : undefined);
+    if (holder === undefined) return false;
+    const zone = state.lease?.zone ?? state.maintenance?.zone ?? state.rollback?.zone;
+    if (zone === undefined) return false;
+    const progress = await progressOf(holder);
+    const verdict = walkVerdict(holder, zone, leased, progress);
+    if (verdict.verdict === 'walking') return false;
 
-/** A top-level string field of a JSON annotation, '' when absent or unreadable (for ordering only). */
-function annotationField(cluster: KubeObject, annotation: string, field: string): string {
-  const text = cluster.metadata.annotations?.[annotation];
-  if (text === undefined) return '';
-  try {
-    return String((JSON.parse(text) as Record<string, unknown>)[field] ?? '');
-  } catch {
-    return '';
+    const rollback: RollbackRecord | undefined =
+      verdict.verdict === 'rollback' &&
+      state.rollback !== undefined &&
+      sameRevision(state.rollback, holder) &&
+      state.rollback.phase === 'applied' &&
+      state.rollback.changes.length > 0
+        ? state.rollback
+        : undefined;
+    if (!leased && rollback === undefined) return false;
+    const reads = this.#readsOf(state.lease, state.rollback, progress, listed);
+    if (typeof reads === 'string') {
+      this.#logger.warn('reconciler: cannot finish a zone whose walk ended', {
+        vmcluster: key(listed),
+        why: verdict.why,
+        problem: reads,
+      });
+      return false;
+    }
+    await handOver(
+      this.#kube,
+      cluster,
+      {
+        zone,
+        cluster: vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? ''),
+        holder,
+        by: `vmzones reconciler: ${verdict.why}${rollback ? '; rolling back its change' : '; the zone keeps the change it has'}`,
+        reads: reads.reads,
+        drainGracePeriod: reads.drainGracePeriod,
+        rollback,
+      },
+      this.#now(),
+    );
+    this.#logger.info('reconciler: took over a zone whose walk ended', {
+      vmcluster: key(listed),
+      zone,
+      why: verdict.why,
+      rollback: rollback !== undefined,
+    });
+    return true;
+  }
+
+  /** How to reach the zone's reads: from the lease or record (format 1), else from the Rollout's spec document. */
+  #readsOf(
+    lease: Lease | undefined,
+    record: RollbackRecord | undefined,
+    progress: RolloutProgress | undefined,
+    cluster: KubeObject,
+  ): { reads: NonNullable<Lease['reads']>; drainGracePeriod: string } | string {
+    for (const source of [lease, record]) {
+      if (source?.reads !== undefined && source.drainGracePeriod !== undefined) {
+        return { reads: source.reads, drainGracePeriod: source.drainGracePeriod };
+      }
+    }
+    if (progress === undefined) {
+      return 'its lease predates vmzones state format 1 and its Rollout is gone: restore its reads by hand';
+    }
+    try {
+      const spec = specFromAnnotations(progress.templateAnnotations);
+      return {
+        reads: readBalancerConfig(spec, spec.namespace ?? cluster.metadata.namespace ?? ''),
+        drainGracePeriod: spec.vmauth.drainGracePeriod,
+      };
+    } catch (err) {
+      return `the Rollout's spec document cannot be read: ${errorText(err)}`;
+    }
   }
 }

@@ -2,12 +2,10 @@
 // that nobody writes (or mistypes) the per-zone step list by hand.
 
 import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { stepPluginName, type ZoneAction } from './actions.ts';
 import type { ZoneSpecDocument } from './spec.ts';
 
-export const stepPluginName = 'vmzones/step';
 export const defaultHealthTemplate = 'vmzones-zone-healthy';
-
-export type ZoneAction = 'drainReads' | 'apply' | 'restoreReads';
 
 export interface RenderOptions {
   /** Zones in rollout order; defaults to the order of the spec document. */

@@ -5,19 +5,12 @@
 import type { StepResult } from '../rollouts/types.ts';
 import { readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
-import {
-  describeHandoff,
-  leasedByOther,
-  loadCluster,
-  openZoneAction,
-  patchCluster,
-  releasePatch,
-  waitInCall,
-  type ZoneDeps,
-} from './cluster.ts';
+import { waitInCall, type ZoneDeps } from './deps.ts';
+import { describeHandoff, leasedByOther } from './messages.ts';
 import { running, StepFailure, successful } from './outcome.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
+import { loadCluster, openZoneAction, patchCluster, releasePatch } from './vmcluster-state.ts';
 
 export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
   const { kube } = deps;

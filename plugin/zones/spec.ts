@@ -154,7 +154,15 @@ export function parseSpecDocument(text: string): ZoneSpecDocument {
       ),
     );
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  let value: unknown;
+  try {
+    // Aliases are expanded with a bound: a few hundred bytes of nested aliases can otherwise expand to gigabytes.
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    throw new SpecError([
+      `YAML: ${err instanceof Error ? err.message : String(err)} (aliases are limited to 100 expansions)`,
+    ]);
+  }
   const result = specSchema.safeParse(value);
   if (!result.success) {
     throw new SpecError(result.error.issues.map((i) => `${formatPath(i.path)}: ${issueMessage(i)}`));

@@ -8,6 +8,8 @@ import type { RolloutView } from '../rollouts/types.ts';
 import type { ReadBalancerConfig } from '../vm/read-balancer.ts';
 import type { FieldChange, JsonValue } from './merge-patch.ts';
 
+const jsonValue = z.custom<JsonValue>(() => true);
+
 export const leaseAnnotation = 'vmzones.io/lease';
 export const maintenanceAnnotation = 'vmzones.io/maintenance';
 export const rollbackAnnotation = 'vmzones.io/rollback';
@@ -16,50 +18,75 @@ export const handoffAnnotation = 'vmzones.io/handoff';
 export const pendingLabel = 'vmzones.io/pending';
 export const maintenanceLabel = 'vmzones.io/maintenance';
 
+/** The format of the JSON annotations below; a vmzones that meets a newer one says so instead of guessing. */
+export const stateFormatVersion = 1;
+
+const identity = { rollout: z.string(), uid: z.string(), revision: z.string() };
+const version = { v: z.number().int().min(1).optional() };
+/** How to reach the zone's read balancer without the Rollout: written by vmzones since format 1 (optional, so
+ *  that annotations of earlier builds still read; the reconciler then resolves it from the Rollout). */
+const readsConfig = z.custom<ReadBalancerConfig>(
+  (v) => typeof v === 'object' && v !== null && 'ref' in v && 'zones' in v,
+  'must be a read balancer config',
+);
+const readsFields = { reads: readsConfig.optional(), drainGracePeriod: z.string().optional() };
+
+const identitySchema = z.object(identity);
 /** The Rollout revision that acts: `revision` is the Rollout's `status.currentPodHash`. */
-export interface RolloutIdentity {
-  rollout: string;
-  uid: string;
-  revision: string;
-}
+export type RolloutIdentity = z.infer<typeof identitySchema>;
 
-export interface Lease extends RolloutIdentity {
-  since: string;
-}
+const leaseSchema = z.object({
+  ...version,
+  ...identity,
+  since: z.string(),
+  zone: z.string().optional(),
+  ...readsFields,
+});
+export type Lease = z.infer<typeof leaseSchema>;
 
-export interface Maintenance {
-  zone: string;
-  since: string;
+const maintenanceSchema = z.object({
+  ...version,
+  zone: z.string(),
+  since: z.string(),
   /** Why reads are (being) taken away, for humans and for alert silencing. */
-  reason: string;
-}
+  reason: z.string(),
+});
+export type Maintenance = z.infer<typeof maintenanceSchema>;
 
-export interface RollbackRecord extends RolloutIdentity {
-  zone: string;
+const rollbackSchema = z.object({
+  ...version,
+  ...identity,
+  zone: z.string(),
   /** applied: the change is in place; requested: Abort asked to undo it; reverted: it was undone. */
-  phase: 'applied' | 'requested' | 'reverted';
-  appliedAt: string;
+  phase: z.enum(['applied', 'requested', 'reverted']),
+  appliedAt: z.string(),
   /** metadata.generation after the change. */
-  generation: number;
-  changes: { path: string[]; before?: JsonValue; after?: JsonValue }[];
-  requestedAt?: string;
-  revertedAt?: string;
-}
+  generation: z.number(),
+  changes: z.array(
+    z.object({ path: z.array(z.string()), before: jsonValue.optional(), after: jsonValue.optional() }),
+  ),
+  requestedAt: z.string().optional(),
+  revertedAt: z.string().optional(),
+  ...readsFields,
+});
+export type RollbackRecord = z.infer<typeof rollbackSchema>;
 
-/** Work handed to the background reconciler: restore reads once operational, after rolling back if asked to. */
-export interface Handoff {
-  zone: string;
-  holder: RolloutIdentity;
-  requestedAt: string;
+/** Work handed to the background reconciler: restore reads once complete, after rolling back if asked to. */
+const handoffSchema = z.object({
+  ...version,
+  zone: z.string(),
+  holder: identitySchema,
+  requestedAt: z.string(),
   /** Who handed over and why, in words. */
-  by: string;
-  rollback: boolean;
-  reads: ReadBalancerConfig;
-  drainGracePeriod: string;
+  by: z.string(),
+  rollback: z.boolean(),
+  reads: readsConfig,
+  drainGracePeriod: z.string(),
   /** The reconciler's latest progress, in words. */
-  message?: string;
-  updatedAt?: string;
-}
+  message: z.string().optional(),
+  updatedAt: z.string().optional(),
+});
+export type Handoff = z.infer<typeof handoffSchema>;
 
 export class StateError extends Error {
   constructor(message: string) {
@@ -68,51 +95,27 @@ export class StateError extends Error {
   }
 }
 
-const identity = { rollout: z.string(), uid: z.string(), revision: z.string() };
-const leaseSchema = z.object({ ...identity, since: z.string() });
-const maintenanceSchema = z.object({ zone: z.string(), since: z.string(), reason: z.string() });
-const rollbackSchema = z.object({
-  ...identity,
-  zone: z.string(),
-  phase: z.enum(['applied', 'requested', 'reverted']),
-  appliedAt: z.string(),
-  generation: z.number(),
-  changes: z.array(
-    z.object({ path: z.array(z.string()), before: z.unknown().optional(), after: z.unknown().optional() }),
-  ),
-  requestedAt: z.string().optional(),
-  revertedAt: z.string().optional(),
-});
-const handoffSchema = z.object({
-  zone: z.string(),
-  holder: z.object(identity),
-  requestedAt: z.string(),
-  by: z.string(),
-  rollback: z.boolean(),
-  reads: z.custom<ReadBalancerConfig>(
-    (v) => typeof v === 'object' && v !== null && 'ref' in v && 'zones' in v,
-    'must be a read balancer config',
-  ),
-  drainGracePeriod: z.string(),
-  message: z.string().optional(),
-  updatedAt: z.string().optional(),
-});
-
 function parseAnnotation<T>(cluster: KubeObject, key: string, schema: z.ZodType<T>): T | undefined {
   const text = cluster.metadata.annotations?.[key];
   if (text === undefined || text === '') return undefined;
+  const where = `VMCluster ${cluster.metadata.namespace}/${cluster.metadata.name}: annotation ${key}`;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
+    throw new StateError(`${where} is not JSON; remove it by hand if vmzones did not write it`);
+  }
+  const format = (value as { v?: unknown } | null)?.v;
+  if (typeof format === 'number' && format > stateFormatVersion) {
     throw new StateError(
-      `VMCluster ${cluster.metadata.namespace}/${cluster.metadata.name}: annotation ${key} is not JSON; remove it by hand if vmzones did not write it`,
+      `${where} was written by a newer vmzones (state format v${format}; this one reads up to v${stateFormatVersion}): finish or abort the rollout with that version, or upgrade this one`,
     );
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
+    const issue = parsed.error.issues[0];
     throw new StateError(
-      `VMCluster ${cluster.metadata.namespace}/${cluster.metadata.name}: annotation ${key} is not what vmzones writes (${parsed.error.issues[0]?.message})`,
+      `${where} is not what vmzones writes (${issue?.path.join('.') || '(value)'}: ${issue?.message})`,
     );
   }
   return parsed.data;
@@ -130,8 +133,8 @@ export function zoneState(cluster: KubeObject): ZoneState {
   return {
     lease: parseAnnotation(cluster, leaseAnnotation, leaseSchema),
     maintenance: parseAnnotation(cluster, maintenanceAnnotation, maintenanceSchema),
-    rollback: parseAnnotation(cluster, rollbackAnnotation, rollbackSchema) as RollbackRecord | undefined,
-    handoff: parseAnnotation(cluster, handoffAnnotation, handoffSchema) as Handoff | undefined,
+    rollback: parseAnnotation(cluster, rollbackAnnotation, rollbackSchema),
+    handoff: parseAnnotation(cluster, handoffAnnotation, handoffSchema),
   };
 }
 
@@ -172,7 +175,7 @@ export function fieldChanges(record: RollbackRecord): FieldChange[] {
   return record.changes.map((c) => ({ path: c.path, before: c.before, after: c.after }));
 }
 
-/** An annotations patch value: JSON text, or null to delete. */
+/** An annotations patch value: JSON text stamped with the state format, or null to delete. */
 export function annotationValue(value: object | undefined): string | null {
-  return value === undefined ? null : JSON.stringify(value);
+  return value === undefined ? null : JSON.stringify({ v: stateFormatVersion, ...value });
 }

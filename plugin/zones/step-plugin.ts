@@ -5,13 +5,14 @@
 import { createLogger, type Logger } from '../goplugin/index.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
+import { abortStep, terminateStep } from './abort-terminate.ts';
 import { applyZone } from './apply.ts';
-import type { ZoneDeps } from './cluster.ts';
+import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
-import { abortStep, terminateStep } from './handoff.ts';
 import { failed, isFinal, successful } from './outcome.ts';
 import { ZoneReconciler } from './reconciler.ts';
 import { restoreReads } from './restore-reads.ts';
+import { SpecError } from './spec.ts';
 import { resolveTarget, type ZoneTarget } from './target.ts';
 
 export const stepPluginType = 'vmzones/step';
@@ -73,8 +74,12 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       }
       const status = { ...configSummary(context), error: err.message.slice(0, 1000) };
       if (operation !== 'Run') {
-        // Abort and Terminate cannot be retried; a document that cannot be read means nothing was ever done.
-        return successful(`nothing to ${operation.toLowerCase()}: ${err.message}`, status);
+        // Abort and Terminate are not retried. A document that cannot be read means this revision never acted;
+        // anything else (a malformed annotation, a refusal) is said as a failure, never as "nothing to do".
+        if (err instanceof SpecError)
+          return successful(`nothing to ${operation.toLowerCase()}: ${err.message}`, status);
+        logger.warn(`${operation} failed`, { ...configSummary(context), error: err.message });
+        return failed(`${operation} could not hand the zone over: ${err.message}`, status);
       }
       logger.info('step failed', { ...configSummary(context), error: err.message });
       return failed(err.message, status);

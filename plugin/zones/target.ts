@@ -8,7 +8,7 @@ import type { RolloutView } from '../rollouts/types.ts';
 import { defaultVmselectHosts, type ZoneReadBackend } from '../vm/read-backends.ts';
 import type { ReadBalancerConfig, ReadBalancerRef } from '../vm/read-balancer.ts';
 import { vmclusterRef } from '../vm/vmcluster.ts';
-import type { ZoneAction } from './render.ts';
+import { type ZoneAction, zoneActions } from './actions.ts';
 import {
   type ResolvedZone,
   resolveZone,
@@ -18,7 +18,7 @@ import {
 } from './spec.ts';
 import { type RolloutIdentity, rolloutIdentity } from './state.ts';
 
-export const zoneActions: readonly ZoneAction[] = ['drainReads', 'apply', 'restoreReads'];
+const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export interface StepConfig {
   zone: string;
@@ -34,7 +34,11 @@ export function parseStepConfig(config: unknown): StepConfig {
   }
   const { zone, action, ...rest } = config as Record<string, unknown>;
   const problems: string[] = [];
-  if (typeof zone !== 'string' || zone === '') problems.push('step config.zone: must be a zone name');
+  if (typeof zone !== 'string' || !dnsLabel.test(zone)) {
+    problems.push(
+      `step config.zone: must be a zone name of the spec document (a DNS label: lowercase letters, digits, "-"; got ${JSON.stringify(zone)})`,
+    );
+  }
   if (typeof action !== 'string' || !(zoneActions as readonly string[]).includes(action)) {
     problems.push(
       `step config.action: must be one of ${zoneActions.join(', ')} (got ${JSON.stringify(action)})`,

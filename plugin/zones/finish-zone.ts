@@ -1,0 +1,219 @@
+// What the reconciler does for one handed-over zone, one move per pass, each decided from the VMCluster and the
+// read balancer as they are now (so a restart anywhere resumes):
+//   rollback requested → take the zone out of reads (if it serves any, and only when that is safe) → wait for
+//   vmauth and the grace period → put back the recorded values → wait until operational → restore reads → wait for
+//   vmauth → release the lease, the maintenance mark and the handoff.
+
+import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import type { Logger } from '../goplugin/index.ts';
+import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
+import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
+import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
+import { describeCluster } from './messages.ts';
+import { isConflict } from './outcome.ts';
+import { drainBlocker, graceWindow } from './read-safety.ts';
+import {
+  annotationValue,
+  describeHolder,
+  type Handoff,
+  handoffAnnotation,
+  type Lease,
+  leaseAnnotation,
+  type Maintenance,
+  maintenanceAnnotation,
+  maintenanceLabel,
+  pendingLabel,
+  rollbackAnnotation,
+  sameRevision,
+  sameRollout,
+  timestamp,
+  zoneState,
+} from './state.ts';
+import { patchCluster } from './vmcluster-state.ts';
+import { holderExists } from './walk.ts';
+
+/** done: released; working: in progress; blocked: cannot move now (waits for another zone or Rollout). */
+export type ZoneProgress = 'done' | 'working' | 'blocked';
+
+export interface FinishDeps {
+  kube: KubeObjects;
+  logger: Logger;
+  now(): Date;
+}
+
+/** Advances one VMCluster's handed-over work as far as it can go now. */
+export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<ZoneProgress> {
+  const { kube } = deps;
+  const name = describeCluster(ref);
+  let cluster = await kube.get(ref);
+  let state = zoneState(cluster);
+  const handoff = state.handoff;
+  if (handoff === undefined) {
+    await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.metadata.resourceVersion);
+    return 'done';
+  }
+  const zone = handoff.zone;
+  // Progress goes into the handoff annotation, for `kubectl get vmcluster -o yaml` readers.
+  const note = async (message: string, progress: ZoneProgress): Promise<ZoneProgress> => {
+    if (handoff.message === message) return progress;
+    deps.logger.info('reconciler', { vmcluster: `${ref.namespace}/${ref.name}`, zone, message });
+    const latest = await kube.get(ref);
+    const current = zoneState(latest).handoff;
+    if (current === undefined) return progress;
+    const updated: Handoff = { ...current, message, updatedAt: timestamp(deps.now()) };
+    try {
+      await patchCluster(
+        kube,
+        ref,
+        { annotations: { [handoffAnnotation]: annotationValue(updated) } },
+        latest.metadata.resourceVersion,
+      );
+    } catch (err) {
+      // The operator wrote status meanwhile; the next pass notes the message again.
+      if (!isConflict(err)) throw err;
+    }
+    return progress;
+  };
+
+  if (state.lease !== undefined && !sameRollout(state.lease, handoff.holder)) {
+    if (await holderExists(kube, state.lease)) {
+      return note(
+        `waiting: ${name} is leased by ${describeHolder(state.lease)} since ${state.lease.since}`,
+        'blocked',
+      );
+    }
+  }
+  if (state.lease === undefined || !sameRollout(state.lease, handoff.holder)) {
+    const lease: Lease = { ...handoff.holder, zone, since: timestamp(deps.now()) };
+    cluster = await patchCluster(
+      kube,
+      ref,
+      { annotations: { [leaseAnnotation]: annotationValue(lease) } },
+      cluster.metadata.resourceVersion,
+    );
+    state = zoneState(cluster);
+  }
+
+  const rollback = state.rollback;
+  const reads = handoff.reads;
+  if (
+    handoff.rollback &&
+    rollback !== undefined &&
+    sameRevision(rollback, handoff.holder) &&
+    rollback.phase === 'requested'
+  ) {
+    const routing = await readRouting(kube, reads);
+    if (routing.routed.includes(zone)) {
+      if (routing.routed.length === 1) {
+        return note(
+          `waiting: zone ${zone} is the last zone serving reads through ${routing.describe}; it cannot be rolled back until another zone serves reads`,
+          'blocked',
+        );
+      }
+      const blocker = await drainBlocker(kube, reads, routing, zone, true);
+      if (blocker !== undefined) return note(`waiting to roll back zone ${zone}: ${blocker}`, 'blocked');
+      if (state.maintenance === undefined) {
+        const maintenance: Maintenance = {
+          zone,
+          since: timestamp(deps.now()),
+          reason: `rollback (${handoff.by})`,
+        };
+        cluster = await patchCluster(
+          kube,
+          ref,
+          {
+            annotations: { [maintenanceAnnotation]: annotationValue(maintenance) },
+            labels: { [maintenanceLabel]: 'true' },
+          },
+          cluster.metadata.resourceVersion,
+        );
+      }
+      await drainZone(kube, reads, zone, `rollback of ${describeHolder(handoff.holder)}`, deps.now());
+      return note(
+        `took zone ${zone} out of ${routing.describe} for the rollback; waiting for vmauth`,
+        'working',
+      );
+    }
+    const since = routing.changedAt ?? new Date(state.maintenance?.since ?? 0);
+    const evidence = await readEvidence(kube, reads, since);
+    if (evidence.state === 'waiting') {
+      return note(
+        `rollback: waiting until vmauth serves reads without zone ${zone}: ${evidence.message}`,
+        'working',
+      );
+    }
+    const { graceUntil } = graceWindow(evidence, since, parseGoDurationMs(handoff.drainGracePeriod));
+    if (deps.now() < graceUntil) {
+      return note(`rollback: grace period for queries in flight until ${timestamp(graceUntil)}`, 'working');
+    }
+    // Only fields that still hold the value we wrote go back: a later edit by someone else is not ours to undo.
+    const stillOurs = rollback.changes.filter((c) => deepEqual(valueAt(cluster.spec, c.path), c.after));
+    const revert = revertPatch(stillOurs.map((c) => ({ path: c.path, before: c.before, after: c.after })));
+    await patchCluster(
+      kube,
+      ref,
+      {
+        annotations: {
+          [rollbackAnnotation]: annotationValue({
+            ...rollback,
+            phase: 'reverted',
+            revertedAt: timestamp(deps.now()),
+          }),
+        },
+        ...(stillOurs.length > 0 ? { spec: revert } : {}),
+      },
+      cluster.metadata.resourceVersion,
+    );
+    return note(
+      `rolled back ${stillOurs.length} of ${rollback.changes.length} fields of ${name}${stillOurs.length < rollback.changes.length ? ' (the others were changed by someone else since)' : ''}; waiting until it is operational`,
+      'working',
+    );
+  }
+
+  const readiness = vmclusterReadiness(cluster);
+  if (readiness.state !== 'ready') {
+    if (readiness.state === 'failed')
+      deps.logger.warn('reconciler: zone failed; its reads stay drained', {
+        zone,
+        message: readiness.message,
+      });
+    return note(`reads of zone ${zone} stay drained: ${readiness.message}`, 'working');
+  }
+  const routing = await readRouting(kube, reads);
+  if (routing.drained[zone] !== undefined) {
+    await restoreZone(kube, reads, zone, deps.now());
+    return note(
+      `${name} is operational; put zone ${zone} back into ${routing.describe}; waiting for vmauth`,
+      'working',
+    );
+  }
+  if (routing.changedAt !== undefined) {
+    const evidence = await readEvidence(kube, reads, routing.changedAt);
+    if (evidence.state === 'waiting')
+      return note(`waiting until vmauth serves reads of zone ${zone} again: ${evidence.message}`, 'working');
+  }
+  const latest = await kube.get(ref);
+  const reverted = zoneState(latest).rollback?.phase === 'reverted';
+  await patchCluster(
+    kube,
+    ref,
+    {
+      annotations: {
+        [leaseAnnotation]: null,
+        [maintenanceAnnotation]: null,
+        [handoffAnnotation]: null,
+        ...(reverted ? { [rollbackAnnotation]: null } : {}),
+      },
+      labels: { [pendingLabel]: null, [maintenanceLabel]: null },
+    },
+    latest.metadata.resourceVersion,
+  );
+  deps.logger.info('reconciler: zone finished', {
+    zone,
+    vmcluster: `${ref.namespace}/${ref.name}`,
+    rolledBack: reverted,
+    why: handoff.by,
+  });
+  return 'done';
+}

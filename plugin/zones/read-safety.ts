@@ -1,0 +1,47 @@
+// When taking a zone out of reads is safe, and when the reads it stopped serving have settled: shared by drainReads
+// and the reconciler's rollbacks, so both drain by the same rules and wait for the same evidence.
+
+import type { KubeObjects } from '../kube/objects.ts';
+import type { ReadBalancerConfig, ReadEvidence, ReadRouting } from '../vm/read-balancer.ts';
+import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
+
+/**
+ * Why `zone` must not leave the balancer now, or undefined. A zone disruption budget: every other zone that serves
+ * reads must be operational (draining beside a broken zone would leave only broken ones serving), and with
+ * `oneAtATime` no other zone may be out of reads already (the reconciler's rollbacks never take more zones away
+ * than the rollout did). The last serving zone is refused by drainZone itself.
+ */
+export async function drainBlocker(
+  kube: KubeObjects,
+  reads: ReadBalancerConfig,
+  routing: ReadRouting,
+  zone: string,
+  oneAtATime: boolean,
+): Promise<string | undefined> {
+  if (oneAtATime) {
+    const out = Object.keys(routing.drained).filter((z) => z !== zone);
+    if (out.length > 0) {
+      return `zone ${out.join(', ')} is already out of reads through ${routing.describe}; one zone at a time`;
+    }
+  }
+  for (const backend of reads.zones) {
+    if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;
+    const readiness = vmclusterReadiness(await kube.get(vmclusterRef(backend.namespace, backend.vmcluster)));
+    if (readiness.state !== 'ready') {
+      return `zone ${backend.zone} serves reads through ${routing.describe} but is not healthy (${readiness.message}); draining zone ${zone} now would leave reads to it`;
+    }
+  }
+  return undefined;
+}
+
+/** From when vmauth serves the routing without the zone (the reload, or the write when no later reload is known),
+ *  and when the grace period for queries in flight ends. */
+export function graceWindow(
+  evidence: ReadEvidence,
+  since: Date,
+  graceMs: number,
+): { servedSince: Date; graceUntil: Date } {
+  const servedSince =
+    evidence.reloadedAt !== undefined && evidence.reloadedAt > since ? evidence.reloadedAt : since;
+  return { servedSince, graceUntil: new Date(servedSince.getTime() + graceMs) };
+}

@@ -1,0 +1,101 @@
+// Whether the Rollout revision that holds a zone (its lease) or changed it (its rollback record) is still walking
+// it. The controller finishes a step plugin's work only through Run, Abort and Terminate, and several endings of a
+// rollout call none of them for the zone in hand: `promote --full` during an analysis or a pause, a new revision
+// (a new commit), a template reverted to the stable one, a deleted Rollout, an Abort lost to a crash. Each is read
+// here from the Rollout itself, so the reconciler can finish what no step will (docs/step-plugin.md, "Endings").
+
+import { KubeError, type KubeObjects } from '../kube/objects.ts';
+import { type RolloutProgress, rolloutProgress } from '../rollouts/rollout-object.ts';
+import { stepPluginName } from './actions.ts';
+import { describeHolder, type RolloutIdentity } from './state.ts';
+
+/** walking: leave the zone to the steps; finish: bring it back with the change it has; rollback: undo first. */
+export type WalkVerdict =
+  | { verdict: 'walking' }
+  | { verdict: 'finish'; why: string }
+  | { verdict: 'rollback'; why: string };
+
+const rolloutApi = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout' } as const;
+
+/** The holder's Rollout now: its progress, or `undefined` when it (that uid) no longer exists. */
+export async function holderProgress(
+  kube: KubeObjects,
+  holder: RolloutIdentity,
+): Promise<RolloutProgress | undefined> {
+  const [namespace = '', name = ''] = holder.rollout.split('/');
+  try {
+    const progress = rolloutProgress(await kube.get({ ...rolloutApi, namespace, name }));
+    if (typeof progress === 'string')
+      throw new KubeError('invalid', `Rollout ${holder.rollout}: ${progress}`);
+    return progress.uid === holder.uid ? progress : undefined;
+  } catch (err) {
+    if (err instanceof KubeError && err.kind === 'notFound') return undefined;
+    throw err;
+  }
+}
+
+/** Whether the Rollout that holds a lease still exists (same uid); a lease of a deleted Rollout is stale. */
+export async function holderExists(kube: KubeObjects, holder: RolloutIdentity): Promise<boolean> {
+  return (await holderProgress(kube, holder)) !== undefined;
+}
+
+/** The index of the last vmzones step of `zone` (its restoreReads), or -1 when the Rollout has none. */
+function lastStepOf(progress: RolloutProgress, zone: string): number {
+  let last = -1;
+  progress.steps.forEach((step, index) => {
+    const config = step.plugin?.config;
+    if (
+      step.plugin?.name === stepPluginName &&
+      typeof config === 'object' &&
+      config !== null &&
+      (config as { zone?: unknown }).zone === zone
+    ) {
+      last = index;
+    }
+  });
+  return last;
+}
+
+/**
+ * What should become of a zone that `holder` leased (`leased`) or only changed and released (its rollback record
+ * is still `applied`). `progress` is the holder's Rollout, `undefined` when deleted.
+ */
+export function walkVerdict(
+  holder: RolloutIdentity,
+  zone: string,
+  leased: boolean,
+  progress: RolloutProgress | undefined,
+): WalkVerdict {
+  const who = describeHolder(holder);
+  if (progress === undefined) {
+    // Nobody asks for the change to be undone; the zone keeps it and comes back (docs/step-plugin.md, "Endings").
+    return leased ? { verdict: 'finish', why: `${who} was deleted mid-walk` } : { verdict: 'walking' };
+  }
+  const revision = holder.revision;
+  if (progress.currentRevision !== '' && progress.currentRevision !== revision) {
+    if (progress.currentRevision === progress.stableRevision && progress.stableRevision !== revision) {
+      // Back to the stable template (a Git revert): the controller skips every step, so nobody else undoes it.
+      return {
+        verdict: 'rollback',
+        why: `${who} was abandoned: the Rollout went back to its stable revision ${progress.stableRevision}`,
+      };
+    }
+    // A newer revision walks the zones again; a zone in hand comes back with what it has until its turn.
+    return leased
+      ? { verdict: 'finish', why: `${who} was superseded by revision ${progress.currentRevision}` }
+      : { verdict: 'walking' };
+  }
+  if (!leased) return { verdict: 'walking' };
+  if (progress.aborted) return { verdict: 'rollback', why: `${who} was aborted` };
+  if (progress.stableRevision === revision) {
+    return { verdict: 'finish', why: `${who} was promoted to stable before zone ${zone} was finished` };
+  }
+  const last = lastStepOf(progress, zone);
+  if (progress.currentStepIndex > last) {
+    return {
+      verdict: 'finish',
+      why: `${who} moved past the steps of zone ${zone} (now at step ${progress.currentStepIndex + 1}) while it held the zone`,
+    };
+  }
+  return { verdict: 'walking' };
+}
