@@ -49,7 +49,7 @@ export class MemoryKube implements KubeObjects {
     return structuredClone(object);
   }
 
-  async mergePatch(): Promise<KubeObject> {
+  async mergePatch(_ref: ObjectRef, _patch: Record<string, unknown>): Promise<KubeObject> {
     throw new Error('the gates never write');
   }
 

@@ -1,0 +1,320 @@
+// The zone actions and the reconciler on the writable in-memory Kubernetes: the decisions that the sandbox e2e
+// exercises only through the controller, here one by one (a walk, every ending, refusals, transient faults).
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { KubeError } from '../../../plugin/kube/objects.ts';
+import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
+import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { zoneState } from '../../../plugin/zones/state.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
+import { readBackends } from '../../../plugin/zones/target.ts';
+import {
+  type MemoryCluster,
+  ns,
+  type RolloutStatus,
+  rolloutObject,
+  specDocument,
+  startVmauthFixture,
+  threeZones,
+} from './memory-cluster.ts';
+
+let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
+before(async () => {
+  vmauth = await startVmauthFixture();
+});
+after(() => vmauth.close());
+
+const revisionR = 'rev-r';
+const stable = 'rev-s';
+
+function view(kube: MemoryCluster, name = 'walk'): RolloutView {
+  const rollout = kube.getStored('Rollout', name, 'argoproj.io/v1alpha1') as unknown as RolloutView;
+  return rollout;
+}
+
+function setup(
+  status: RolloutStatus = { currentPodHash: revisionR, stableRS: stable, currentStepIndex: 0 },
+  spec = specDocument(),
+) {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', status, spec));
+  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
+  const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
+  const step = (
+    zone: string,
+    action: string,
+    operation: 'run' | 'abort' | 'terminate' = 'run',
+  ): Promise<StepResult> =>
+    plugin[operation](view(kube), {
+      pluginName: 'vmzones/step',
+      config: { zone, action },
+      status: undefined,
+    });
+  return { kube, plugin, reconciler, step };
+}
+
+function routed(kube: MemoryCluster): string[] {
+  const backends = readBackends(parseSpecDocument(specDocument()), ns);
+  return zonesRoutedByVMUser(kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
+}
+
+function stateOf(kube: MemoryCluster, zone: string) {
+  return zoneState(kube.getStored('VMCluster', `vm-${zone}`));
+}
+
+async function untilSettled(reconciler: ZoneReconciler, passes = 10): Promise<Record<string, string>> {
+  let progress: Record<string, string> = {};
+  for (let i = 0; i < passes; i++) {
+    progress = await reconciler.tick();
+    if (Object.values(progress).every((p) => p === 'done')) break;
+  }
+  return progress;
+}
+
+/** drainReads (to Successful) and apply of `zone` by the Rollout's current revision. */
+async function drainAndApply(step: ReturnType<typeof setup>['step'], zone: string): Promise<void> {
+  let drained = await step(zone, 'drainReads');
+  for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step(zone, 'drainReads');
+  assert.equal(drained.phase, 'Successful', drained.message);
+  const applied = await step(zone, 'apply');
+  assert.equal(applied.phase, 'Successful', applied.message);
+}
+
+test('a whole zone: drainReads takes it out of reads and leases it, apply changes it, restoreReads brings it back and releases it', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  assert.deepEqual(routed(kube), ['zone-b', 'zone-c']);
+  assert.equal(kube.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion, 'v1.152.0-cluster');
+  assert.equal(stateOf(kube, 'zone-a').lease?.revision, revisionR);
+  const restored = await step('zone-a', 'restoreReads');
+  assert.equal(restored.phase, 'Successful', restored.message);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.equal(stateOf(kube, 'zone-a').lease, undefined);
+  assert.equal(stateOf(kube, 'zone-a').maintenance, undefined);
+  assert.equal(stateOf(kube, 'zone-a').rollback?.phase, 'applied');
+});
+
+test("promote --full during the zone's analysis: the reconciler brings the zone back with the change and releases it", async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-b');
+  // The controller promotes fully: no step of zone-b runs again and no Terminate reaches a plugin step.
+  kube.setStatus('Rollout', 'walk', { stableRS: revisionR, currentStepIndex: 9 });
+  await untilSettled(reconciler);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  const state = stateOf(kube, 'zone-b');
+  assert.equal(state.lease, undefined, 'lease released');
+  assert.equal(state.maintenance, undefined, 'out of maintenance');
+  assert.equal(state.handoff, undefined);
+  assert.equal(
+    kube.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion,
+    'v1.152.0-cluster',
+    'keeps the change',
+  );
+  assert.equal(
+    kube.getStored('VMCluster', 'vm-zone-c').spec?.clusterVersion,
+    'v1.151.0-cluster',
+    'zones not reached keep their spec',
+  );
+});
+
+test('a walk in progress is left to its steps', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  kube.setStatus('Rollout', 'walk', { currentStepIndex: 1 });
+  assert.deepEqual(await reconciler.tick(), {});
+  assert.deepEqual(routed(kube), ['zone-b', 'zone-c']);
+  assert.equal(stateOf(kube, 'zone-a').handoff, undefined);
+});
+
+test('a Git revert to the stable template rolls back every zone the abandoned revision changed, finished or not', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  assert.equal((await step('zone-a', 'restoreReads')).phase, 'Successful');
+  await drainAndApply(step, 'zone-b');
+  // The template goes back to the stable one: the controller skips every step.
+  kube.setStatus('Rollout', 'walk', { currentPodHash: stable, currentStepIndex: 9 });
+  await untilSettled(reconciler, 20);
+  for (const zone of ['zone-a', 'zone-b', 'zone-c']) {
+    assert.equal(kube.getStored('VMCluster', `vm-${zone}`).spec?.clusterVersion, 'v1.151.0-cluster', zone);
+    const state = stateOf(kube, zone);
+    assert.equal(state.lease, undefined, `${zone} released`);
+    assert.equal(state.maintenance, undefined, `${zone} out of maintenance`);
+    assert.equal(state.rollback, undefined, `${zone} rollback record cleared`);
+  }
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+});
+
+test('a new revision mid-walk: the zone in hand comes back until its turn, and the new walk can take it back', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-b');
+  kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r2', currentStepIndex: 0 });
+  await untilSettled(reconciler);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.equal(stateOf(kube, 'zone-b').lease, undefined);
+  // And when the handoff is still there, the new revision's drainReads takes the zone over instead of waiting.
+  await drainAndApply(step, 'zone-c');
+  kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
+  kube.heldBack.add(`VMCluster ${ns}/vm-zone-c`);
+  kube.setStatus('VMCluster', 'vm-zone-c', { updateStatus: 'expanding' });
+  await reconciler.tick();
+  assert.notEqual(stateOf(kube, 'zone-c').handoff, undefined, 'handed over');
+  const taken = await step('zone-c', 'drainReads');
+  assert.notEqual(taken.phase, 'Failed', taken.message);
+  assert.match(taken.message ?? '', /took the zone back from the vmzones reconciler/);
+  assert.equal(stateOf(kube, 'zone-c').handoff, undefined);
+  assert.equal(stateOf(kube, 'zone-c').lease?.revision, 'rev-r3');
+});
+
+test('a deleted Rollout: the zones it held are finished and released, with the change they have', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  kube.objects.delete(`argoproj.io/v1alpha1|Rollout|${ns}|walk`);
+  await untilSettled(reconciler);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.equal(stateOf(kube, 'zone-a').lease, undefined);
+  assert.equal(kube.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion, 'v1.152.0-cluster');
+});
+
+test('an Abort lost to a crash: the reconciler rolls the zone back from its lease and rollback record alone', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  kube.setStatus('Rollout', 'walk', { abort: true });
+  await untilSettled(reconciler);
+  assert.equal(kube.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion, 'v1.151.0-cluster');
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.equal(stateOf(kube, 'zone-a').lease, undefined);
+});
+
+test('zones progress independently: a zone waiting for its operator does not hold up another', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  // zone-a's rollback never becomes operational (the operator stays at expanding).
+  kube.heldBack.add(`VMCluster ${ns}/vm-zone-a`);
+  kube.setStatus('Rollout', 'walk', { abort: true });
+  // zone-b was drained by a second Rollout that was then deleted.
+  kube.put(rolloutObject('gone', { currentPodHash: 'rev-g', stableRS: 'rev-s', currentStepIndex: 3 }));
+  const gone = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
+  const goneView = view(kube, 'gone');
+  const config = { zone: 'zone-b', action: 'drainReads' };
+  kube.setStatus('VMCluster', 'vm-zone-a', { updateStatus: 'operational' });
+  let drained = await gone.run(goneView, { pluginName: 'vmzones/step', config, status: undefined });
+  for (let i = 0; i < 5 && drained.phase === 'Running'; i++)
+    drained = await gone.run(goneView, { pluginName: 'vmzones/step', config, status: undefined });
+  assert.equal(drained.phase, 'Successful', drained.message);
+  kube.setStatus('VMCluster', 'vm-zone-a', { updateStatus: 'expanding' });
+  kube.objects.delete(`argoproj.io/v1alpha1|Rollout|${ns}|gone`);
+  const progress = await untilSettled(reconciler, 6);
+  assert.equal(progress[`${ns}/vm-zone-a`], 'working', 'zone-a waits for its operator');
+  assert.deepEqual(routed(kube), ['zone-b', 'zone-c']);
+  assert.equal(stateOf(kube, 'zone-b').lease, undefined);
+  assert.notEqual(
+    stateOf(kube, 'zone-a').maintenance,
+    undefined,
+    'zone-a stays in maintenance, out of reads',
+  );
+});
+
+test('drainReads waits while another zone that serves reads is not operational, and writes nothing', async () => {
+  const { kube, step } = setup();
+  kube.setStatus('VMCluster', 'vm-zone-c', { updateStatus: 'expanding' });
+  const before = kube.patches.length;
+  const result = await step('zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running');
+  assert.match(result.message ?? '', /zone zone-c serves reads .* but is not healthy/);
+  assert.equal(kube.patches.length, before, 'nothing written');
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+});
+
+test('a field the VMCluster schema would prune (a typo) fails apply with nothing changed', async () => {
+  const { kube, step } = setup(undefined, specDocument({ clusterVerison: 'v1.152.0-cluster' }));
+  kube.knownVMClusterFields = new Set(['clusterVersion', 'vmstorage', 'vmselect', 'vminsert']);
+  let drained = await step('zone-a', 'drainReads');
+  while (drained.phase === 'Running') drained = await step('zone-a', 'drainReads');
+  const result = await step('zone-a', 'apply');
+  assert.equal(result.phase, 'Failed');
+  assert.match(result.message ?? '', /would not keep spec\.clusterVerison/);
+  assert.equal(stateOf(kube, 'zone-a').rollback, undefined, 'no rollback record written');
+  assert.equal(
+    kube.patches.filter((p) => !p.dryRun && p.ref.startsWith('VMCluster') && 'spec' in p.body).length,
+    0,
+  );
+});
+
+test('forbidden ends the step Failed with the verb, resource and namespace; 503 is retried', async () => {
+  const { kube, step } = setup();
+  kube.failNextPatch.set(
+    'VMCluster',
+    new KubeError('forbidden', 'patching VMCluster vm/vm-zone-a: HTTP 403: forbidden', 403),
+  );
+  const refused = await step('zone-a', 'drainReads');
+  assert.equal(refused.phase, 'Failed');
+  assert.match(refused.message ?? '', /patching VMCluster vm\/vm-zone-a: HTTP 403/);
+  kube.failNextPatch.set(
+    'VMCluster',
+    new KubeError('unavailable', 'patching VMCluster vm/vm-zone-a: HTTP 503', 503),
+  );
+  await assert.rejects(step('zone-a', 'drainReads'), /HTTP 503/);
+});
+
+test('Abort retries transient API faults inside the call, and a malformed annotation is a failure, not "nothing to abort"', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  kube.failNextPatch.set(
+    'VMCluster',
+    new KubeError('unavailable', 'patching VMCluster vm/vm-zone-a: HTTP 503', 503),
+  );
+  const aborted = await step('zone-a', 'apply', 'abort');
+  assert.equal(aborted.phase, 'Successful', aborted.message);
+  assert.match(aborted.message ?? '', /rollback requested/);
+  assert.equal(stateOf(kube, 'zone-a').rollback?.phase, 'requested');
+
+  const cluster = kube.getStored('VMCluster', 'vm-zone-b');
+  kube.put({
+    ...cluster,
+    apiVersion: cluster.apiVersion ?? '',
+    kind: 'VMCluster',
+    metadata: { ...cluster.metadata, annotations: { 'vmzones.io/lease': '{"rollout":' } },
+  });
+  const broken = await step('zone-b', 'drainReads', 'abort');
+  assert.equal(broken.phase, 'Failed');
+  assert.match(broken.message ?? '', /annotation vmzones\.io\/lease is not JSON/);
+});
+
+test('bad step input fails clearly: a zone that is no DNS label, a YAML alias bomb', async () => {
+  const { step } = setup();
+  const proto = await step('__proto__', 'drainReads');
+  assert.equal(proto.phase, 'Failed');
+  assert.match(proto.message ?? '', /step config\.zone: must be a zone name .*DNS label/);
+  const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+  for (let i = 1; i < 12; i++)
+    bomb.push(
+      `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)}]`,
+    );
+  const { step: bombStep } = setup(undefined, bomb.join('\n'));
+  const result = await bombStep('zone-a', 'drainReads');
+  assert.equal(result.phase, 'Failed');
+  assert.match(result.message ?? '', /alias/i);
+});
+
+test('state written by a newer vmzones is refused with a message saying so', async () => {
+  const { kube, step } = setup();
+  const cluster = kube.getStored('VMCluster', 'vm-zone-a');
+  kube.put({
+    ...cluster,
+    apiVersion: cluster.apiVersion ?? '',
+    kind: 'VMCluster',
+    metadata: {
+      ...cluster.metadata,
+      annotations: {
+        'vmzones.io/lease': JSON.stringify({ v: 9, rollout: 'vm/x', uid: 'u', revision: 'r', since: 'now' }),
+      },
+    },
+  });
+  const result = await step('zone-a', 'drainReads');
+  assert.equal(result.phase, 'Failed');
+  assert.match(result.message ?? '', /written by a newer vmzones \(state format v9/);
+});
