@@ -179,12 +179,12 @@ export function walkSteps(): { plugin: { name: string; config: { zone: string; a
   );
 }
 
-export interface RolloutStatus {
+export type RolloutStatus = {
   currentPodHash: string;
   stableRS: string;
   currentStepIndex?: number;
   abort?: boolean;
-}
+};
 
 export function rolloutObject(name: string, status: RolloutStatus, spec = specDocument()) {
   return {
