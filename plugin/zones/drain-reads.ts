@@ -140,6 +140,12 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
   );
   const what = `zone ${zone}: ${clusterName} was taken out of ${after.describe} at ${status.drainedAt}${tookOver}`;
   if (evidence.state === 'waiting') {
+    const deadline = new Date(since.getTime() + target.readyTimeoutMs);
+    if (deps.now() > deadline) {
+      throw new StepFailure(
+        `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${evidence.message}. The rollout aborts and vmzones puts the zone back`,
+      );
+    }
     return running(`${what}; waiting until every vmauth replica serves that: ${evidence.message}`, {
       ...status,
       state: 'waitingForVmauth',

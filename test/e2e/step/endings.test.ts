@@ -1,0 +1,235 @@
+// Every ending of a walk that no step finishes, under the real Argo Rollouts controller on the sandbox: promote
+// --full during a pause, a new revision (a new commit) during a pause, the template reverted to the stable one,
+// the Rollout deleted mid-walk. Each must end with every zone serving reads from a healthy, known spec, released
+// and out of maintenance — finished by the plugin's background reconciler (plugin/zones/walk.ts). Reads go
+// through vmauth all along; a routed zone must never be unhealthy. One sandbox (3 zones) for the file.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { KubeObjects } from '../../../plugin/kube/objects.ts';
+import type { CanaryStep } from '../../../plugin/zones/render.ts';
+import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import {
+  cluster,
+  eventually,
+  ns,
+  rolloutObject,
+  rolloutState,
+  routedZones,
+  runStatus,
+  sandboxKube,
+  startReadProber,
+  startRoutingWatcher,
+  stepsFor,
+  vmzonesAnnotations,
+  zoneSpec,
+} from './harness.ts';
+
+const zones = [
+  { zone: 'zone-a', vmcluster: 'vm-zone-a' },
+  { zone: 'zone-b', vmcluster: 'vm-zone-b' },
+  { zone: 'zone-c', vmcluster: 'vm-zone-c' },
+];
+const latencyOffset = (value: string) => ({ vmstorage: { extraArgs: { 'search.latencyOffset': value } } });
+
+let sandbox: Sandbox;
+let kube: KubeObjects;
+const report: string[] = [];
+
+before(async () => {
+  sandbox = await startSandbox({ zones: 3, podRestartSeconds: 2, plugin: true });
+  kube = sandboxKube(sandbox);
+});
+
+after(async () => {
+  console.log(`\n---- vmzones endings e2e ----\n${report.join('\n')}\n`);
+  if (sandbox) await sandbox.stop();
+});
+
+async function offsets(): Promise<Record<string, unknown>> {
+  const result: Record<string, unknown> = {};
+  for (const z of zones) {
+    const spec = (await cluster(kube, z.vmcluster)).spec as {
+      vmstorage?: { extraArgs?: Record<string, string> };
+    };
+    result[z.zone] = spec.vmstorage?.extraArgs?.['search.latencyOffset'] ?? '(unset)';
+  }
+  return result;
+}
+
+/** The walk's steps with a manual pause right after `zone`'s apply (where the zone is drained and changed). */
+function stepsPausingAfterApply(spec: ReturnType<typeof zoneSpec>, zone: string): CanaryStep[] {
+  const steps = stepsFor(spec, 'none');
+  const applyIndex = steps.findIndex(
+    (s) => 'plugin' in s && s.plugin.config.zone === zone && s.plugin.config.action === 'apply',
+  );
+  return [...steps.slice(0, applyIndex + 1), { pause: {} }, ...steps.slice(applyIndex + 1)];
+}
+
+async function pausedAfterApply(name: string, index: number): Promise<void> {
+  await eventually(
+    `${name}: paused after apply (step ${index + 1})`,
+    async () => {
+      const s = await rolloutState(kube, name);
+      return runStatus(s, index)?.phase === 'Successful' && s.status.currentStepIndex === index + 1
+        ? true
+        : undefined;
+    },
+    240_000,
+    1000,
+  );
+}
+
+/** Every zone routed, operational, without lease, maintenance or handoff (what every ending must leave). */
+async function everyZoneServing(what: string): Promise<number> {
+  const started = Date.now();
+  await eventually(
+    `${what}: every zone serving reads, released and out of maintenance`,
+    async () => {
+      const routed = await routedZones(kube);
+      if (routed.length !== zones.length) return undefined;
+      for (const z of zones) {
+        const annotations = vmzonesAnnotations(await cluster(kube, z.vmcluster));
+        if (
+          ['vmzones.io/lease', 'vmzones.io/maintenance', 'vmzones.io/handoff'].some((a) => a in annotations)
+        )
+          return undefined;
+      }
+      return true;
+    },
+    240_000,
+    1000,
+  );
+  return (Date.now() - started) / 1000;
+}
+
+async function withProbes<T>(work: () => Promise<T>): Promise<T> {
+  const prober = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
+  const watcher = startRoutingWatcher(kube, zones);
+  try {
+    return await work();
+  } finally {
+    const reads = await prober.stop();
+    const routing = await watcher.stop();
+    report.push(
+      `  reads ${reads.sent} sent / ${reads.failed} failed; routing checks ${routing.checks} / ${routing.violations.length} violations`,
+    );
+    assert.equal(reads.failed, 0, `failed reads through vmauth: ${reads.failures.join('; ')}`);
+    assert.deepEqual(routing.violations, [], 'a routed zone was not operational');
+  }
+}
+
+async function startRollout(
+  name: string,
+  value: string,
+  stepsOf: (spec: ReturnType<typeof zoneSpec>) => CanaryStep[],
+) {
+  const spec = zoneSpec(latencyOffset(value));
+  const object = rolloutObject(name, spec, stepsOf(spec));
+  await sandbox.kubectl.apply([object]);
+  return object;
+}
+
+async function healthyFirstRevision(name: string): Promise<object> {
+  const first = await startRollout(name, '0s', () => [{ pause: {} }]);
+  await eventually(`${name}: the first revision to be Healthy`, async () =>
+    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  );
+  return first;
+}
+
+test('promote --full during a pause after zone-a was changed: zone-a comes back with the change, zones not reached keep their spec', async () => {
+  const name = 'promoted';
+  await healthyFirstRevision(name);
+  const before = await offsets();
+  await withProbes(async () => {
+    await startRollout(name, '7s', (spec) => stepsPausingAfterApply(spec, 'zone-a'));
+    await pausedAfterApply(name, 1);
+    await sandbox.rollouts(['promote', name, '-n', ns, '--full']);
+    await eventually(`${name}: Healthy after the full promotion`, async () => {
+      const s = await rolloutState(kube, name);
+      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? true : undefined;
+    });
+    report.push(
+      `promote --full: every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after Healthy`,
+    );
+  });
+  const after = await offsets();
+  assert.deepEqual(
+    after,
+    { ...before, 'zone-a': '7s' },
+    'zone-a keeps the change; zone-b and zone-c keep their spec',
+  );
+  await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns]);
+});
+
+test('a new revision (a new commit) during the pause at zone-b: the walk starts again and every zone ends on the newest spec', async () => {
+  const name = 'superseded';
+  await healthyFirstRevision(name);
+  await withProbes(async () => {
+    await startRollout(name, '8s', (spec) => stepsPausingAfterApply(spec, 'zone-b'));
+    await pausedAfterApply(name, 4);
+    await startRollout(name, '9s', (spec) => stepsFor(spec, 'none'));
+    await eventually(
+      `${name}: the newest revision Healthy`,
+      async () => {
+        const s = await rolloutState(kube, name);
+        return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash
+          ? true
+          : undefined;
+      },
+      420_000,
+      1000,
+    );
+    report.push(
+      `new revision mid-walk: every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after Healthy`,
+    );
+  });
+  assert.deepEqual(await offsets(), { 'zone-a': '9s', 'zone-b': '9s', 'zone-c': '9s' });
+  await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns]);
+});
+
+test('the template reverted to the stable one during the pause at zone-b: every zone the abandoned revision changed is rolled back', async () => {
+  const name = 'reverted';
+  const stable = await healthyFirstRevision(name);
+  const before = await offsets();
+  await withProbes(async () => {
+    await startRollout(name, '10s', (spec) => stepsPausingAfterApply(spec, 'zone-b'));
+    await pausedAfterApply(name, 4);
+    assert.equal((await offsets())['zone-a'], '10s', 'zone-a carries the abandoned change before the revert');
+    await sandbox.kubectl.apply([stable]);
+    await eventually(`${name}: back on the stable revision`, async () => {
+      const s = await rolloutState(kube, name);
+      return s.status.stableRS === s.status.currentPodHash && s.status.phase === 'Healthy' ? true : undefined;
+    });
+    const seconds = await everyZoneServing(name);
+    await eventually(`${name}: the abandoned changes rolled back`, async () =>
+      JSON.stringify(await offsets()) === JSON.stringify(before) ? true : undefined,
+    );
+    report.push(`revert to stable: every zone serving ${seconds.toFixed(0)} s after Healthy`);
+  });
+  for (const z of zones) {
+    assert.equal(
+      vmzonesAnnotations(await cluster(kube, z.vmcluster))['vmzones.io/rollback'],
+      undefined,
+      `${z.zone} has no pending record`,
+    );
+  }
+  await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns]);
+});
+
+test('the Rollout deleted during the pause at zone-a: the zone it held is finished and released with the change', async () => {
+  const name = 'deleted';
+  await healthyFirstRevision(name);
+  const before = await offsets();
+  await withProbes(async () => {
+    await startRollout(name, '11s', (spec) => stepsPausingAfterApply(spec, 'zone-a'));
+    await pausedAfterApply(name, 1);
+    await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns]);
+    report.push(
+      `deleted mid-walk: every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after the delete`,
+    );
+  });
+  assert.deepEqual(await offsets(), { ...before, 'zone-a': '11s' });
+});
