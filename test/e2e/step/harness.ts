@@ -315,3 +315,36 @@ export async function crashController(sandbox: Sandbox, whileDown: () => Promise
     250,
   );
 }
+
+/**
+ * A real Rollout for the in-process tests, parked at a pause before steps of `zone`: its second revision is
+ * current, not stable, and its step index is before the zone's steps — so the controller's own plugin process
+ * (whose reconciler finishes zones of deleted, promoted or superseded Rollouts) sees a walk in progress and leaves
+ * the zone to the test. Returns the view the test passes to the plugin, with the real uid and revision.
+ */
+export async function parkedRollout(
+  sandbox: Sandbox,
+  kube: KubeObjects,
+  name: string,
+  zone: string,
+  spec: SpecDocument,
+): Promise<RolloutView> {
+  await sandbox.kubectl.apply([rolloutObject(name, spec, [{ pause: {} }])]);
+  const first = await eventually(`${name}: first revision Healthy`, async () => {
+    const s = await rolloutState(kube, name);
+    return s.status.phase === 'Healthy' ? s : undefined;
+  });
+  const zoneSteps = ['drainReads', 'apply', 'restoreReads'].map((action) => ({
+    plugin: { name: 'vmzones/step', config: { zone, action } },
+  }));
+  await sandbox.kubectl.apply([rolloutObject(name, spec, [{ pause: {} }, ...zoneSteps])]);
+  const parked = await eventually(`${name}: second revision paused before zone ${zone}`, async () => {
+    const s = await rolloutState(kube, name);
+    return s.status.currentPodHash !== first.status.currentPodHash &&
+      s.status.phase === 'Paused' &&
+      (s.status.currentStepIndex ?? 0) === 0
+      ? s
+      : undefined;
+  });
+  return rolloutView(name, parked.metadata.uid, parked.status.currentPodHash ?? '', spec);
+}

@@ -21,6 +21,7 @@ import {
   crashController,
   eventually,
   ns,
+  parkedRollout,
   pluginStatuses,
   type RolloutState,
   rolloutObject,
@@ -121,12 +122,17 @@ test('bad input fails the step before anything changes: malformed spec, unknown 
   );
   assert.equal(missing, 'VMCluster vm/vm-zone-d of zone zone-d does not exist');
 
-  await sandbox.kubectl.apply([rolloutObject('other', valid, [{ pause: {} }])]);
-  const other = await eventually(
-    'Rollout other',
-    async () => (await rolloutState(kube, 'other')).metadata.uid,
-  );
-  const lease = { rollout: 'vm/other', uid: other, revision: 'r-other', since: '2026-01-01T00:00:00Z' };
+  // A lease that another Rollout really holds: that Rollout is mid-walk, parked before its zone-c steps (a lease
+  // of a finished, superseded or deleted Rollout would be finished by the reconciler).
+  const other = await parkedRollout(sandbox, kube, 'other', 'zone-c', valid);
+  const otherRevision = other.status.currentPodHash ?? '';
+  const lease = {
+    rollout: 'vm/other',
+    uid: other.metadata.uid,
+    revision: otherRevision,
+    since: '2026-01-01T00:00:00Z',
+    zone: 'zone-c',
+  };
   await kube.mergePatch(
     { apiVersion: vmApiVersion, kind: 'VMCluster', namespace: ns, name: 'vm-zone-c' },
     { metadata: { annotations: { 'vmzones.io/lease': JSON.stringify(lease) } } },
@@ -134,7 +140,7 @@ test('bad input fails the step before anything changes: malformed spec, unknown 
   const leased = await revisionFails(name, valid, drain('zone-c'));
   assert.equal(
     leased,
-    'VMCluster vm/vm-zone-c (zone zone-c) is leased by Rollout vm/other (revision r-other) since 2026-01-01T00:00:00Z: two Rollouts must not change a zone at once; wait for that Rollout to finish or abort it',
+    `VMCluster vm/vm-zone-c (zone zone-c) is leased by Rollout vm/other (revision ${otherRevision}) since 2026-01-01T00:00:00Z: two Rollouts must not change a zone at once; wait for that Rollout to finish or abort it`,
   );
   await kube.mergePatch(
     { apiVersion: vmApiVersion, kind: 'VMCluster', namespace: ns, name: 'vm-zone-c' },
@@ -275,7 +281,14 @@ test('three zones walk drainReads → apply → restoreReads under the real cont
 });
 
 test('abort after zone two rolls zones one and two back and restores their reads only once they are operational', async (t) => {
-  const name = 'zones';
+  // Its own Rollout, starting from whatever the zones hold now: independent of the other tests' order.
+  const name = 'aborted';
+  const initial = zoneSpec({});
+  await sandbox.kubectl.apply([rolloutObject(name, initial, [{ pause: {} }])]);
+  await eventually(`${name}: the first revision to be Healthy`, async () =>
+    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  );
+  const valuesBefore = await Promise.all(zones.map((z) => specValue(z.vmcluster)));
   const cBefore = await cluster(kube, 'vm-zone-c');
   const prober = startReadProber(vmauthUrl(), readUser);
   const watcher = startRoutingWatcher(kube, zones);
@@ -320,9 +333,9 @@ test('abort after zone two rolls zones one and two back and restores their reads
   await eventually(
     'zones a and b rolled back, reads restored, zones released',
     async () => {
-      for (const z of zones.slice(0, 2)) {
+      for (const [i, z] of zones.slice(0, 2).entries()) {
         const c = await cluster(kube, z.vmcluster);
-        if ((await specValue(z.vmcluster)) !== '6s') return undefined;
+        if ((await specValue(z.vmcluster)) !== valuesBefore[i]) return undefined;
         if (Object.keys(vmzonesAnnotations(c)).length > 0) return undefined;
         if (c.metadata.labels?.['vmzones.io/pending'] !== undefined) return undefined;
       }
@@ -337,7 +350,7 @@ test('abort after zone two rolls zones one and two back and restores their reads
   const routing = await watcher.stop();
   const c = await cluster(kube, 'vm-zone-c');
   assert.equal(c.metadata.generation, cBefore.metadata.generation, 'zone-c was never touched');
-  assert.equal(await specValue('vm-zone-c'), '6s');
+  assert.equal(await specValue('vm-zone-c'), valuesBefore[2]);
   report.push(
     `abort after zone two: rollback of two zones took ${rollbackSeconds.toFixed(0)} s after the abort; queries sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing checks ${routing.checks}, violations ${routing.violations.length}`,
     `abort statuses:\n${describeStatuses(aborted)}`,
@@ -404,13 +417,14 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
     config: { zone: 'zone-c', action },
     status: undefined,
   });
-  const view = (override: object) =>
-    rolloutView(
-      'inproc',
-      'inproc-uid',
-      'r1',
-      zoneSpec(override, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } }),
-    );
+  const specOf = (override: object) =>
+    zoneSpec(override, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } });
+  const parked = await parkedRollout(sandbox, kube, 'inproc', 'zone-c', specOf({}));
+  const view = (override: object) => ({
+    ...parked,
+    spec: { ...parked.spec, template: rolloutView('inproc', '', '', specOf(override)).spec.template },
+  });
+  const cValue = await specValue('vm-zone-c');
   const watcher = startRoutingWatcher(kube, zones);
   t.after(() => watcher.stop());
 
@@ -447,11 +461,11 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
   assert.equal(racing.conflicts, 1);
   now = await cluster(kube, 'vm-zone-c');
   assert.equal(now.metadata.generation, before.metadata.generation, 'the refused write changed nothing');
-  assert.equal(await specValue('vm-zone-c'), '6s');
+  assert.equal(await specValue('vm-zone-c'), cValue);
   const applied = await plugin.run(view(latencyOffset('9s')), ctx('apply'));
   assert.equal(applied.phase, 'Successful', applied.message);
   assert.deepEqual(applied.status?.changed, {
-    'spec.vmstorage.extraArgs.search.latencyOffset': { from: '6s', to: '9s' },
+    'spec.vmstorage.extraArgs.search.latencyOffset': { from: cValue ?? '(unset)', to: '9s' },
   });
 
   const abortApply = await plugin.abort(view(latencyOffset('9s')), ctx('apply'));
@@ -459,7 +473,9 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
   assert.equal(abortApply.phase, 'Successful');
   assert.match(
     abortApply.message ?? '',
-    /rollback requested: .*puts back spec\.vmstorage\.extraArgs\.search\.latencyOffset=6s/,
+    new RegExp(
+      `rollback requested: .*puts back spec\\.vmstorage\\.extraArgs\\.search\\.latencyOffset=${String(cValue ?? '\\(unset\\)')}`,
+    ),
   );
   assert.match(abortDrain.message ?? '', /already handed to the vmzones reconciler/);
   // The plugin process the controller started runs its reconciler too: whichever gets there first finishes the
@@ -474,7 +490,7 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
     120_000,
     2000,
   );
-  assert.equal(await specValue('vm-zone-c'), '6s');
+  assert.equal(await specValue('vm-zone-c'), cValue);
   assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-c')), {});
   assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
   await reconciler.tick();
@@ -486,10 +502,11 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
 test('Terminate (promote --full while a step runs) hands "restore reads, release the lease" to the reconciler', async () => {
   const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 5000 });
   const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
-  const view = rolloutView(
+  const view = await parkedRollout(
+    sandbox,
+    kube,
     'term',
-    'term-uid',
-    't1',
+    'zone-a',
     zoneSpec({}, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } }),
   );
   const ctx = (action: string) => ({
@@ -503,7 +520,7 @@ test('Terminate (promote --full while a step runs) hands "restore reads, release
   assert.equal(terminated.phase, 'Successful');
   assert.match(
     terminated.message ?? '',
-    /stopped waiting; the vmzones reconciler restores reads once VMCluster vm\/vm-zone-a is operational/,
+    /stopped waiting \(full promotion\); the vmzones reconciler restores reads once VMCluster vm\/vm-zone-a is operational/,
   );
   await eventually(
     'the reconciler to restore zone-a and release it',
@@ -540,7 +557,7 @@ test('a helm-managed vmauth: the zone leaves the raw config in a Secret and come
         },
       },
     );
-    const view = rolloutView('helm', 'helm-uid', 'h1', spec);
+    const view = await parkedRollout(sandbox, kube, 'helm', 'zone-b', spec);
     const ctx = (action: string) => ({
       pluginName: 'vmzones/step',
       config: { zone: 'zone-b', action },
