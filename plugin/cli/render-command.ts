@@ -20,7 +20,7 @@ import {
   severalRollouts,
   vmzonesRollouts,
 } from './manifests.ts';
-import { writeSteps } from './write-steps.ts';
+import { pauseInWalk, writeSteps } from './write-steps.ts';
 
 interface WriteTarget {
   path: string;
@@ -67,6 +67,17 @@ function pauseOption(flags: Flags): string | undefined {
   return pause;
 }
 
+function keptPause(steps: readonly unknown[] | undefined): string | undefined {
+  const pause = pauseInWalk(steps);
+  if (pause === undefined || pause === 'manual' || pause === 'none') return pause;
+  try {
+    parseGoDurationMs(pause);
+    return pause;
+  } catch {
+    return undefined; // not a Go duration: the default applies, as if the walk had none
+  }
+}
+
 export function run(flags: Flags, { io, program }: CommandContext): number {
   const specPath = flags.string('spec');
   const writePath = flags.string('write');
@@ -81,10 +92,10 @@ export function run(flags: Flags, { io, program }: CommandContext): number {
   const only = flags.list('only');
   if (order !== undefined && only !== undefined)
     throw new UsageError('--order (every zone) and --only (a subset) exclude each other');
-  const pauseBetweenZones = pauseOption(flags);
-
   const target =
     writePath === undefined ? undefined : writeTarget(io, writePath, rolloutName, specPath !== undefined);
+  // Without --pause, --write keeps the pause the Rollout's walk already has between zones.
+  const pauseBetweenZones = pauseOption(flags) ?? keptPause(target?.rollout.steps);
   let spec: ZoneSpecDocument;
   if (specPath !== undefined) {
     const text = specPath === writePath && target !== undefined ? target.text : readInput(io, specPath);

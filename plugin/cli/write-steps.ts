@@ -5,7 +5,7 @@
 // result is parsed back and compared before anything is written.
 
 import { isDeepStrictEqual } from 'node:util';
-import { isMap, isNode, isScalar, isSeq, type Node, stringify } from 'yaml';
+import { Document, isCollection, isMap, isNode, isScalar, isSeq, type YAMLSeq } from 'yaml';
 import type { CanaryStep } from '../zones/render.ts';
 import { InputError } from './io.ts';
 import { type Manifests, type RolloutInFile, readManifests } from './manifests.ts';
@@ -96,15 +96,48 @@ function range(node: unknown): [number, number, number] {
   return node.range;
 }
 
+/** Where the line after `offset` starts (offset itself when it already starts a line). */
+function afterLine(text: string, offset: number): number {
+  if (offset > 0 && text[offset - 1] === '\n') return offset;
+  const nl = text.indexOf('\n', offset);
+  return nl < 0 ? text.length : nl + 1;
+}
+
+type StepStyle = 'block' | 'flow' | 'inner-flow';
+
+/** How the existing vmzones steps are written (`- plugin: {name: …}` is inner-flow), for new ones to match. */
+function styleOf(
+  items: readonly unknown[],
+  kinds: readonly WalkStep[],
+  text: string,
+): { style: StepStyle; padding: boolean } {
+  const i = kinds.findIndex((c) => c.kind === 'action');
+  const item = items[i];
+  if (!isMap(item)) return { style: 'block', padding: true };
+  const inner = item.items[0]?.value;
+  const flowNode = item.flow === true ? item : isCollection(inner) && inner.flow === true ? inner : undefined;
+  if (flowNode === undefined) return { style: 'block', padding: true };
+  return { style: flowNode === item ? 'flow' : 'inner-flow', padding: text[range(flowNode)[0] + 1] === ' ' };
+}
+
+function createStep(step: CanaryStep, indent: string, look: { style: StepStyle; padding: boolean }): string {
+  const doc = new Document([step]);
+  const item = isSeq(doc.contents) ? doc.contents.items[0] : undefined;
+  if (isMap(item) && look.style === 'flow') item.flow = true;
+  if (isMap(item) && look.style === 'inner-flow')
+    for (const pair of item.items) if (isCollection(pair.value)) pair.value.flow = true;
+  return indentLines(doc.toString({ lineWidth: 0, flowCollectionPadding: look.padding }), indent);
+}
+
 function splice(
   text: string,
   rollout: RolloutInFile,
-  seq: Node & { items: unknown[]; flow?: boolean },
+  seq: YAMLSeq,
   entries: Entry[],
+  kinds: readonly WalkStep[],
 ): string {
-  const created = (step: CanaryStep, indent: string) =>
-    indentLines(stringify([step], { lineWidth: 0 }), indent);
   const items = seq.items;
+  const look = styleOf(items, kinds, text);
   const dashes = items.map((item) => dashBefore(text, range(item)[0]));
   const [seqStart, seqEnd] = range(seq);
   if (seq.flow !== true && items.length > 0 && dashes.every((d) => d >= 0)) {
@@ -112,15 +145,15 @@ function splice(
     const indent = text.slice(start, dashes[0]);
     if (indent.trim() !== '')
       throw new InputError('the steps list does not start on its own line: edit it by hand');
+    // Item i owns the text from the end of item i-1's line (its comment lines included) to the end of its own.
+    const bounds = items.map((_, i) => (i === 0 ? start : afterLine(text, range(items[i - 1])[1])));
     const chunk = (i: number) => {
-      const next = dashes[i + 1];
-      const piece = text.slice(
-        lineStart(text, dashes[i] ?? 0),
-        next === undefined ? seqEnd : lineStart(text, next),
-      );
+      const piece = text.slice(bounds[i], bounds[i + 1] ?? seqEnd);
       return piece.endsWith('\n') ? piece : `${piece}\n`;
     };
-    let region = entries.map((e) => ('reuse' in e ? chunk(e.reuse) : created(e.create, indent))).join('');
+    let region = entries
+      .map((e) => ('reuse' in e ? chunk(e.reuse) : createStep(e.create, indent, look)))
+      .join('');
     if (!text.slice(start, seqEnd).endsWith('\n')) region = region.replace(/\n$/, '');
     return text.slice(0, start) + region + text.slice(seqEnd);
   }
@@ -134,11 +167,32 @@ function splice(
   const region = entries
     .map((e) =>
       'reuse' in e
-        ? `${indent}- ${text.slice(...range(items[e.reuse]).slice(0, 2))}\n`
-        : created(e.create, indent),
+        ? `${indent}- ${text.slice(...range(items[e.reuse]).slice(0, 2))}\n`.replace(/\n\n$/, '\n')
+        : createStep(e.create, indent, look),
     )
     .join('');
   return `${text.slice(0, seqStart)}\n${region.replace(/\n$/, '')}${text.slice(seqEnd)}`;
+}
+
+/** The pause between zones the Rollout's walk already has: a --pause value, or undefined when it has none or several. */
+export function pauseInWalk(steps: readonly unknown[] | undefined): string | undefined {
+  const kinds = (steps ?? []).map(classifyStep);
+  const walk = kinds.flatMap((c, i) => (isWalk(c) ? [i] : []));
+  const values = new Set<string>();
+  let zones = 0;
+  let lastZone = '';
+  kinds.forEach((c, i) => {
+    if (c.kind === 'action' && c.zone !== lastZone) {
+      zones++;
+      lastZone = c.zone;
+    }
+    if (c.kind !== 'pause' || i < (walk[0] ?? 0) || i > (walk[walk.length - 1] ?? 0)) return;
+    const pause = (steps?.[i] as { pause?: { duration?: unknown } }).pause;
+    const d = pause?.duration;
+    values.add(d === undefined ? 'manual' : typeof d === 'number' ? `${d}s` : String(d));
+  });
+  if (values.size === 0) return zones > 1 ? 'none' : undefined;
+  return values.size === 1 ? [...values][0] : undefined;
 }
 
 /** FILE's text with the Rollout's walk replaced by `rendered`; throws InputError when it cannot. */
@@ -158,7 +212,7 @@ export function writeSteps(
     );
   const oldValues = seq.items.map((item) => (isNode(item) ? item.toJS(rollout.document) : item));
   const entries = plan(oldValues, rendered);
-  const result = splice(text, rollout, seq, entries);
+  const result = splice(text, rollout, seq, entries, oldValues.map(classifyStep));
 
   // Read it back: the file must parse, and the Rollout must hold exactly the planned steps.
   const want = entries.map((e) => ('reuse' in e ? oldValues[e.reuse] : e.create));
