@@ -11,7 +11,7 @@ if (process.env[cookieKey] === undefined) {
   const { runCli } = await import('./cli/cli.ts');
   process.exitCode = await runCli(process.argv.slice(2), { program: 'vmzones' });
 } else {
-  const problem = runtimeProblem('the vmzones plugin');
+  const problem = runtimeProblem('the vmzones plugin', 'plugin');
   if (problem !== undefined) {
     process.stderr.write(`${problem}\n`);
     process.exit(1);

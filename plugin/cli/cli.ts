@@ -66,7 +66,7 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     const flags = parseFlags(rest, commandOptions(command), false);
     if (command.dataOutput) flags.output(); // a bad -o is a usage error before any work
     if (command.talksToKubernetes) {
-      const problem = runtimeProblem(label, options.nodeVersion);
+      const problem = runtimeProblem(label, 'cli', options.nodeVersion);
       if (problem !== undefined) {
         io.err(`${problem}\n`);
         return exitCodes.problems;

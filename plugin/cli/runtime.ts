@@ -22,17 +22,24 @@ function atLeast(found: string, needed: readonly [number, number, number]): bool
   return true;
 }
 
-/** One line naming the Node found, the Node needed and how to get it; undefined when this Node is new enough. */
-export function runtimeProblem(what: string, found: string = process.versions.node): string | undefined {
+export type RuntimeUse = 'cli' | 'plugin';
+
+/**
+ * One line naming the Node found, the Node needed and how to get it; undefined when this Node is new enough.
+ * The CLI's hint is a command to paste (npm's `node` package is a self-contained Node binary); the plugin's
+ * points at the controller configuration.
+ */
+export function runtimeProblem(
+  what: string,
+  use: RuntimeUse,
+  found: string = process.versions.node,
+): string | undefined {
   const needed = minimumNode(buildInfo.nodeEngine);
   if (atLeast(found, needed)) return undefined;
-  return (
-    `vmzones: ${what} needs Node ${buildInfo.nodeEngine}, found v${found}: install Node ${needed[0]}, ` +
-    `or run it on the self-contained runtime from npm: npx -y node@${needed[0]} ${scriptHint()} …`
-  );
-}
-
-function scriptHint(): string {
-  const script = process.argv[1];
-  return script === undefined ? 'vmzones.mjs' : script;
+  const major = needed[0];
+  const how =
+    use === 'cli'
+      ? `install Node ${major}, or run it on the self-contained Node ${major} from npm: npx -y node@${major} ${process.argv.slice(1).join(' ')}`
+      : `point location in argo-rollouts-config at a Node ${major} runtime (README.md, "Running it in the controller")`;
+  return `vmzones: ${what} needs Node ${buildInfo.nodeEngine}, found v${found.replace(/^v/, '')}: ${how}`;
 }

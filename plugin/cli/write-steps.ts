@@ -171,7 +171,10 @@ function splice(
         : createStep(e.create, indent, look),
     )
     .join('');
-  return `${text.slice(0, seqStart)}\n${region.replace(/\n$/, '')}${text.slice(seqEnd)}`;
+  let from = seqStart;
+  while (from > 0 && (text[from - 1] === ' ' || text[from - 1] === '\t')) from--; // no blank after `steps:`
+  const keepsNewline = text.slice(seqStart, seqEnd).endsWith('\n');
+  return `${text.slice(0, from)}\n${keepsNewline ? region : region.replace(/\n$/, '')}${text.slice(seqEnd)}`;
 }
 
 /** The pause between zones the Rollout's walk already has: a --pause value, or undefined when it has none or several. */
