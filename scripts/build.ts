@@ -7,7 +7,10 @@
 import { chmodSync, readFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
-const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string; engines: { node: string } };
+const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
+  version: string;
+  engines: { node: string };
+};
 
 // name → [entry, oldest Node it must load on]
 const entries: Record<string, [string, string]> = {

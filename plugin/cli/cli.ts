@@ -2,7 +2,7 @@
 // command; the command table is plugin/cli/commands.ts, the user's guide docs/cli.md.
 // Exit codes: 0 success, 1 problems found or the command failed, 2 usage error. Never a stack trace.
 
-import { UsageError, parseFlags, wantsHelp } from './args.ts';
+import { parseFlags, UsageError, wantsHelp } from './args.ts';
 import { buildInfo } from './build-info.ts';
 import { type Command, commandHelp, commandOptions, commands, globalHelp } from './commands.ts';
 import { type CliIo, InputError, processIo } from './io.ts';

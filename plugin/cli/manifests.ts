@@ -66,7 +66,10 @@ export function readManifests(text: string, file: string): Manifests {
     const where = nonEmpty.length > 1 ? ` (document ${d + 1})` : '';
     if (document.errors.length > 0) {
       // A lone document may be a spec: parseSpecDocument reports its YAML errors with line numbers.
-      if (nonEmpty.length === 1) return void specTexts.push(text);
+      if (nonEmpty.length === 1) {
+        specTexts.push(text);
+        return;
+      }
       const e = document.errors[0];
       throw new InputError(`${file}${where}: YAML ${e?.code}: ${e?.message.split('\n')[0]}`);
     }

@@ -1,7 +1,7 @@
 // How the CLI reads a Rollout's canary steps: which belong to the vmzones walk (vmzones/step actions, the gate
 // analysis of a zone, pauses) and which are the user's own (anything else: setWeight, other plugins...).
 
-import { type ZoneAction, stepPluginName } from '../zones/render.ts';
+import { stepPluginName, type ZoneAction } from '../zones/render.ts';
 
 export const zoneActions: readonly ZoneAction[] = ['drainReads', 'apply', 'restoreReads'];
 

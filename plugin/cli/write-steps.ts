@@ -190,8 +190,8 @@ export function pauseInWalk(steps: readonly unknown[] | undefined): string | und
       lastZone = c.zone;
     }
     if (c.kind !== 'pause' || i < (walk[0] ?? 0) || i > (walk[walk.length - 1] ?? 0)) return;
-    const pause = (steps?.[i] as { pause?: { duration?: unknown } }).pause;
-    const d = pause?.duration;
+    const step = steps?.[i] as { pause?: { duration?: unknown } } | undefined;
+    const d = step?.pause?.duration;
     values.add(d === undefined ? 'manual' : typeof d === 'number' ? `${d}s` : String(d));
   });
   if (values.size === 0) return zones > 1 ? 'none' : undefined;
