@@ -4,6 +4,7 @@
 
 import { type Document, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { isJsonObject } from '../zones/merge-patch.ts';
 import { parseSpecDocument, SpecError, specAnnotation, type ZoneSpecDocument } from '../zones/spec.ts';
 import { UsageError } from './args.ts';
 import { InputError } from './io.ts';
@@ -47,10 +48,6 @@ export interface Manifests {
   rollouts: RolloutInFile[];
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function annotationText(map: Record<string, unknown> | undefined): string | undefined {
   const v = map?.[specAnnotation];
   return v === undefined ? undefined : typeof v === 'string' ? v : JSON.stringify(v);
@@ -74,7 +71,7 @@ export function readManifests(text: string, file: string): Manifests {
       throw new InputError(`${file}${where}: YAML ${e?.code}: ${e?.message.split('\n')[0]}`);
     }
     const value: unknown = document.toJS({ maxAliasCount: 100 });
-    if (!isObject(value) || typeof value.kind !== 'string') {
+    if (!isJsonObject(value) || typeof value.kind !== 'string') {
       specTexts.push(nonEmpty.length === 1 ? text : document.toString());
       return;
     }
@@ -83,7 +80,7 @@ export function readManifests(text: string, file: string): Manifests {
         ? value.items.map((item, i) => [item, ['items', i]])
         : [[value, []]];
     for (const [object, path] of objects) {
-      if (!isObject(object) || object.kind !== 'Rollout') continue;
+      if (!isJsonObject(object) || object.kind !== 'Rollout') continue;
       const parsed = rolloutSchema.safeParse(object);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];

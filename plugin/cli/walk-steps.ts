@@ -1,6 +1,7 @@
 // How the CLI reads a Rollout's canary steps: which belong to the vmzones walk (vmzones/step actions, the gate
 // analysis of a zone, pauses) and which are the user's own (anything else: setWeight, other plugins...).
 
+import { isJsonObject } from '../zones/merge-patch.ts';
 import { stepPluginName, type ZoneAction } from '../zones/render.ts';
 
 export const zoneActions: readonly ZoneAction[] = ['drainReads', 'apply', 'restoreReads'];
@@ -14,15 +15,11 @@ export type WalkStep =
   | { kind: 'invalid'; problem: string }
   | { kind: 'other' };
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 export function classifyStep(step: unknown): WalkStep {
-  if (!isObject(step)) return { kind: 'other' };
-  if (isObject(step.plugin) && step.plugin.name === stepPluginName) {
+  if (!isJsonObject(step)) return { kind: 'other' };
+  if (isJsonObject(step.plugin) && step.plugin.name === stepPluginName) {
     const config = step.plugin.config;
-    if (!isObject(config)) return { kind: 'invalid', problem: 'a vmzones/step step without config' };
+    if (!isJsonObject(config)) return { kind: 'invalid', problem: 'a vmzones/step step without config' };
     const { zone, action } = config;
     if (typeof zone !== 'string' || zone === '')
       return { kind: 'invalid', problem: 'a vmzones/step step without config.zone' };
@@ -33,12 +30,12 @@ export function classifyStep(step: unknown): WalkStep {
       };
     return { kind: 'action', zone, action: action as ZoneAction };
   }
-  if (isObject(step.analysis)) {
+  if (isJsonObject(step.analysis)) {
     const args = Array.isArray(step.analysis.args) ? step.analysis.args : [];
-    const zoneArg = args.find((a) => isObject(a) && a.name === 'zone');
-    if (isObject(zoneArg) && typeof zoneArg.value === 'string') {
+    const zoneArg = args.find((a) => isJsonObject(a) && a.name === 'zone');
+    if (isJsonObject(zoneArg) && typeof zoneArg.value === 'string') {
       const templates = (Array.isArray(step.analysis.templates) ? step.analysis.templates : [])
-        .map((t) => (isObject(t) && typeof t.templateName === 'string' ? t.templateName : ''))
+        .map((t) => (isJsonObject(t) && typeof t.templateName === 'string' ? t.templateName : ''))
         .filter((t) => t !== '');
       return { kind: 'gate', zone: zoneArg.value, templates };
     }
