@@ -104,29 +104,45 @@ function afterLine(text: string, offset: number): number {
 }
 
 type StepStyle = 'block' | 'flow' | 'inner-flow';
+interface Look {
+  style: StepStyle;
+  /** `{ a: b }` rather than `{a: b}`. */
+  padding: boolean;
+  /** Lists indented under their key (kustomize and kubectl write them at the key's column). */
+  indentSeq: boolean;
+}
 
 /** How the existing vmzones steps are written (`- plugin: {name: …}` is inner-flow), for new ones to match. */
 function styleOf(
   items: readonly unknown[],
   kinds: readonly WalkStep[],
   text: string,
-): { style: StepStyle; padding: boolean } {
+  indentSeq: boolean,
+): Look {
   const i = kinds.findIndex((c) => c.kind === 'action');
   const item = items[i];
-  if (!isMap(item)) return { style: 'block', padding: true };
+  const block: Look = { style: 'block', padding: true, indentSeq };
+  if (!isMap(item)) return block;
   const inner = item.items[0]?.value;
   const flowNode = item.flow === true ? item : isCollection(inner) && inner.flow === true ? inner : undefined;
-  if (flowNode === undefined) return { style: 'block', padding: true };
-  return { style: flowNode === item ? 'flow' : 'inner-flow', padding: text[range(flowNode)[0] + 1] === ' ' };
+  if (flowNode === undefined) return block;
+  return {
+    style: flowNode === item ? 'flow' : 'inner-flow',
+    padding: text[range(flowNode)[0] + 1] === ' ',
+    indentSeq,
+  };
 }
 
-function createStep(step: CanaryStep, indent: string, look: { style: StepStyle; padding: boolean }): string {
+function createStep(step: CanaryStep, indent: string, look: Look): string {
   const doc = new Document([step]);
   const item = isSeq(doc.contents) ? doc.contents.items[0] : undefined;
   if (isMap(item) && look.style === 'flow') item.flow = true;
   if (isMap(item) && look.style === 'inner-flow')
     for (const pair of item.items) if (isCollection(pair.value)) pair.value.flow = true;
-  return indentLines(doc.toString({ lineWidth: 0, flowCollectionPadding: look.padding }), indent);
+  return indentLines(
+    doc.toString({ lineWidth: 0, flowCollectionPadding: look.padding, indentSeq: look.indentSeq }),
+    indent,
+  );
 }
 
 function splice(
@@ -137,7 +153,12 @@ function splice(
   kinds: readonly WalkStep[],
 ): string {
   const items = seq.items;
-  const look = styleOf(items, kinds, text);
+  const canary = rollout.document.getIn([...rollout.path, 'spec', 'strategy', 'canary'], true);
+  const key = isMap(canary)
+    ? canary.items.find((p) => isScalar(p.key) && p.key.value === 'steps')?.key
+    : undefined;
+  const keyStart = range(key)[0];
+  const keyColumn = keyStart - lineStart(text, keyStart);
   const dashes = items.map((item) => dashBefore(text, range(item)[0]));
   const [seqStart, seqEnd] = range(seq);
   if (seq.flow !== true && items.length > 0 && dashes.every((d) => d >= 0)) {
@@ -145,6 +166,7 @@ function splice(
     const indent = text.slice(start, dashes[0]);
     if (indent.trim() !== '')
       throw new InputError('the steps list does not start on its own line: edit it by hand');
+    const look = styleOf(items, kinds, text, indent.length > keyColumn);
     // Item i owns the text from the end of item i-1's line (its comment lines included) to the end of its own.
     const bounds = items.map((_, i) => (i === 0 ? start : afterLine(text, range(items[i - 1])[1])));
     const chunk = (i: number) => {
@@ -158,12 +180,8 @@ function splice(
     return text.slice(0, start) + region + text.slice(seqEnd);
   }
   // `steps: []` or a flow list: write a block list under the key, indented two more than it.
-  const canary = rollout.document.getIn([...rollout.path, 'spec', 'strategy', 'canary'], true);
-  const key = isMap(canary)
-    ? canary.items.find((p) => isScalar(p.key) && p.key.value === 'steps')?.key
-    : undefined;
-  const keyStart = range(key)[0];
-  const indent = ' '.repeat(keyStart - lineStart(text, keyStart) + 2);
+  const look = styleOf(items, kinds, text, true);
+  const indent = ' '.repeat(keyColumn + 2);
   const region = entries
     .map((e) =>
       'reuse' in e

@@ -1,6 +1,7 @@
 // render --write: the walk in a Rollout's steps is replaced and every other byte of the file stays.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { action, gate, rollout, run, spec, zoneSteps } from './run.ts';
@@ -122,4 +123,22 @@ test('--write refuses what it cannot do cleanly, and leaves the file alone', asy
     assert.equal(r.files['r.yaml'], text);
     assert.match(r.err, message);
   }
+});
+
+test("kustomize build output: lint finds the zone its steps miss; --write adds only that, in kustomize's list style", async () => {
+  const built = readFileSync(new URL('fixtures/kustomize-build.yaml', import.meta.url), 'utf8');
+  const lint = await run(['lint', '--spec', '-'], { '-': built });
+  assert.equal(lint.code, 1);
+  assert.match(lint.err, /stdin: Rollout vm-zones: 1 problem\(s\)\n {2}- zone zone-c is never walked/);
+  const r = await run(['render', '--write', 'k.yaml'], { 'k.yaml': built });
+  assert.equal(r.code, 0, r.err);
+  const diff = lineDiff(built, r.files['k.yaml']!);
+  assert.deepEqual(diff.removed, []);
+  assert.equal(diff.added.length, 24);
+  assert.deepEqual(diff.added.slice(0, 2), ['      - pause:', '          duration: 5m']);
+  assert.ok(
+    diff.added.includes('          - templateName: vmzones-zone-healthy'),
+    "a list at its key's column",
+  );
+  assert.equal((await run(['lint', '--spec', 'k.yaml'], r.files)).code, 0);
 });
