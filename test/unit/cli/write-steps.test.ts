@@ -126,7 +126,7 @@ test('--write refuses what it cannot do cleanly, and leaves the file alone', asy
 });
 
 test("kustomize build output: lint finds the zone its steps miss; --write adds only that, in kustomize's list style", async () => {
-  const built = readFileSync(new URL('fixtures/kustomize-build.yaml', import.meta.url), 'utf8');
+  const built = readFileSync(new URL('fixtures/kustomize-build.out', import.meta.url), 'utf8');
   const lint = await run(['lint', '--spec', '-'], { '-': built });
   assert.equal(lint.code, 1);
   assert.match(lint.err, /stdin: Rollout vm-zones: 1 problem\(s\)\n {2}- zone zone-c is never walked/);
