@@ -1,10 +1,8 @@
 // How the CLI reads a Rollout's canary steps: which belong to the vmzones walk (vmzones/step actions, the gate
 // analysis of a zone, pauses) and which are the user's own (anything else: setWeight, other plugins...).
 
+import { stepPluginName, type ZoneAction, zoneActions } from '../zones/actions.ts';
 import { isJsonObject } from '../zones/merge-patch.ts';
-import { stepPluginName, type ZoneAction } from '../zones/render.ts';
-
-export const zoneActions: readonly ZoneAction[] = ['drainReads', 'apply', 'restoreReads'];
 
 export type WalkStep =
   | { kind: 'action'; zone: string; action: ZoneAction }
