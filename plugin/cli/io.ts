@@ -14,12 +14,27 @@ export interface CliIo {
 
 export const stdinPath = '-';
 
+let pipeWatched = false;
+/** `vmzones render … | head -1`: a reader that goes away ends the command quietly, as it does for cat. */
+function watchPipe(): void {
+  if (pipeWatched) return;
+  pipeWatched = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
 export const processIo: CliIo = {
-  out: (text) => process.stdout.write(text),
+  out: (text) => {
+    watchPipe();
+    process.stdout.write(text);
+  },
   err: (text) => process.stderr.write(text),
   readFile: (path) => readFileSync(path === stdinPath ? 0 : path, 'utf8'),
   writeFile: (path, text) => {
     if (path === stdinPath) {
+      watchPipe();
       process.stdout.write(text);
       return;
     }

@@ -1,7 +1,7 @@
 // Which Node a part of vmzones needs. The offline commands (lint, render, version) run on every Node LTS line
 // still in use (20, 22, 24); the plugin server and the commands that talk to Kubernetes load the Kubernetes
 // client and undici, which need the Node range package.json declares (undici 8 reads zlib's zstd API at import
-// time, absent before Node 22.15). Those check first and say so in one line instead of a stack trace.
+// time, which Node 20 lacks: docs/cli.md). Those check first and say so in one line instead of a stack trace.
 
 import { buildInfo } from './build-info.ts';
 
