@@ -153,18 +153,23 @@ export function oneSpec(m: Manifests, file: string, rolloutName: string | undefi
   const rollouts = vmzonesRollouts(m, rolloutName);
   if (rollouts.length > 1) throw new UsageError(severalRollouts(file, rollouts));
   const rollout = rollouts[0];
-  let text = m.specTexts.length === 1 && rolloutName === undefined ? m.specTexts[0] : undefined;
+  let text: string | undefined;
   let where = file;
   if (rollout !== undefined) {
-    const placement = annotationProblems(rollout);
     if (rollout.templateSpec === undefined)
-      throw new InputError(problemList(`${file}: Rollout ${rollout.name}`, placement));
+      throw new InputError(
+        problemList(`${file}: Rollout ${rollout.name}`, annotationProblems(rollout)).trimEnd(),
+      );
     text = rollout.templateSpec;
     where = `${file}: Rollout ${rollout.name}: spec.template.metadata.annotations[${specAnnotation}]`;
-  } else if (m.specTexts.length > 1 && rolloutName === undefined) {
-    throw new InputError(`${file} holds ${m.specTexts.length} spec documents: give one at a time`);
+  } else {
+    // No such Rollout: the file's spec document (--rollout then names the Rollout of another file, --write's).
+    if (rolloutName !== undefined && m.rollouts.length > 0) throw new InputError(noSpec(file, rolloutName));
+    if (m.specTexts.length > 1)
+      throw new InputError(`${file} holds ${m.specTexts.length} spec documents: give one at a time`);
+    text = m.specTexts[0];
   }
-  if (text === undefined) throw new InputError(noSpec(file, rolloutName));
+  if (text === undefined) throw new InputError(noSpec(file, undefined));
   const parsed = parseSpecText(text);
   if ('problems' in parsed) throw new InputError(problemList(where, parsed.problems).trimEnd());
   return parsed.spec;

@@ -9,12 +9,10 @@ import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './commands.ts';
 import { type CliIo, InputError, readInput, stdinPath } from './io.ts';
 import {
-  annotationProblems,
   fileLabel,
   type Manifests,
   noSpec,
   oneSpec,
-  problemList,
   type RolloutInFile,
   readManifests,
   severalRollouts,
@@ -100,12 +98,10 @@ export function run(flags: Flags, { io, program }: CommandContext): number {
   if (specPath !== undefined) {
     const text = specPath === writePath && target !== undefined ? target.text : readInput(io, specPath);
     spec = oneSpec(readManifests(text, fileLabel(specPath)), fileLabel(specPath), rolloutName);
+  } else if (target !== undefined) {
+    spec = oneSpec(target.manifests, fileLabel(target.path), target.rollout.name);
   } else {
-    const rollout = target!.rollout;
-    const where = `${fileLabel(target!.path)}: Rollout ${rollout.name}`;
-    if (rollout.templateSpec === undefined)
-      throw new InputError(problemList(where, annotationProblems(rollout)).trimEnd());
-    spec = oneSpec(target!.manifests, fileLabel(target!.path), rollout.name);
+    throw new UsageError('--spec FILE or --write FILE is required');
   }
 
   let walk: ReturnType<typeof zoneWalk>;

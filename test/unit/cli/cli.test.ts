@@ -229,3 +229,16 @@ test('kubectl flags reach a command that talks to Kubernetes, which first checks
     /^vmzones: vmzones probe needs Node >=24\.\S+ <25, found v20\.19\.0: install Node 24, or .*npx -y node@24 /,
   );
 });
+
+test('render --spec names the spec, --write and --rollout the Rollout of another file', async () => {
+  const two = `${rollout(spec, zoneSteps('zone-a'), 'one')}---\n${rollout(spec, zoneSteps('zone-a'), 'two')}`;
+  const r = await run(['render', '--spec', 's.yaml', '--write', 'm.yaml', '--rollout', 'two'], {
+    's.yaml': spec,
+    'm.yaml': two,
+  });
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.err, /m\.yaml: Rollout two: wrote 9 steps walking zone-a, zone-b/);
+  const [one, written] = (r.files['m.yaml'] ?? '').split('---\n');
+  assert.equal(one, rollout(spec, zoneSteps('zone-a'), 'one'), 'the other Rollout is left alone');
+  assert.match(written ?? '', /zone: zone-b, action: restoreReads/);
+});
