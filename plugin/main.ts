@@ -1,43 +1,52 @@
 // The vmzones executable. The Argo Rollouts controller launches it once per configured plugin name and tells
 // it its role through the go-plugin magic cookie: `step` serves vmzones/step, `metricprovider` vmzones/gates.
+// Run by hand (no cookie) it is the CLI. Both paths load their modules with import() so that the CLI's offline
+// commands never evaluate the Kubernetes client or undici, which need a newer Node than users' CI may have
+// (docs/cli.md, "Node versions").
 
-import { runCli } from './cli/cli.ts';
-import { createGatesProvider } from './gates/provider.ts';
-import { createLogger, servePlugin } from './goplugin/index.ts';
-import { metricDispenseName, metricService } from './rollouts/metric-service.ts';
-import { stepDispenseName, stepService } from './rollouts/step-service.ts';
-import { createZoneStepPlugin } from './zones/step-plugin.ts';
-
-const logger = createLogger('vmzones');
-// InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
-const hooks = {
-  onInitFailure(error: Error) {
-    logger.error('InitPlugin failed; exiting so that the controller starts a new plugin process', {
-      error: error.message,
-    });
-    process.exit(1);
-  },
-};
+import { runtimeProblem } from './cli/runtime.ts';
 
 const cookieKey = 'ARGO_ROLLOUTS_RPC_PLUGIN';
-const command = process.argv[2];
-if (process.env[cookieKey] === undefined && command !== undefined) {
-  // Run by hand with a command: the CLI. Without one, servePlugin explains that this is a plugin and exits 1.
-  process.exitCode = runCli(process.argv.slice(2));
+if (process.env[cookieKey] === undefined) {
+  const { runCli } = await import('./cli/cli.ts');
+  process.exitCode = await runCli(process.argv.slice(2), { program: 'vmzones' });
 } else {
-  startPlugin();
+  const problem = runtimeProblem('the vmzones plugin', 'plugin');
+  if (problem !== undefined) {
+    process.stderr.write(`${problem}\n`);
+    process.exit(1);
+  }
+  await startPlugin();
 }
 
-function startPlugin(): void {
+async function startPlugin(): Promise<void> {
+  const [{ createGatesProvider }, { createLogger, servePlugin }, metric, step, { createZoneStepPlugin }] =
+    await Promise.all([
+      import('./gates/provider.ts'),
+      import('./goplugin/index.ts'),
+      import('./rollouts/metric-service.ts'),
+      import('./rollouts/step-service.ts'),
+      import('./zones/step-plugin.ts'),
+    ]);
+  const logger = createLogger('vmzones');
+  // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
+  const hooks = {
+    onInitFailure(error: Error) {
+      logger.error('InitPlugin failed; exiting so that the controller starts a new plugin process', {
+        error: error.message,
+      });
+      process.exit(1);
+    },
+  };
   servePlugin({
     cookieKey,
     logger,
     notLaunchedHint:
       'vmzones is an Argo Rollouts plugin (vmzones/step, vmzones/gates): register it in the argo-rollouts-config ConfigMap. ' +
-      'By hand, run `vmzones lint --spec FILE` or `vmzones render --spec FILE`.',
+      'By hand, run it without the cookie: `vmzones --help`.',
     roles: {
-      step: { [stepDispenseName]: stepService(createZoneStepPlugin(), hooks) },
-      metricprovider: { [metricDispenseName]: metricService(createGatesProvider(), hooks) },
+      step: { [step.stepDispenseName]: step.stepService(createZoneStepPlugin(), hooks) },
+      metricprovider: { [metric.metricDispenseName]: metric.metricService(createGatesProvider(), hooks) },
     },
   }).catch((error: unknown) => {
     logger.error('plugin server failed', { error: error instanceof Error ? error.message : String(error) });

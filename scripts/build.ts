@@ -1,25 +1,39 @@
-// Bundles the plugin (and the conformance test fixture) into single ESM files that Node 24 runs directly:
-// the controller launches `<node> dist/vmzones.mjs`.
+// Bundles the plugin, the kubectl plugin and the conformance test fixture into single ESM files:
+// the controller launches `<node> dist/vmzones.mjs`; users run `vmzones` / `kubectl vmzones` (package.json bin).
+// No code splitting: each bundle stays one file to copy, and esbuild keeps a module reached only through
+// import() uninitialized until that import() runs, which is what lets the CLI's offline commands run on Node 20
+// although the Kubernetes client and undici in the same file do not (plugin/main.ts, docs/cli.md).
 
-import { chmodSync } from 'node:fs';
+import { chmodSync, readFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
-const entries: Record<string, string> = {
-  vmzones: 'plugin/main.ts',
-  'fixture-plugin': 'test/fixtures/fixture-plugin.ts',
+const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
+  version: string;
+  engines: { node: string };
 };
 
-for (const [name, entry] of Object.entries(entries)) {
+// name → [entry, oldest Node it must load on]
+const entries: Record<string, [string, string]> = {
+  vmzones: ['plugin/main.ts', 'node20'],
+  'kubectl-vmzones': ['plugin/cli/kubectl-vmzones.ts', 'node20'],
+  'fixture-plugin': ['test/fixtures/fixture-plugin.ts', 'node24'],
+};
+
+for (const [name, [entry, target]] of Object.entries(entries)) {
   const outfile = `dist/${name}.mjs`;
   await build({
     entryPoints: [entry],
     outfile,
     bundle: true,
     platform: 'node',
-    target: 'node24',
+    target,
     format: 'esm',
     sourcemap: 'linked',
     legalComments: 'none',
+    define: {
+      VMZONES_VERSION: JSON.stringify(pkg.version),
+      VMZONES_NODE_ENGINE: JSON.stringify(pkg.engines.node),
+    },
     banner: {
       // A shebang for running by hand; bundled CommonJS dependencies may still call require().
       js: "#!/usr/bin/env node\nimport { createRequire as __vmzonesCreateRequire } from 'node:module'; const require = __vmzonesCreateRequire(import.meta.url);",

@@ -1,92 +1,89 @@
-// `vmzones <command>`: the tools users run by hand or in CI, next to the plugin role the controller starts.
-//   vmzones lint   --spec FILE                 validate a spec document (or a Rollout manifest carrying it)
-//   vmzones render --spec FILE [--order a,b] [--pause 1m|manual|none] [--template NAME]
-//                                              print the canary steps that walk the zones
+// `vmzones COMMAND …` (and `kubectl vmzones COMMAND …`): help, version, flag parsing and exit codes for every
+// command; the command table is plugin/cli/commands.ts, the user's guide docs/cli.md.
+// Exit codes: 0 success, 1 problems found or the command failed, 2 usage error. Never a stack trace.
 
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { parseAllDocuments, stringify } from 'yaml';
-import { renderSteps } from '../zones/render.ts';
-import { parseSpecDocument, SpecError, specAnnotation, type ZoneSpecDocument } from '../zones/spec.ts';
+import { parseFlags, UsageError, wantsHelp } from './args.ts';
+import { buildInfo } from './build-info.ts';
+import { type Command, commandHelp, commandOptions, commands, globalHelp } from './commands.ts';
+import { type CliIo, InputError, processIo } from './io.ts';
+import { runtimeProblem } from './runtime.ts';
 
-export const usage = `usage:
-  vmzones lint   --spec FILE
-  vmzones render --spec FILE [--order zone-a,zone-b] [--pause 1m|manual|none] [--template vmzones-zone-healthy]
-FILE is a spec document, or a Rollout manifest whose pod template carries the ${specAnnotation} annotation; - reads stdin.`;
+export const exitCodes = { ok: 0, problems: 1, usage: 2 } as const;
 
-export interface CliIo {
-  out(text: string): void;
-  err(text: string): void;
-  readFile(path: string): string;
+export interface CliOptions {
+  /** How the user called it: `vmzones` or `kubectl vmzones`. */
+  program?: string;
+  io?: CliIo;
+  /** For tests: another command table, another Node version. */
+  commands?: readonly Command[];
+  nodeVersion?: string;
 }
 
-export const processIo: CliIo = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-  readFile: (path) => readFileSync(path === '-' ? 0 : path, 'utf8'),
-};
+/** Runs a command line; resolves to the process exit code. */
+export async function runCli(argv: readonly string[], options: CliOptions = {}): Promise<number> {
+  const io = options.io ?? processIo;
+  const program = options.program ?? 'vmzones';
+  const table = options.commands ?? commands;
+  const [first, ...rest] = argv;
+  const usageHint = `Run '${program} --help' for the commands.\n`;
 
-/** Finds the spec document: the file itself, or the annotation of the first Rollout in a manifest. */
-function loadSpec(text: string): ZoneSpecDocument {
-  for (const doc of parseAllDocuments(text)) {
-    if (!('toJS' in doc)) continue;
-    const value: unknown = doc.toJS();
-    if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'Rollout') {
-      const annotations = (
-        value as { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }
-      ).spec?.template?.metadata?.annotations;
-      const embedded = annotations?.[specAnnotation];
-      if (embedded === undefined)
-        throw new SpecError([`the Rollout has no ${specAnnotation} annotation on its pod template`]);
-      return parseSpecDocument(embedded);
-    }
+  if (first === undefined) {
+    io.err(globalHelp(program, buildInfo.version, table));
+    return exitCodes.usage;
   }
-  return parseSpecDocument(text);
-}
-
-/** Runs a command; returns the process exit code. */
-export function runCli(argv: readonly string[], io: CliIo = processIo): number {
-  const [command, ...rest] = argv;
-  let values: { spec?: string; order?: string; pause?: string; template?: string };
-  try {
-    ({ values } = parseArgs({
-      args: [...rest],
-      options: {
-        spec: { type: 'string' },
-        order: { type: 'string' },
-        pause: { type: 'string' },
-        template: { type: 'string' },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    io.err(`vmzones: ${(err as Error).message}\n${usage}\n`);
-    return 2;
+  if (first === '--help' || first === '-h') {
+    io.out(globalHelp(program, buildInfo.version, table));
+    return exitCodes.ok;
   }
-  if ((command !== 'lint' && command !== 'render') || values.spec === undefined) {
+  if (first === '--version') {
+    io.out(`vmzones ${buildInfo.version}\n`);
+    return exitCodes.ok;
+  }
+  if (first === 'help') {
+    const named = rest[0];
+    const command = table.find((c) => c.name === named);
+    if (named === undefined) io.out(globalHelp(program, buildInfo.version, table));
+    else if (command === undefined) {
+      io.err(`${program}: no command ${JSON.stringify(named)}\n${usageHint}`);
+      return exitCodes.usage;
+    } else io.out(commandHelp(command, program));
+    return exitCodes.ok;
+  }
+  const command = table.find((c) => c.name === first);
+  if (command === undefined) {
     io.err(
-      `${command === undefined ? '' : `vmzones: unknown command or missing --spec: ${command}\n`}${usage}\n`,
+      `${program}: ${first.startsWith('-') ? 'a command comes first, then flags' : `unknown command ${JSON.stringify(first)}`}\n${usageHint}`,
     );
-    return 2;
+    return exitCodes.usage;
   }
+  if (wantsHelp(rest)) {
+    io.out(commandHelp(command, program));
+    return exitCodes.ok;
+  }
+
+  const label = `${program} ${command.name}`;
   try {
-    const spec = loadSpec(io.readFile(values.spec));
-    if (command === 'lint') {
-      io.out(
-        `${values.spec}: ok (${Object.keys(spec.zones).length} zones: ${Object.keys(spec.zones).join(', ')})\n`,
-      );
-      return 0;
+    const flags = parseFlags(rest, commandOptions(command), false);
+    if (command.dataOutput) flags.output(); // a bad -o is a usage error before any work
+    if (command.talksToKubernetes) {
+      const problem = runtimeProblem(label, 'cli', options.nodeVersion);
+      if (problem !== undefined) {
+        io.err(`${problem}\n`);
+        return exitCodes.problems;
+      }
     }
-    const steps = renderSteps(spec, {
-      order: values.order?.split(',').map((z) => z.trim()),
-      pauseBetweenZones: values.pause,
-      healthTemplate: values.template,
-    });
-    io.out(stringify({ steps }));
-    return 0;
+    const module = await command.load();
+    return await module.run(flags, { io, program });
   } catch (err) {
-    const problems = err instanceof SpecError ? err.problems : [(err as Error).message];
-    io.err(`${values.spec}: ${problems.length} problem(s)\n${problems.map((p) => `  - ${p}\n`).join('')}`);
-    return 1;
+    if (err instanceof UsageError) {
+      io.err(
+        `${label}: ${err.message}\nUsage: ${program} ${command.synopsis}\nRun '${label} --help' for more.\n`,
+      );
+      return exitCodes.usage;
+    }
+    // InputError and anything unforeseen: one line (or a problem list) naming what and where.
+    const message = err instanceof Error ? err.message : String(err);
+    io.err(`${label}: ${err instanceof InputError ? '' : 'failed: '}${message}\n`);
+    return exitCodes.problems;
   }
 }

@@ -8,8 +8,10 @@ import type { ZoneSpecDocument } from './spec.ts';
 export const defaultHealthTemplate = 'vmzones-zone-healthy';
 
 export interface RenderOptions {
-  /** Zones in rollout order; defaults to the order of the spec document. */
+  /** Every zone of the spec, in rollout order; defaults to the order of the spec document. */
   order?: readonly string[];
+  /** A subset of the zones, in rollout order, for a walk that deliberately leaves the others out. */
+  only?: readonly string[];
   /** Between zones: a Go duration to wait, 'manual' for an approval (`pause: {}`), or 'none'. */
   pauseBetweenZones?: string;
   /** ClusterAnalysisTemplate run after apply, with the arg `zone`; '' leaves the gate out. */
@@ -26,14 +28,43 @@ export type CanaryStep =
     }
   | { pause: { duration?: string } };
 
-export function renderSteps(spec: ZoneSpecDocument, options: RenderOptions = {}): CanaryStep[] {
+/** A zone list that would walk a zone twice, an unknown zone, or (without `only`) not every zone. */
+export class ZoneOrderError extends Error {
+  override readonly name = 'ZoneOrderError';
+}
+
+export interface ZoneWalk {
+  /** The zones walked, in order. */
+  zones: string[];
+  /** The spec's zones the walk leaves out (only with `only`). */
+  leftOut: string[];
+}
+
+/** Which zones a walk visits. A walk that skips a zone must say so with `only`: `order` lists every zone. */
+export function zoneWalk(
+  spec: ZoneSpecDocument,
+  options: Pick<RenderOptions, 'order' | 'only'> = {},
+): ZoneWalk {
   const known = Object.keys(spec.zones);
-  const order = options.order ?? known;
+  if (options.order !== undefined && options.only !== undefined)
+    throw new ZoneOrderError('give either order (every zone) or only (a subset), not both');
+  const order = options.only ?? options.order ?? known;
   const unknown = order.filter((z) => !known.includes(z));
   if (unknown.length > 0)
-    throw new Error(`unknown zone(s) ${unknown.join(', ')} (known: ${known.join(', ')})`);
+    throw new ZoneOrderError(`unknown zone(s) ${unknown.join(', ')} (known: ${known.join(', ')})`);
   const duplicates = order.filter((z, i) => order.indexOf(z) !== i);
-  if (duplicates.length > 0) throw new Error(`zone(s) listed twice: ${duplicates.join(', ')}`);
+  if (duplicates.length > 0) throw new ZoneOrderError(`zone(s) listed twice: ${duplicates.join(', ')}`);
+  if (order.length === 0) throw new ZoneOrderError('no zone to walk');
+  const leftOut = known.filter((z) => !order.includes(z));
+  if (options.only === undefined && leftOut.length > 0)
+    throw new ZoneOrderError(
+      `the order leaves out ${leftOut.join(', ')}: list every zone, or walk a subset explicitly`,
+    );
+  return { zones: [...order], leftOut };
+}
+
+export function renderSteps(spec: ZoneSpecDocument, options: RenderOptions = {}): CanaryStep[] {
+  const order = zoneWalk(spec, options).zones;
 
   const pause = options.pauseBetweenZones ?? '1m';
   if (pause !== 'manual' && pause !== 'none') parseGoDurationMs(pause); // throws with the offending text

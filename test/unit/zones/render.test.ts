@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderSteps } from '../../../plugin/zones/render.ts';
+import { renderSteps, zoneWalk } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 
 const spec = parseSpecDocument(`
@@ -36,9 +36,9 @@ test('each zone is drained, changed, gated and restored, with a pause between zo
   ]);
 });
 
-test('order, manual approval and no gate are options', () => {
+test('a subset (only), manual approval and no gate are options', () => {
   const steps = renderSteps(spec, {
-    order: ['zone-c', 'zone-a'],
+    only: ['zone-c', 'zone-a'],
     pauseBetweenZones: 'manual',
     healthTemplate: '',
   });
@@ -59,6 +59,24 @@ test('bad options are refused', () => {
     () => renderSteps(spec, { order: ['zone-x'] }),
     /unknown zone\(s\) zone-x \(known: zone-a, zone-b, zone-c\)/,
   );
-  assert.throws(() => renderSteps(spec, { order: ['zone-a', 'zone-a'] }), /listed twice: zone-a/);
+  assert.throws(() => renderSteps(spec, { only: ['zone-a', 'zone-a'] }), /listed twice: zone-a/);
+  assert.throws(
+    () => renderSteps(spec, { order: ['zone-c', 'zone-a'] }),
+    /the order leaves out zone-b: list every zone, or walk a subset explicitly/,
+  );
+  assert.throws(() => renderSteps(spec, { order: ['zone-a'], only: ['zone-a'] }), /not both/);
+  assert.throws(() => renderSteps(spec, { only: [] }), /no zone to walk/);
   assert.throws(() => renderSteps(spec, { pauseBetweenZones: 'soon' }), /invalid duration "soon"/);
+});
+
+test('zoneWalk names the zones a subset leaves out; a full order leaves none out', () => {
+  assert.deepEqual(zoneWalk(spec, { only: ['zone-b'] }), {
+    zones: ['zone-b'],
+    leftOut: ['zone-a', 'zone-c'],
+  });
+  assert.deepEqual(zoneWalk(spec, { order: ['zone-c', 'zone-b', 'zone-a'] }), {
+    zones: ['zone-c', 'zone-b', 'zone-a'],
+    leftOut: [],
+  });
+  assert.deepEqual(zoneWalk(spec), { zones: ['zone-a', 'zone-b', 'zone-c'], leftOut: [] });
 });
