@@ -13,6 +13,7 @@ import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import {
   cluster,
   eventually,
+  latencyOffset,
   ns,
   rolloutObject,
   rolloutState,
@@ -24,14 +25,8 @@ import {
   stepsFor,
   vmzonesAnnotations,
   zoneSpec,
+  sandboxZones as zones,
 } from './harness.ts';
-
-const zones = [
-  { zone: 'zone-a', vmcluster: 'vm-zone-a' },
-  { zone: 'zone-b', vmcluster: 'vm-zone-b' },
-  { zone: 'zone-c', vmcluster: 'vm-zone-c' },
-];
-const latencyOffset = (value: string) => ({ vmstorage: { extraArgs: { 'search.latencyOffset': value } } });
 
 let sandbox: Sandbox;
 let kube: KubeObjects;

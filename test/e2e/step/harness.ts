@@ -36,6 +36,18 @@ export function eventually<T>(
   return waitUntil(what, check, timeoutMs, intervalMs);
 }
 
+/** The sandbox's three zones and their VMClusters (zoneSpec names the same). */
+export const sandboxZones = [
+  { zone: 'zone-a', vmcluster: 'vm-zone-a' },
+  { zone: 'zone-b', vmcluster: 'vm-zone-b' },
+  { zone: 'zone-c', vmcluster: 'vm-zone-c' },
+];
+
+/** A change that restarts a zone: a vmstorage flag. */
+export const latencyOffset = (value: string) => ({
+  vmstorage: { extraArgs: { 'search.latencyOffset': value } },
+});
+
 // ---- Rollouts carrying a spec document ----
 
 export interface SpecDocument {

@@ -20,6 +20,7 @@ import {
   cluster,
   crashController,
   eventually,
+  latencyOffset,
   ns,
   parkedRollout,
   pluginStatuses,
@@ -36,16 +37,10 @@ import {
   vmuser,
   vmzonesAnnotations,
   zoneSpec,
+  sandboxZones as zones,
 } from './harness.ts';
 import { helmConfig, helmSecret, helmUser, startHelmVmauth } from './helm-vmauth.ts';
 import { type KubeCall, recordingKube } from './recording-kube.ts';
-
-const zones = [
-  { zone: 'zone-a', vmcluster: 'vm-zone-a' },
-  { zone: 'zone-b', vmcluster: 'vm-zone-b' },
-  { zone: 'zone-c', vmcluster: 'vm-zone-c' },
-];
-const latencyOffset = (value: string) => ({ vmstorage: { extraArgs: { 'search.latencyOffset': value } } });
 
 let sandbox: Sandbox;
 let kube: KubeObjects;
