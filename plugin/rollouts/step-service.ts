@@ -2,9 +2,10 @@
 // calls the StepPlugin, and encodes replies in the Go shapes the controller's client expects.
 
 import type { GobValue } from '../goplugin/gob/index.ts';
+import { notify, observed, type RpcObserver } from './rpc-observer.ts';
 import type { RpcReply, RpcService } from './rpc-types.ts';
 import { rpcErrorSchema, stepResponseSchema, stringSchema } from './schemas.ts';
-import type { StepContext, StepPlugin, StepResult } from './types.ts';
+import type { RolloutView, StepContext, StepPlugin, StepResult } from './types.ts';
 import { rolloutView } from './views.ts';
 import { unwrapInterface } from './wire-read.ts';
 
@@ -21,11 +22,32 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export function stepService(plugin: StepPlugin, hooks: ServiceHooks): RpcService {
+/** A reply of Go type RpcError (InitPlugin, GarbageCollect) carries ErrorString only on failure. */
+export function rpcErrorOutcome(reply: RpcReply): string {
+  return (reply.value as { ErrorString?: string }).ErrorString === undefined ? 'ok' : 'error';
+}
+
+export function stepService(plugin: StepPlugin, hooks: ServiceHooks, observer?: RpcObserver): RpcService {
   const call =
-    (argsName: string, op: (p: StepPlugin) => StepPlugin['run']) =>
+    (method: 'Run' | 'Terminate' | 'Abort', argsName: string, op: (p: StepPlugin) => StepPlugin['run']) =>
     async (body: GobValue): Promise<RpcReply> => {
-      let result: StepResult;
+      const started = performance.now();
+      let result: StepResult | undefined;
+      let decoded: { rollout: RolloutView; context: StepContext } | undefined;
+      const report = () => {
+        if (observer === undefined) return;
+        const base = {
+          service: 'step' as const,
+          method,
+          outcome: result?.phase ?? 'error',
+          durationMs: performance.now() - started,
+          endedAt: Date.now(),
+        };
+        notify(
+          observer,
+          decoded === undefined ? { ...base, kind: 'other' } : { ...base, kind: 'step', ...decoded, result },
+        );
+      };
       try {
         const args = unwrapInterface(body, argsName);
         const context = args.struct('Context');
@@ -34,31 +56,41 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks): RpcService
           config: context.json('Config'),
           status: context.json('Status'),
         };
-        result = await op(plugin).call(plugin, rolloutView(args.struct('Rollout')), stepContext);
-        validateStepResult(result);
+        decoded = { rollout: rolloutView(args.struct('Rollout')), context: stepContext };
+        const value = await op(plugin).call(plugin, decoded.rollout, stepContext);
+        validateStepResult(value);
+        result = value;
       } catch (err) {
+        report();
         return {
           schema: stepResponseSchema,
           value: { Result: {}, Error: { ErrorString: errorMessage(err) } },
         };
       }
+      report();
       return { schema: stepResponseSchema, value: { Result: encodeStepResult(result), Error: {} } };
     };
 
   return {
-    InitPlugin: async () => {
-      try {
-        await plugin.init();
-        return { schema: rpcErrorSchema, value: {} };
-      } catch (err) {
-        queueMicrotask(() => hooks.onInitFailure(err instanceof Error ? err : new Error(String(err))));
-        return { schema: rpcErrorSchema, value: { ErrorString: errorMessage(err) } };
-      }
-    },
-    Run: call('step.RunArgs', (p) => p.run),
-    Terminate: call('step.TerminateArgs', (p) => p.terminate),
-    Abort: call('step.AbortArgs', (p) => p.abort),
-    Type: async () => ({ schema: stringSchema, value: plugin.type() }),
+    InitPlugin: observed(
+      observer,
+      'step',
+      'InitPlugin',
+      async (): Promise<RpcReply> => {
+        try {
+          await plugin.init();
+          return { schema: rpcErrorSchema, value: {} };
+        } catch (err) {
+          queueMicrotask(() => hooks.onInitFailure(err instanceof Error ? err : new Error(String(err))));
+          return { schema: rpcErrorSchema, value: { ErrorString: errorMessage(err) } };
+        }
+      },
+      rpcErrorOutcome,
+    ),
+    Run: call('Run', 'step.RunArgs', (p) => p.run),
+    Terminate: call('Terminate', 'step.TerminateArgs', (p) => p.terminate),
+    Abort: call('Abort', 'step.AbortArgs', (p) => p.abort),
+    Type: observed(observer, 'step', 'Type', async () => ({ schema: stringSchema, value: plugin.type() })),
   };
 }
 
