@@ -20,14 +20,21 @@ if (process.env[cookieKey] === undefined) {
 }
 
 async function startPlugin(): Promise<void> {
-  const [{ createGatesProvider }, { createLogger, servePlugin }, metric, step, { createZoneStepPlugin }] =
-    await Promise.all([
-      import('./gates/provider.ts'),
-      import('./goplugin/index.ts'),
-      import('./rollouts/metric-service.ts'),
-      import('./rollouts/step-service.ts'),
-      import('./zones/step-plugin.ts'),
-    ]);
+  const [
+    { createGatesProvider },
+    { createLogger, servePlugin },
+    metric,
+    step,
+    { createZoneStepPlugin },
+    observing,
+  ] = await Promise.all([
+    import('./gates/provider.ts'),
+    import('./goplugin/index.ts'),
+    import('./rollouts/metric-service.ts'),
+    import('./rollouts/step-service.ts'),
+    import('./zones/step-plugin.ts'),
+    import('./observe/index.ts'),
+  ]);
   const logger = createLogger('vmzones');
   // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
   const hooks = {
@@ -38,6 +45,16 @@ async function startPlugin(): Promise<void> {
       process.exit(1);
     },
   };
+  // The observe endpoint (docs/observe.md), only with --observe-address in the plugin's args.
+  let observe: ReturnType<typeof observing.startObserve>;
+  try {
+    observe = observing.startObserve({ role: process.env[cookieKey], argv: process.argv.slice(2), logger });
+  } catch (error) {
+    if (!(error instanceof observing.ObserveFlagError)) throw error;
+    logger.error('bad observe flag in the plugin args (argo-rollouts-config)', { error: error.message });
+    process.exit(1);
+  }
+  const kube = observe.kube;
   servePlugin({
     cookieKey,
     logger,
@@ -45,8 +62,20 @@ async function startPlugin(): Promise<void> {
       'vmzones is an Argo Rollouts plugin (vmzones/step, vmzones/gates): register it in the argo-rollouts-config ConfigMap. ' +
       'By hand, run it without the cookie: `vmzones --help`.',
     roles: {
-      step: { [step.stepDispenseName]: step.stepService(createZoneStepPlugin(), hooks) },
-      metricprovider: { [metric.metricDispenseName]: metric.metricService(createGatesProvider(), hooks) },
+      step: {
+        [step.stepDispenseName]: step.stepService(
+          createZoneStepPlugin(kube ? { kube: kube() } : {}),
+          hooks,
+          observe.rpc,
+        ),
+      },
+      metricprovider: {
+        [metric.metricDispenseName]: metric.metricService(
+          createGatesProvider(kube ? { kube } : {}),
+          hooks,
+          observe.rpc,
+        ),
+      },
     },
   }).catch((error: unknown) => {
     logger.error('plugin server failed', { error: error instanceof Error ? error.message : String(error) });
