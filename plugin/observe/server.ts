@@ -25,6 +25,8 @@ export function createObserveApp(options: ObserveAppOptions): express.Express {
   });
 
   app.get('/metrics', async (_req, res) => {
+    // List first, so that the Kubernetes request counters on this page include this scrape's listing.
+    await options.zones?.get();
     const body = await options.metrics.registry.metrics();
     res.type(options.metrics.registry.contentType).send(body);
   });

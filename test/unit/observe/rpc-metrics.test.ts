@@ -1,0 +1,166 @@
+// RPC call events into metrics: latency by method and outcome, whole step and gate durations from the starts
+// Kubernetes records, vmauth waits from the step statuses, and the drain gate's queue figures per agent.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { metadataKeys } from '../../../plugin/gates/provider.ts';
+import { createMetrics } from '../../../plugin/observe/metrics.ts';
+import { rpcMetrics } from '../../../plugin/observe/rpc-metrics.ts';
+import { notify, type StepCallEvent } from '../../../plugin/rollouts/rpc-observer.ts';
+import type { RolloutView } from '../../../plugin/rollouts/types.ts';
+
+const endedAt = Date.parse('2026-12-01T10:02:00Z');
+
+function rolloutAtStep(startedAt: string | undefined): RolloutView {
+  return {
+    metadata: { name: 'walk', namespace: 'vm' },
+    spec: { template: { metadata: {} }, strategy: {} },
+    status: {
+      currentStepIndex: 2,
+      canary: {
+        stepPluginStatuses: [
+          { index: 1, operation: 'Run', startedAt: '2026-12-01T09:00:00Z' },
+          ...(startedAt === undefined ? [] : [{ index: 2, operation: 'Run', startedAt }]),
+        ],
+      },
+    },
+  };
+}
+
+function stepEvent(overrides: Partial<StepCallEvent>): StepCallEvent {
+  return {
+    kind: 'step',
+    service: 'step',
+    method: 'Run',
+    outcome: 'Successful',
+    durationMs: 40,
+    endedAt,
+    rollout: rolloutAtStep('2026-12-01T10:00:00Z'),
+    context: {
+      pluginName: 'vmzones/step',
+      config: { zone: 'zone-a', action: 'drainReads' },
+      status: undefined,
+    },
+    result: {
+      phase: 'Successful',
+      status: { state: 'drained', drainedAt: '2026-12-01T10:00:05Z', reloadedAt: '2026-12-01T10:00:07Z' },
+    },
+    ...overrides,
+  };
+}
+
+async function values(metrics: ReturnType<typeof createMetrics>, name: string) {
+  const metric = metrics.registry.getSingleMetric(name);
+  assert.ok(metric, name);
+  return (await metric.get()).values;
+}
+
+test('a step that ends is observed from the start its Rollout status records, with the vmauth wait', async () => {
+  const metrics = createMetrics('step');
+  const observer = rpcMetrics(metrics);
+  observer.call(stepEvent({}));
+  const steps = await values(metrics, 'vmzones_step_duration_seconds');
+  const sum = steps.find((v) => v.metricName === 'vmzones_step_duration_seconds_sum');
+  assert.deepEqual(sum?.labels, { action: 'drainReads', phase: 'Successful' });
+  assert.equal(sum?.value, 120);
+  const waits = await values(metrics, 'vmzones_vmauth_reload_wait_seconds');
+  assert.equal(waits.find((v) => v.metricName === 'vmzones_vmauth_reload_wait_seconds_sum')?.value, 2);
+  const rpc = await values(metrics, 'vmzones_rpc_duration_seconds');
+  const count = rpc.find((v) => v.metricName === 'vmzones_rpc_duration_seconds_count');
+  assert.deepEqual(count?.labels, { service: 'step', method: 'Run', outcome: 'Successful' });
+  assert.equal(count?.value, 1);
+});
+
+test('Running steps are not durations; a first Run that ends at once lasts its call; unknown actions are "other"', async () => {
+  const metrics = createMetrics('step');
+  const observer = rpcMetrics(metrics);
+  observer.call(stepEvent({ outcome: 'Running', result: { phase: 'Running' } }));
+  assert.equal(
+    (await values(metrics, 'vmzones_step_duration_seconds')).filter((v) => v.metricName?.endsWith('_count'))
+      .length,
+    0,
+  );
+  observer.call(
+    stepEvent({
+      rollout: rolloutAtStep(undefined),
+      context: { pluginName: 'vmzones/step', config: { zone: 'z', action: 'x"}\n' }, status: undefined },
+      result: { phase: 'Failed' },
+      outcome: 'Failed',
+    }),
+  );
+  const sum = (await values(metrics, 'vmzones_step_duration_seconds')).find((v) =>
+    v.metricName?.endsWith('_sum'),
+  );
+  assert.deepEqual(sum?.labels, { action: 'other', phase: 'Failed' });
+  assert.equal(sum?.value, 0.04);
+});
+
+test('drain gate readings set the pending bytes per agent; a finished measurement is timed from its start', async () => {
+  const metrics = createMetrics('metricprovider');
+  const observer = rpcMetrics(metrics);
+  const figures = {
+    gate: 'vmagentQueueDrained',
+    zone: 'zone-a',
+    namespace: 'vm',
+    agents: {
+      vmagent: { pendingDataBytes: 4096, onDiskPendingBytes: 1024 },
+      'vmagent-2': { pendingDataBytes: 0 },
+    },
+  };
+  const base = {
+    kind: 'measurement' as const,
+    service: 'metricprovider' as const,
+    durationMs: 15,
+    endedAt,
+    run: { metadata: {}, spec: {}, status: {} },
+    metric: { provider: {} },
+    previous: undefined,
+  };
+  const metadata = {
+    [metadataKeys.gate]: 'vmagentQueueDrained',
+    [metadataKeys.startedAt]: '2026-12-01T10:01:30.000Z',
+  };
+  observer.call({
+    ...base,
+    method: 'Run',
+    outcome: 'Running',
+    result: { phase: 'Running', value: JSON.stringify(figures), metadata },
+  });
+  const pending = await values(metrics, 'vmzones_gate_queue_pending_bytes');
+  assert.deepEqual(
+    pending.map((v) => [v.labels.vmagent, v.value]),
+    [
+      ['vmagent', 4096],
+      ['vmagent-2', 0],
+    ],
+  );
+  assert.equal((await values(metrics, 'vmzones_gate_queue_on_disk_pending_bytes'))[0]?.value, 1024);
+  observer.call({
+    ...base,
+    method: 'Resume',
+    outcome: 'Successful',
+    result: {
+      phase: 'Successful',
+      value: JSON.stringify({ ...figures, agents: { vmagent: { pendingDataBytes: 0 } } }),
+      metadata,
+    },
+  });
+  assert.equal((await values(metrics, 'vmzones_gate_queue_pending_bytes'))[0]?.value, 0);
+  const gate = (await values(metrics, 'vmzones_gate_duration_seconds')).find((v) =>
+    v.metricName?.endsWith('_sum'),
+  );
+  assert.deepEqual(gate?.labels, { gate: 'vmagentQueueDrained', phase: 'Successful' });
+  assert.equal(gate?.value, 30);
+});
+
+test('an observer that throws never fails the call', () => {
+  assert.doesNotThrow(() =>
+    notify(
+      {
+        call() {
+          throw new Error('observer bug');
+        },
+      },
+      { kind: 'other', service: 'step', method: 'Type', outcome: 'ok', durationMs: 1, endedAt },
+    ),
+  );
+});
