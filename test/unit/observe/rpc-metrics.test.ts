@@ -51,7 +51,12 @@ function stepEvent(overrides: Partial<StepCallEvent>): StepCallEvent {
 async function values(metrics: ReturnType<typeof createMetrics>, name: string) {
   const metric = metrics.registry.getSingleMetric(name);
   assert.ok(metric, name);
-  return (await metric.get()).values;
+  // prom-client's type leaves out metricName, which histograms set on every value (_bucket, _sum, _count).
+  return (await metric.get()).values as {
+    metricName?: string;
+    labels: Record<string, string | number>;
+    value: number;
+  }[];
 }
 
 test('a step that ends is observed from the start its Rollout status records, with the vmauth wait', async () => {
