@@ -28,11 +28,12 @@ export type BinaryName =
   | 'victoria-metrics'
   | 'vmagent'
   | 'vmauth'
+  | 'vmalert'
   | 'vm-operator';
 
 interface Target {
   name: BinaryName;
-  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmoperator';
+  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmalert' | 'vmoperator';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -103,6 +104,13 @@ export const targets: Target[] = [
     module: 'victoriametrics',
     pkg: 'github.com/VictoriaMetrics/VictoriaMetrics/app/vmauth',
     ldflags: vmLdflags('vmauth'),
+  },
+  {
+    // Its own module (test/env/vmalert, same VictoriaMetrics version): adding it kept the keys above unchanged.
+    name: 'vmalert',
+    module: 'vmalert',
+    pkg: 'github.com/VictoriaMetrics/VictoriaMetrics/app/vmalert',
+    ldflags: vmLdflags('vmalert'),
   },
   {
     name: 'vm-operator',
