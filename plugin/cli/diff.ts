@@ -144,9 +144,7 @@ export function formatZoneDiffs(diffs: readonly ZoneDiff[]): string {
       lines.push(`${head}: no change (generation ${diff.generation ?? '?'})`);
       continue;
     }
-    lines.push(
-      `${head}: ${diff.changes.length} field(s) change (generation ${diff.generation ?? '?'} → next)`,
-    );
+    lines.push(`${head}: ${diff.changes.length} field(s) change (live generation ${diff.generation ?? '?'})`);
     for (const change of diff.changes) {
       const mark = change.before === undefined ? '+' : change.after === undefined ? '-' : '~';
       const value =
