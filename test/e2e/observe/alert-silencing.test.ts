@@ -11,8 +11,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse, stringify } from 'yaml';
+import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
-import { leasePatch, patchCluster, releasePatch } from '../../../plugin/zones/cluster.ts';
+import { resolveTarget } from '../../../plugin/zones/target.ts';
+import { leasePatch, patchCluster, releasePatch } from '../../../plugin/zones/vmcluster-state.ts';
 import { eventually } from '../../sandbox/eventually.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { freePort } from '../../sandbox/ports.ts';
@@ -129,14 +131,16 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
     namespace: ns,
     name: rolloutName,
   });
-  const who = { rollout: `${ns}/${rolloutName}`, uid: rollout.metadata.uid ?? '', revision: 'observe-test' };
+  // The lease and maintenance mark exactly as drainReads of this Rollout writes them.
+  const target = resolveTarget(rollout as unknown as RolloutView, { zone: 'zone-a', action: 'drainReads' });
   const zoneA = vmclusterRef(ns, 'vm-zone-a');
+  assert.deepEqual(target.cluster, zoneA);
   const enterMaintenance = async () => {
     const cluster = await kube.get(zoneA);
     await patchCluster(
       kube,
       zoneA,
-      leasePatch(who, 'zone-a', new Date(), 'alert-silencing test'),
+      leasePatch(target, new Date(), 'alert-silencing test'),
       cluster.metadata.resourceVersion,
     );
   };

@@ -2,8 +2,8 @@
 // own helpers (leasePatch, annotationValue), for the observe tests.
 
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
+import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
-import { leasePatch } from '../../../plugin/zones/cluster.ts';
 import { specAnnotation } from '../../../plugin/zones/spec.ts';
 import {
   annotationValue,
@@ -13,6 +13,8 @@ import {
   type RollbackRecord,
   rollbackAnnotation,
 } from '../../../plugin/zones/state.ts';
+import { resolveTarget } from '../../../plugin/zones/target.ts';
+import { leasePatch } from '../../../plugin/zones/vmcluster-state.ts';
 
 export const who = { rollout: 'vm/walk', uid: 'uid-1', revision: 'rev-1' };
 export const drainedAt = new Date('2026-12-01T10:00:00Z');
@@ -59,9 +61,12 @@ export function vmcluster(zone: string, options: ClusterOptions = {}): Object {
   const annotations: Record<string, string> = { ...options.annotations };
   const labels: Record<string, string> = {};
   if (options.drained) {
-    const patch = leasePatch(who, zone, drainedAt, `drainReads by Rollout ${who.rollout}`);
-    for (const [key, value] of Object.entries(patch.annotations ?? {}))
-      if (value !== null) annotations[key] = value;
+    // The lease and maintenance mark exactly as drainReads writes them for this Rollout.
+    const target = resolveTarget(rollout() as unknown as RolloutView, { zone, action: 'drainReads' });
+    const patch = leasePatch(target, drainedAt, `drainReads by Rollout ${who.rollout}`);
+    for (const [key, value] of Object.entries(patch.annotations ?? {})) {
+      if (typeof value === 'string') annotations[key] = value;
+    }
     labels[maintenanceLabel] = 'true';
   }
   const generation = options.generation ?? 1;
