@@ -7,7 +7,9 @@
 // and must stop when it is back in.
 
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse, stringify } from 'yaml';
@@ -28,6 +30,7 @@ const alertName = 'VMStorageDown';
 
 let sandbox: Sandbox;
 const daemons: DaemonRecord[] = [];
+const hosts: Socket[] = [];
 
 before(async () => {
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run "npm run build" first`);
@@ -35,6 +38,7 @@ before(async () => {
 });
 
 after(async () => {
+  for (const host of hosts) host.destroy();
   for (const daemon of daemons.reverse()) await stopDaemon(daemon, 5_000);
   await sandbox?.stop();
 });
@@ -125,11 +129,15 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
       [],
     ),
   ]);
-  const rollout = await kube.get({
-    apiVersion: 'argoproj.io/v1alpha1',
-    kind: 'Rollout',
-    namespace: ns,
-    name: rolloutName,
+  // The controller gives it a revision (status.currentPodHash), which the lease records.
+  const rollout = await eventually('the Rollout has a revision', async () => {
+    const object = await kube.get({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Rollout',
+      namespace: ns,
+      name: rolloutName,
+    });
+    return (object.status as { currentPodHash?: string } | undefined)?.currentPodHash ? object : undefined;
   });
   // The lease and maintenance mark exactly as drainReads of this Rollout writes them.
   const target = resolveTarget(rollout as unknown as RolloutView, { zone: 'zone-a', action: 'drainReads' });
@@ -162,6 +170,15 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
       KUBECONFIG: sandbox.state.kubeconfig,
     },
   );
+  // Connect as the controller would (go-plugin's handshake line names the socket), so the plugin does not end for
+  // want of a host (its connect timeout) however long this test runs; no RPC is made.
+  const socketPath = await waitFor(
+    async () => /^1\|1\|unix\|([^|]+)\|netrpc\|$/m.exec(readFileSync(plugin.log, 'utf8'))?.[1],
+    { part: 'vmzones plugin handshake', log: plugin.log, pid: plugin.pid, timeoutMs: 30_000 },
+  );
+  const host = connect(socketPath);
+  await once(host, 'connect');
+  hosts.push(host);
   const observe = `http://127.0.0.1:${observePort}`;
   await waitFor(async () => ((await fetch(`${observe}/healthz`)).ok ? true : undefined), {
     part: 'vmzones observe endpoint',
