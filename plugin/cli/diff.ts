@@ -6,11 +6,14 @@
 // Exit status (diffExitCode): 0 when every zone would take its change as written, 1 when a zone would be
 // refused, is missing, or would lose fields to pruning (a change that silently does not happen).
 //
-// Wiring (plugin/cli/cli.ts, owned by the CLI): parse --spec (and -n/--namespace for a bare spec document),
-// load the spec as `lint` does, then `const diffs = await diffZones({spec, namespace, kube: kubeObjects()})`,
-// print `formatZoneDiffs(diffs)` and return `diffExitCode(diffs)`.
+// `run` is a CommandModule (plugin/cli/commands.ts): wiring it is one entry in the command table,
+//   {name: 'diff', synopsis: 'diff --spec FILE [--rollout NAME] [-n NS] [--kubeconfig F] [--context C]',
+//    options: {spec: {type: 'string'}, rollout: {type: 'string'}}, dataOutput: false, talksToKubernetes: true,
+//    load: () => import('./diff.ts')}
+// (loaded on demand: it evaluates the Kubernetes client, which the offline commands must not).
 
-import { KubeError, type KubeObjects } from '../kube/objects.ts';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { vmclusterRef } from '../vm/vmcluster.ts';
 import {
   deepEqual,
@@ -21,6 +24,10 @@ import {
   type JsonValue,
 } from '../zones/merge-patch.ts';
 import { resolveZone, type ZoneSpecDocument } from '../zones/spec.ts';
+import { type Flags, type KubeTarget, UsageError } from './args.ts';
+import type { CommandContext } from './commands.ts';
+import { readInput } from './io.ts';
+import { fileLabel, oneSpec, readManifests } from './manifests.ts';
 
 export interface StoredDifference {
   path: string[];
@@ -169,4 +176,25 @@ export function formatZoneDiffs(diffs: readonly ZoneDiff[]): string {
 export function diffExitCode(diffs: readonly ZoneDiff[]): number {
   const bad = diffs.some((d) => d.outcome !== 'ok' || d.differences.some((x) => x.stored === undefined));
   return bad ? 1 : 0;
+}
+
+/** The user's kubeconfig (--kubeconfig, else KUBECONFIG / ~/.kube/config) and context (--context, else current). */
+function kubeFor(target: KubeTarget): KubeObjects {
+  const kc = new KubeConfig();
+  if (target.kubeconfig === undefined) kc.loadFromDefault();
+  else kc.loadFromFile(target.kubeconfig);
+  if (target.context !== undefined) kc.setCurrentContext(target.context);
+  return kubeObjects(kc);
+}
+
+/** `vmzones diff --spec FILE [--rollout NAME]`: objects live in the spec's namespace, else -n, else `default`. */
+export async function run(flags: Flags, context: CommandContext): Promise<number> {
+  const path = flags.string('spec');
+  if (path === undefined) throw new UsageError('diff needs --spec FILE');
+  const file = fileLabel(path);
+  const spec = oneSpec(readManifests(readInput(context.io, path), file), file, flags.string('rollout'));
+  const target = flags.kubeTarget();
+  const diffs = await diffZones({ spec, namespace: target.namespace ?? 'default', kube: kubeFor(target) });
+  context.io.out(formatZoneDiffs(diffs));
+  return diffExitCode(diffs);
 }

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { stringify } from 'yaml';
-import { diffExitCode, diffZones, formatZoneDiffs } from '../../../plugin/cli/diff.ts';
+import { Flags } from '../../../plugin/cli/args.ts';
+import { diffExitCode, diffZones, formatZoneDiffs, run } from '../../../plugin/cli/diff.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
@@ -81,4 +82,51 @@ test('diff shows each zone’s changes, pruned fields and refusals from a dry ru
     before.map((c) => [c.metadata.generation, c.spec?.retentionPeriod]),
     'a dry run stores nothing',
   );
+});
+
+test('the diff command reads a Rollout manifest, talks to the cluster of --kubeconfig and exits 1 on a refusal', async () => {
+  const rollout = (overrideSpec: object) =>
+    stringify({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Rollout',
+      metadata: { name: 'walk', namespace: ns },
+      spec: {
+        template: {
+          metadata: {
+            annotations: {
+              'vmzones.io/spec': stringify({
+                namespace: ns,
+                overrideSpec,
+                vmauth: { vmuser: 'vmauth-read' },
+                vmagent: { vmagent: 'vmagent' },
+                zones: { 'zone-a': { vmcluster: 'vm-zone-a' } },
+              }),
+            },
+          },
+        },
+      },
+    });
+  const files: Record<string, string> = {
+    'ok.yaml': rollout({ clusterVersion: 'v9.9.9-cluster' }),
+    'bad.yaml': rollout({ vmstorage: { replicaCount: 'many' } }),
+  };
+  const runFile = async (name: string) => {
+    let out = '';
+    const io = {
+      out: (text: string) => {
+        out += text;
+      },
+      err: () => undefined,
+      readFile: (path: string) => files[path] ?? '',
+      writeFile: () => undefined,
+    };
+    const flags = new Flags({ spec: name, kubeconfig: sandbox.state.kubeconfig }, []);
+    return { code: await run(flags, { io, program: 'vmzones' }), out };
+  };
+  const ok = await runFile('ok.yaml');
+  assert.equal(ok.code, 0, ok.out);
+  assert.match(ok.out, /zone zone-a: VMCluster vm\/vm-zone-a: 1 field\(s\) change/);
+  const bad = await runFile('bad.yaml');
+  assert.equal(bad.code, 1, bad.out);
+  assert.match(bad.out, /REFUSED: .*replicaCount/);
 });
