@@ -293,6 +293,14 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
     [['vm-zone-a', ns]],
   );
   const page = await (await fetch(`${observe}/metrics`)).text();
+  process.stderr.write(
+    `[observe] /metrics excerpt:\n${page
+      .split('\n')
+      .filter((l) =>
+        /^vmzones_(zone_(maintenance|state|snapshot)|kube_api|rpc_duration_seconds_count)/.test(l),
+      )
+      .join('\n')}\n`,
+  );
   assert.match(
     page,
     /\nvmzones_zone_maintenance\{namespace="vm",vmcluster="vm-zone-a",zone="zone-a",rollout="vm\/observe-alerts",role="step"\} 0\n/,
