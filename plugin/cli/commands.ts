@@ -86,6 +86,20 @@ export const commands: readonly Command[] = [
     load: () => import('./render-command.ts'),
   },
   {
+    name: 'diff',
+    summary:
+      'show per zone what its VMCluster spec would become (server-side dry run), for pull-request checks',
+    synopsis: 'diff --spec FILE [--rollout NAME] [-n NS] [--kubeconfig F] [--context C]',
+    flagHelp: `  --spec FILE        the spec document or Rollout manifest; - reads stdin
+  --rollout NAME     which Rollout, when a file holds several`,
+    examples:
+      '  kustomize build overlays/prod | vmzones diff --spec - -n vm\n  kubectl vmzones diff --spec rollout.yaml --context prod',
+    options: { spec: { type: 'string' }, rollout: { type: 'string' } },
+    dataOutput: false,
+    talksToKubernetes: true,
+    load: () => import('./diff.ts'),
+  },
+  {
     name: 'version',
     summary: 'print the vmzones version and the Node it runs on',
     synopsis: 'version [-o yaml|json]',
