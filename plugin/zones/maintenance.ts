@@ -1,6 +1,6 @@
 // Which zones are in maintenance (between drainReads and restoreReads, or being rolled back), derived from the
-// VMClusters' vmzones.io/maintenance annotations each time the reconciler lists them — never from what this
-// process remembers doing. The observe layer exports it as vmzones_zone_maintenance{zone,vmcluster,namespace}.
+// VMClusters' vmzones.io/maintenance annotations — never from what a process remembers doing. The observe layer
+// lists the VMClusters when scraped and exports it as vmzones_zone_maintenance (docs/observe.md).
 
 import type { KubeObject } from '../kube/objects.ts';
 import { maintenanceAnnotation, StateError, zoneState } from './state.ts';
@@ -12,9 +12,6 @@ export interface ZoneMaintenance {
   since: string;
   reason: string;
 }
-
-let current: readonly ZoneMaintenance[] = [];
-let observedAt: Date | undefined;
 
 /** The zones whose VMCluster carries a maintenance annotation (a malformed one still counts, reason says so). */
 export function maintenanceOf(clusters: readonly KubeObject[]): ZoneMaintenance[] {
@@ -37,14 +34,4 @@ export function maintenanceOf(clusters: readonly KubeObject[]): ZoneMaintenance[
     }
   }
   return zones.sort((a, b) => `${a.namespace}/${a.vmcluster}`.localeCompare(`${b.namespace}/${b.vmcluster}`));
-}
-
-export function recordMaintenance(clusters: readonly KubeObject[], now = new Date()): void {
-  current = maintenanceOf(clusters);
-  observedAt = now;
-}
-
-/** The latest snapshot and when it was taken (undefined before the first reconciler pass). */
-export function currentMaintenance(): { zones: readonly ZoneMaintenance[]; observedAt: Date | undefined } {
-  return { zones: current, observedAt };
 }

@@ -12,7 +12,6 @@ import type { RolloutProgress } from '../rollouts/rollout-object.ts';
 import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
-import { recordMaintenance } from './maintenance.ts';
 import { isTransient } from './outcome.ts';
 import { specFromAnnotations } from './spec.ts';
 import { type Lease, type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
@@ -85,7 +84,6 @@ export class ZoneReconciler {
     const clusters = (await this.#kube.list(vmApiVersion, 'VMCluster', '')).filter((c) =>
       vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined),
     );
-    recordMaintenance(clusters, this.#now());
     const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
     const progressOf = (holder: RolloutIdentity) => {
       const id = `${holder.rollout}|${holder.uid}`;
@@ -131,10 +129,6 @@ export class ZoneReconciler {
         }
       }),
     );
-    if (results.some(([, progress]) => progress === 'done')) {
-      const after = await this.#kube.list(vmApiVersion, 'VMCluster', '');
-      recordMaintenance(after, this.#now());
-    }
     return Object.fromEntries(results);
   }
 

@@ -11,7 +11,7 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
-import { currentMaintenance } from '../../../plugin/zones/maintenance.ts';
+import { maintenanceOf } from '../../../plugin/zones/maintenance.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
@@ -427,7 +427,11 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
   assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b']);
   await reconciler.tick();
   assert.deepEqual(
-    currentMaintenance().zones.map((z) => [z.zone, z.vmcluster, z.namespace]),
+    maintenanceOf(await kube.list(vmApiVersion, 'VMCluster', ns)).map((z) => [
+      z.zone,
+      z.vmcluster,
+      z.namespace,
+    ]),
     [['zone-c', 'vm-zone-c', 'vm']],
     'the maintenance metric comes from the annotation',
   );
@@ -489,7 +493,7 @@ test('in the plugin, on the real API server: an invalid merged spec fails with n
   assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-c')), {});
   assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
   await reconciler.tick();
-  assert.deepEqual(currentMaintenance().zones, []);
+  assert.deepEqual(maintenanceOf(await kube.list(vmApiVersion, 'VMCluster', ns)), []);
   const routing = await watcher.stop();
   assert.deepEqual(routing.violations, []);
 });
