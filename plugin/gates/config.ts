@@ -3,7 +3,8 @@
 // Everything is validated before anything is read; a problem names the field.
 
 import { z } from 'zod';
-import { GoDurationError, parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
+import { dns1123Label, dnsLabelSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
@@ -16,15 +17,6 @@ export class GateConfigError extends Error {
     this.problems = problems;
   }
 }
-
-const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-const objectName = z
-  .string()
-  .max(253)
-  .regex(dns1123Subdomain, 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")');
-const namespaceName = z.string().max(63).regex(dns1123Label, 'must be a namespace name');
 
 /** Milliseconds from a Go duration string ("30s", "15m", "1h30m"). */
 const durationMs = z.string().transform((value, ctx) => {
@@ -62,11 +54,11 @@ const flag = z.union([
   z.enum(['true', 'false'], { message: 'must be true or false' }).transform((value) => value === 'true'),
 ]);
 
-const secretKeyRef = z.strictObject({ name: objectName, key: z.string().min(1, 'must not be empty') });
+const secretKeyRef = z.strictObject({ name: objectNameSchema, key: z.string().min(1, 'must not be empty') });
 
 const port = z.union([
   wholeNumber(1).pipe(z.number().max(65535, 'must be a port number (at most 65535)')),
-  z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a port number or a container port name'),
+  z.string().regex(dns1123Label, 'must be a port number or a container port name'),
 ]);
 
 const tls = z.strictObject({
@@ -110,8 +102,8 @@ const podAccess = z
 
 const common = {
   /** The zone as the Rollout's vmzones.io/spec names it; zone settings come from there by default. */
-  zone: z.string().regex(dns1123Label, 'must be a zone name (a DNS label)').optional(),
-  namespace: namespaceName.optional(),
+  zone: dnsLabelSchema('a zone name').optional(),
+  namespace: namespaceNameSchema.optional(),
   /** How long one measurement waits for its gate; 0s = one reading, judged at once. */
   timeout: durationMs.optional(),
   /** Time between readings while waiting. */
@@ -121,7 +113,7 @@ const common = {
 const readyGate = z.strictObject({
   gate: z.literal('vmclusterReady'),
   ...common,
-  vmcluster: objectName.optional(),
+  vmcluster: objectNameSchema.optional(),
   /** A generation the VMCluster must have reached (e.g. the one a step wrote). */
   generation: wholeNumber(1).optional(),
 });
@@ -130,9 +122,9 @@ const drainGate = z
   .strictObject({
     gate: z.literal('vmagentQueueDrained'),
     ...common,
-    vmcluster: objectName.optional(),
-    vmagent: objectName.optional(),
-    vmagents: z.array(objectName).min(1).optional(),
+    vmcluster: objectNameSchema.optional(),
+    vmagent: objectNameSchema.optional(),
+    vmagents: z.array(objectNameSchema).min(1).optional(),
     pods: podAccess.optional(),
     /** The zone's queue: the URL as spec.remoteWrite lists it, or its 1-based position there. */
     remoteWriteUrl: z.string().min(1).optional(),
@@ -162,7 +154,7 @@ const reloadGate = z.strictObject({
   gate: z.literal('vmauthReloaded'),
   ...common,
   /** The VMAuth whose pods to check (operator labels); or pods.selector for a helm-managed vmauth. */
-  vmauth: objectName.optional(),
+  vmauth: objectNameSchema.optional(),
   pods: podAccess.optional(),
   /** The operator's config-reloader sidecar and the Secret key it watches, for content-hash evidence. */
   reloader: z.strictObject({ port: port.optional(), configSecret: secretKeyRef }).optional(),

@@ -12,6 +12,8 @@
 // Terminate (the run is stopping, e.g. the rollout was aborted or promoted): the measurement ends
 // Inconclusive with its last figures — the gate never said yes, so it must not count as a success.
 
+import type { z } from 'zod';
+import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type {
   AnalysisRunView,
@@ -21,11 +23,12 @@ import type {
   MetricView,
 } from '../rollouts/types.ts';
 import { type GateConfig, GateConfigError, parseGateConfig } from './config.ts';
+import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
-import { lazyOwnerSpec } from './owner-spec.ts';
+import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
 import type { GateContext, GateReading } from './reading.ts';
-import { parseDrainState, readVmagentDrained } from './vmagent-drained.ts';
-import { readVmauthReloaded } from './vmauth-reloaded.ts';
+import { readVmagentDrained } from './vmagent-drained.ts';
+import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
 
 export const gatesProviderType = 'vmzones/gates';
@@ -49,6 +52,8 @@ export interface GatesProviderOptions {
   kube?: () => KubeObjects;
   /** Milliseconds since the epoch; tests move it. */
   now?: () => number;
+  /** Namespaces allowed beyond the AnalysisRun's own; default: the plugin's `--allowed-namespaces` argument. */
+  allowance?: NamespaceAllowance;
 }
 
 function iso(ms: number): string {
@@ -80,6 +85,8 @@ function describeMs(ms: number): string {
 export function createGatesProvider(options: GatesProviderOptions = {}): MetricProvider {
   const clock = options.now ?? Date.now;
   let client: KubeObjects | undefined;
+  // Parsed on first use, so that a bad flag is a measurement error naming it rather than a dead plugin process.
+  const allowance = () => options.allowance ?? parseNamespaceAllowance(process.argv.slice(2));
   const kube = () => {
     client ??= options.kube?.() ?? kubeObjects();
     return client;
@@ -90,15 +97,9 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
       case 'vmclusterReady':
         return readVmclusterReady(config, context);
       case 'vmauthReloaded':
-        return readVmauthReloaded(config, context);
-      case 'vmagentQueueDrained': {
-        const stored = previous?.metadata?.[metadataKeys.state];
-        return readVmagentDrained(
-          config,
-          context,
-          parseDrainState(stored === undefined ? undefined : JSON.parse(stored)),
-        );
-      }
+        return readVmauthReloaded(config, context, storedState(previous, reloadGateStateSchema));
+      case 'vmagentQueueDrained':
+        return readVmagentDrained(config, context, storedState(previous, drainStateSchema));
     }
   }
 
@@ -123,7 +124,13 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     try {
       config = parseGateConfig(pluginConfig(metric));
       metadata[metadataKeys.gate] = config.gate;
-      const context: GateContext = { kube: kube(), run, now, ownerSpec: lazyOwnerSpec(kube(), run) };
+      const context: GateContext = {
+        kube: kube(),
+        run,
+        now,
+        allowance: allowance(),
+        ownerSpec: lazyOwnerSpec(kube(), run),
+      };
       reading = await read(config, context, previous);
     } catch (error) {
       if (isTransient(error) && knownDeadline !== undefined && previous !== undefined) {
@@ -249,6 +256,17 @@ function withoutState(metadata: Record<string, string> | undefined): Record<stri
   if (metadata === undefined) return undefined;
   const { [metadataKeys.state]: _dropped, ...rest } = metadata;
   return rest;
+}
+
+/** The gate's state kept by the previous reading, through the gate's own schema. */
+function storedState<T>(previous: MeasurementView | undefined, schema: z.ZodType<T>): T | undefined {
+  const stored = previous?.metadata?.[metadataKeys.state];
+  if (stored === undefined) return undefined;
+  const parsed = schema.safeParse(JSON.parse(stored));
+  if (!parsed.success) {
+    throw new GateSetupError('the measurement carries no gate state this plugin version understands');
+  }
+  return parsed.data;
 }
 
 function errorMessage(error: unknown): string {

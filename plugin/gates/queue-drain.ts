@@ -15,7 +15,8 @@
 // Rounds are judged as given; the caller decides which rounds count (e.g. only those after the zone became
 // ready, via `notBefore`).
 
-import type { PickedQueue, QueueFigureName } from '../vm/remote-write.ts';
+import { type QueueFigureName, queueSeriesName } from '../vm/remote-write.ts';
+import type { PodScrape } from './drain-state.ts';
 
 export interface QueueDrainConfig {
   /**
@@ -51,9 +52,7 @@ export const defaultQueueDrainConfig: QueueDrainConfig = {
   ingestionExpected: true,
 };
 
-export type PodScrape =
-  | { readonly pod: string; readonly ok: true; readonly queue: PickedQueue }
-  | { readonly pod: string; readonly ok: false; readonly error: string };
+export type { PodScrape } from './drain-state.ts';
 
 export interface DrainRound {
   /** When the round was taken, in ms since the epoch. */
@@ -129,19 +128,6 @@ const dropFigures: readonly QueueFigureName[] = [
   'samplesDropped',
 ];
 const failureFigures: readonly QueueFigureName[] = ['retries', 'errors'];
-
-const seriesNames: Record<QueueFigureName, string> = {
-  pendingDataBytes: 'vmagent_remotewrite_pending_data_bytes',
-  onDiskPendingBytes: 'vm_persistentqueue_bytes_pending',
-  requests: 'vmagent_remotewrite_requests_total{status_code="2XX"}',
-  bytesSent: 'vmagent_remotewrite_bytes_sent_total',
-  retries: 'vmagent_remotewrite_retries_count_total',
-  errors: 'vmagent_remotewrite_errors_total',
-  packetsDropped: 'vmagent_remotewrite_packets_dropped_total',
-  onDiskBytesDropped: 'vm_persistentqueue_bytes_dropped_total',
-  onDiskBlocksDropped: 'vm_persistentqueue_blocks_dropped_total',
-  samplesDropped: 'vmagent_remotewrite_samples_dropped_total',
-};
 
 function resolveConfig(partial: Partial<QueueDrainConfig> | undefined): QueueDrainConfig {
   const config = { ...defaultQueueDrainConfig, ...partial };
@@ -251,7 +237,9 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
         const now = figures[figure];
         const before = previous.queue.figures[figure];
         if (now !== undefined && before !== undefined && now < before) {
-          problems.push(`pod ${pod} restarted (${seriesNames[figure]} went back from ${before} to ${now})`);
+          problems.push(
+            `pod ${pod} restarted (${queueSeriesName(figure)} went back from ${before} to ${now})`,
+          );
           return problems;
         }
       }
@@ -260,7 +248,7 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
         const before = previous.queue.figures[figure];
         if (now !== undefined && before !== undefined && now > before) {
           problems.push(
-            `pod ${pod}: ${seriesNames[figure]} grew by ${now - before} since the previous scrape`,
+            `pod ${pod}: ${queueSeriesName(figure)} grew by ${now - before} since the previous scrape`,
           );
         }
       }
@@ -362,7 +350,7 @@ function droppedData(scrape: OkScrape, before: OkScrape, at: number): string[] {
     const grown = restarted ? now : then === undefined ? 0 : now - then;
     if (grown > 0) {
       problems.push(
-        `pod ${scrape.pod}: ${seriesNames[figure]} grew by ${grown} by ${isoTime(at)}${restarted ? ' (after a restart)' : ''}`,
+        `pod ${scrape.pod}: ${queueSeriesName(figure)} grew by ${grown} by ${isoTime(at)}${restarted ? ' (after a restart)' : ''}`,
       );
     }
   }

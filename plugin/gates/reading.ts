@@ -1,6 +1,7 @@
 // What one reading of a gate produces, whatever the gate: the raw figures (Measurement.Value, and `result`
 // for successCondition / failureCondition), the gate's own verdict, and how long the measurement may wait.
 
+import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import type { KubeObjects } from '../kube/objects.ts';
 import type { AnalysisRunView } from '../rollouts/types.ts';
 import type { OwnerSpec } from './owner-spec.ts';
@@ -26,6 +27,8 @@ export interface GateContext {
   readonly run: AnalysisRunView;
   /** Milliseconds since the epoch at the start of this reading. */
   readonly now: number;
+  /** Namespaces beyond the AnalysisRun's own that the plugin's registration allows (kube/allowed-namespaces.ts). */
+  readonly allowance: NamespaceAllowance;
   /** The owning Rollout's spec document, read on first use. */
   readonly ownerSpec: () => Promise<OwnerSpec>;
 }

@@ -1,27 +1,26 @@
 // Gate vmauthReloaded: does every vmauth replica serve the config written since `since`? The evidence rules
-// live in vm/vmauth-reload.ts; this gate finds the pods and the time the config source was last written.
+// live in vm/vmauth-reload.ts and the pods are those vm/vmauth-pods.ts finds for the step plugin too; this gate
+// adds the time the config source was last written.
 
-import type { KubeObject, ObjectRef } from '../kube/objects.ts';
-import { selectorFromLabels } from '../vm/pods.ts';
-import { type VmauthPods, vmauthReloadEvidence } from '../vm/vmauth-reload.ts';
+import { z } from 'zod';
+import { describeRef, type KubeObject, type ObjectRef } from '../kube/objects.ts';
+import { ReadRoutingError } from '../vm/read-backends.ts';
+import { operatorVmauthPods, vmauthsServingUser } from '../vm/vmauth-pods.ts';
+import {
+  type ReloadStamp,
+  reloadStampSchema,
+  type VmauthPods,
+  vmauthReloadEvidence,
+} from '../vm/vmauth-reload.ts';
 import { vmApiVersion } from '../vm/vmcluster.ts';
+import type { ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError, type ReloadGateConfig } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
 import type { GateContext, GateReading } from './reading.ts';
-import { explicitNamespace } from './zone-target.ts';
+import { allowedGateNamespace, explicitNamespace } from './zone-target.ts';
 
 export const defaultReloadTimeoutMs = 5 * 60_000;
 export const defaultReloadPollMs = 5_000;
-
-/** The operator's selector labels of a VMAuth's pods (operator api/v1beta1 VMAuth.SelectorLabels). */
-export function vmauthPodLabels(name: string): Record<string, string> {
-  return {
-    'app.kubernetes.io/name': 'vmauth',
-    'app.kubernetes.io/instance': name,
-    'app.kubernetes.io/component': 'monitoring',
-    'managed-by': 'vm-operator',
-  };
-}
 
 /** The newest managedFields time: when the object was last written, to the second. */
 export function lastWriteTime(object: KubeObject): Date | undefined {
@@ -32,39 +31,69 @@ export function lastWriteTime(object: KubeObject): Date | undefined {
 
 interface ReloadTarget {
   namespace: string;
-  selector: string;
+  /** One group per VMAuth, or the pods named by pods.selector. */
+  groups: VmauthPods[];
   since: Date;
   sinceSource: string;
+}
+
+/** The pods to check: pods.selector, else the named VMAuth, else the VMAuths serving the spec's VMUser. */
+async function vmauthGroups(
+  config: ReloadGateConfig,
+  context: GateContext,
+  namespace: string,
+  source: ZoneSpecDocument['vmauth'] | undefined,
+): Promise<VmauthPods[]> {
+  const access = {
+    ...(config.pods?.scheme === undefined ? {} : { scheme: config.pods.scheme }),
+    ...(config.pods?.tls === undefined ? {} : { tls: config.pods.tls }),
+    ...(config.pods?.auth === undefined ? {} : { auth: config.pods.auth }),
+    limits: {
+      ...(config.pods?.scrapeTimeout === undefined ? {} : { timeoutMs: config.pods.scrapeTimeout }),
+      ...(config.pods?.maxScrapeBytes === undefined ? {} : { maxBodyBytes: config.pods.maxScrapeBytes }),
+    },
+  };
+  const reloader =
+    config.reloader === undefined
+      ? undefined
+      : { port: config.reloader.port ?? 'reloader-http', configSecret: config.reloader.configSecret };
+  const withConfig = (pods: VmauthPods): VmauthPods => ({
+    ...pods,
+    ...access,
+    port: config.pods?.port ?? pods.port,
+    ...(reloader === undefined ? {} : { reloader }),
+  });
+  if (config.pods?.selector !== undefined) {
+    return [withConfig({ namespace, labelSelector: config.pods.selector, port: 'http' })];
+  }
+  if (config.vmauth !== undefined) return [withConfig(operatorVmauthPods(namespace, config.vmauth))];
+  if (source?.vmuser === undefined) {
+    throw new GateConfigError([
+      'pods.selector: required for a vmauth whose config is not a VMUser (a helm-managed vmauth); or set vmauth',
+    ]);
+  }
+  try {
+    const names = await vmauthsServingUser(context.kube, namespace, source.vmuser, source.vmauths);
+    return names.map((name) => withConfig(operatorVmauthPods(namespace, name)));
+  } catch (error) {
+    if (error instanceof ReadRoutingError) throw new GateSetupError(error.message);
+    throw error;
+  }
 }
 
 async function resolveTarget(config: ReloadGateConfig, context: GateContext): Promise<ReloadTarget> {
   const needSpec =
     config.since === undefined || (config.pods?.selector === undefined && config.vmauth === undefined);
   const owner = needSpec ? await context.ownerSpec() : undefined;
-  const namespace =
-    config.namespace ?? owner?.spec.namespace ?? owner?.namespace ?? explicitNamespace(context, undefined);
+  const namespace = allowedGateNamespace(
+    context,
+    config.namespace ?? owner?.spec.namespace ?? owner?.namespace ?? explicitNamespace(context, undefined),
+  );
   const source = owner?.spec.vmauth;
-
-  let selector = config.pods?.selector;
-  if (selector === undefined && config.vmauth !== undefined)
-    selector = selectorFromLabels(vmauthPodLabels(config.vmauth));
-  if (selector === undefined) {
-    if (source?.vmuser === undefined) {
-      throw new GateConfigError([
-        'pods.selector: required for a vmauth whose config is not a VMUser (a helm-managed vmauth); or set vmauth',
-      ]);
-    }
-    const vmauths = await context.kube.list(vmApiVersion, 'VMAuth', namespace);
-    if (vmauths.length !== 1) {
-      throw new GateConfigError([
-        `vmauth: ${vmauths.length} VMAuth objects in namespace ${namespace} (${vmauths.map((v) => v.metadata.name).join(', ') || 'none'}); name the one that serves VMUser ${source.vmuser}`,
-      ]);
-    }
-    selector = selectorFromLabels(vmauthPodLabels(vmauths[0]?.metadata.name ?? ''));
-  }
+  const groups = await vmauthGroups(config, context, namespace, source);
 
   if (config.since !== undefined) {
-    return { namespace, selector, since: new Date(config.since), sinceSource: 'the gate config' };
+    return { namespace, groups, since: new Date(config.since), sinceSource: 'the gate config' };
   }
   let ref: ObjectRef;
   if (source?.vmuser !== undefined) {
@@ -78,48 +107,49 @@ async function resolveTarget(config: ReloadGateConfig, context: GateContext): Pr
   }
   const since = lastWriteTime(await context.kube.get(ref));
   if (since === undefined) {
-    throw new GateSetupError(
-      `${ref.kind} ${namespace}/${ref.name} has no managedFields times; set since in the gate config`,
-    );
+    throw new GateSetupError(`${describeRef(ref)} has no managedFields times; set since in the gate config`);
   }
-  return {
-    namespace,
-    selector,
-    since,
-    sinceSource: `the last write of ${ref.kind} ${namespace}/${ref.name}`,
-  };
+  return { namespace, groups, since, sinceSource: `the last write of ${describeRef(ref)}` };
 }
+
+/**
+ * Kept in Measurement.Metadata between readings: the reload stamps seen by a reading taken at or after `since`.
+ * A later stamp of the same process proves a load after that reading, so after `since` (vm/vmauth-reload.ts).
+ */
+export const reloadGateStateSchema = z.object({
+  v: z.literal(1),
+  since: z.string(),
+  pods: z.record(z.string(), reloadStampSchema),
+});
+export type ReloadGateState = z.infer<typeof reloadGateStateSchema>;
 
 export async function readVmauthReloaded(
   config: ReloadGateConfig,
   context: GateContext,
+  previous: ReloadGateState | undefined,
 ): Promise<GateReading> {
   const target = await resolveTarget(config, context);
-  const pods: VmauthPods = {
-    namespace: target.namespace,
-    labelSelector: target.selector,
-    port: config.pods?.port ?? 'http',
-    scheme: config.pods?.scheme ?? 'http',
-    ...(config.pods?.tls === undefined ? {} : { tls: config.pods.tls }),
-    ...(config.pods?.auth === undefined ? {} : { auth: config.pods.auth }),
-    ...(config.reloader === undefined
-      ? {}
-      : {
-          reloader: {
-            port: config.reloader.port ?? 'reloader-http',
-            configSecret: config.reloader.configSecret,
-          },
-        }),
-    limits: {
-      ...(config.pods?.scrapeTimeout === undefined ? {} : { timeoutMs: config.pods.scrapeTimeout }),
-      ...(config.pods?.maxScrapeBytes === undefined ? {} : { maxBodyBytes: config.pods.maxScrapeBytes }),
-    },
-  };
-  const evidence = await vmauthReloadEvidence(context.kube, pods, target.since);
+  const since = target.since.toISOString();
+  const seenBefore = previous?.since === since ? previous.pods : {};
+  const evidence = await vmauthReloadEvidence(context.kube, target.groups, target.since, {
+    v: 1,
+    at: since,
+    pods: seenBefore,
+  });
+  const seen: Record<string, ReloadStamp> = { ...seenBefore };
+  if (context.now >= target.since.getTime()) {
+    for (const pod of evidence.pods) {
+      // A pod first seen now, or restarted since, gets this reading as its point of comparison.
+      const before = seen[pod.pod];
+      if (pod.seen !== undefined && (before === undefined || before.start !== pod.seen.start))
+        seen[pod.pod] = pod.seen;
+    }
+  }
+  const state: ReloadGateState = { v: 1, since, pods: seen };
   const figures = {
     gate: config.gate,
     namespace: target.namespace,
-    selector: target.selector,
+    selector: target.groups.map((group) => group.labelSelector).join('; '),
     since: target.since.toISOString(),
     sinceSource: target.sinceSource,
     reloaded: evidence.state === 'reloaded',
@@ -132,6 +162,7 @@ export async function readVmauthReloaded(
     verdict,
     message: evidence.message,
     figures,
+    state,
     timeoutMs: config.timeout ?? defaultReloadTimeoutMs,
     pollMs: config.pollInterval ?? defaultReloadPollMs,
   };

@@ -4,7 +4,7 @@
 import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
 import type { ReadyGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './reading.ts';
-import { explicitNamespace, zoneFromSpec } from './zone-target.ts';
+import { allowedGateNamespace, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
 /** The spec document's readyTimeout is used when the zone comes from there. */
 export const defaultReadyTimeoutMs = 15 * 60_000;
@@ -26,6 +26,7 @@ export async function readVmclusterReady(
     namespace = config.namespace ?? zone.namespace;
     timeoutMs = config.timeout ?? zone.readyTimeoutMs;
   }
+  allowedGateNamespace(context, namespace);
   const cluster = await context.kube.get(vmclusterRef(namespace, vmcluster));
   const readiness = vmclusterReadiness(cluster, config.generation);
   const figures = {

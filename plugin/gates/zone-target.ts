@@ -1,7 +1,9 @@
 // Which objects a gate looks at: named in the metric config, or taken from the zone in the owning Rollout's
 // spec document. The spec is read only when the config leaves something out.
 
-import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { NamespaceAllowanceError, requireNamespaceAllowed } from '../kube/allowed-namespaces.ts';
+import { parseGoDurationMs } from '../kube/go-duration.ts';
+import { namespacedName } from '../kube/objects.ts';
 import { resolveZone, SpecError, type ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
@@ -45,7 +47,32 @@ export async function zoneFromSpec(
   }
 }
 
+/** The AnalysisRun's namespace: the default, and the only one allowed unless the plugin's registration says more. */
+export function runNamespace(context: GateContext): string {
+  return context.run.metadata.namespace ?? 'default';
+}
+
 /** The namespace of explicitly named objects: the config's, else the AnalysisRun's. */
 export function explicitNamespace(context: GateContext, namespace: string | undefined): string {
-  return namespace ?? context.run.metadata.namespace ?? 'default';
+  return namespace ?? runNamespace(context);
+}
+
+/**
+ * Every object a gate reads (the VMCluster, VMAgents, pods to scrape, Secrets with their credentials) is in
+ * `namespace`; refuses one outside the AnalysisRun's namespace unless the plugin's registration allows it. The
+ * namespace may come from the gate config or the Rollout's spec document: both are written by the Rollout author.
+ */
+export function allowedGateNamespace(context: GateContext, namespace: string): string {
+  try {
+    requireNamespaceAllowed(
+      context.allowance,
+      { describe: `AnalysisRun ${namespacedName(context.run.metadata)}`, namespace: runNamespace(context) },
+      namespace,
+      "the gate's target",
+    );
+  } catch (error) {
+    if (error instanceof NamespaceAllowanceError) throw new GateSetupError(error.message);
+    throw error;
+  }
+  return namespace;
 }

@@ -31,8 +31,17 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
+/** `namespace/name`, the way kubectl names a namespaced object. */
+export function namespacedName(object: {
+  namespace?: string | undefined;
+  name?: string | undefined;
+}): string {
+  return `${object.namespace ?? ''}/${object.name ?? ''}`;
+}
+
+/** "VMCluster vm/zone-a". */
 export function describeRef(ref: ObjectRef): string {
-  return `${ref.kind} ${ref.namespace}/${ref.name}`;
+  return `${ref.kind} ${namespacedName(ref)}`;
 }
 
 export type KubeErrorKind = 'notFound' | 'conflict' | 'forbidden' | 'invalid' | 'unavailable';

@@ -6,19 +6,13 @@
 // not model (escapes inside IPv6 zones), is a RemoteWriteUrlError rather than a guessed hash.
 
 import { isIPv6 } from 'node:net';
+import { redactUrl } from './redact.ts';
 
 export class RemoteWriteUrlError extends Error {
-  readonly url: string;
   constructor(url: string, problem: string) {
-    super(`remote-write URL ${JSON.stringify(redactUserinfo(url))}: ${problem}`);
+    super(`remote-write URL ${JSON.stringify(redactUrl(url))}: ${problem}`);
     this.name = 'RemoteWriteUrlError';
-    this.url = url;
   }
-}
-
-/** Hides a password in error messages: the URL may come from a Secret. */
-function redactUserinfo(url: string): string {
-  return url.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/@]*?:)[^/@]*@/, '$1xxxxx@');
 }
 
 // Go's net/url encoding modes, as far as we need them.

@@ -3,7 +3,8 @@
 // reason it cannot be scraped, so that callers report it as unreachable instead of skipping it. Only pods
 // that have finished for good (phase Succeeded or Failed, e.g. evicted) are left out, and said so.
 
-import type { KubeObject, KubeObjects } from '../kube/objects.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 
 export interface PodSelection {
   readonly namespace: string;
@@ -30,12 +31,6 @@ export interface PodDiscovery {
   readonly finished: string[];
 }
 
-interface PodShape {
-  metadata: { name?: string; namespace?: string; deletionTimestamp?: string };
-  spec?: { containers?: { name?: string; ports?: { name?: string; containerPort?: number }[] }[] };
-  status?: { phase?: string; podIP?: string; conditions?: { type?: string; status?: string }[] };
-}
-
 export class PodSelectionError extends Error {
   constructor(problem: string) {
     super(problem);
@@ -50,14 +45,7 @@ export function checkLabelSelector(selector: string): void {
   }
 }
 
-export function selectorFromLabels(labels: Readonly<Record<string, string>>): string {
-  return Object.entries(labels)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([key, value]) => `${key}=${value}`)
-    .join(',');
-}
-
-function resolvePort(pod: PodShape, port: number | string): number | undefined {
+function resolvePort(pod: V1Pod, port: number | string): number | undefined {
   if (typeof port === 'number') return port;
   for (const container of pod.spec?.containers ?? []) {
     for (const candidate of container.ports ?? []) {
@@ -72,14 +60,18 @@ function hostPort(ip: string, port: number): string {
   return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
-export function describePod(object: KubeObject, port: number | string): DiscoveredPod {
-  const pod = object as unknown as PodShape;
-  const name = pod.metadata.name ?? '';
-  const key = `${pod.metadata.namespace ?? ''}/${name}`;
+/** A listed object of kind Pod as client-node types it (the list call asked for `v1` `Pod`). */
+function asPod(object: KubeObject): V1Pod {
+  return object as V1Pod;
+}
+
+export function describePod(pod: V1Pod, port: number | string): DiscoveredPod {
+  const name = pod.metadata?.name ?? '';
+  const key = namespacedName(pod.metadata ?? {});
   const ready =
     pod.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') ===
     true;
-  const terminating = pod.metadata.deletionTimestamp !== undefined;
+  const terminating = pod.metadata?.deletionTimestamp != null;
   const base = { key, name, ready, terminating };
   const ip = pod.status?.podIP;
   const portNumber = resolvePort(pod, port);
@@ -102,23 +94,23 @@ export async function listSelectedPods(
   kube: KubeObjects,
   namespace: string,
   labelSelector: string,
-): Promise<{ active: KubeObject[]; finished: string[] }> {
+): Promise<{ active: V1Pod[]; finished: string[] }> {
   checkLabelSelector(labelSelector);
   const objects = await kube.list('v1', 'Pod', namespace, labelSelector);
-  const active: KubeObject[] = [];
+  const active: V1Pod[] = [];
   const finished: string[] = [];
-  for (const object of objects) {
-    const phase = (object as unknown as PodShape).status?.phase;
-    const key = `${object.metadata.namespace ?? namespace}/${object.metadata.name ?? ''}`;
+  for (const pod of objects.map(asPod)) {
+    const phase = pod.status?.phase;
+    const key = namespacedName({ namespace: pod.metadata?.namespace ?? namespace, name: pod.metadata?.name });
     if (phase === 'Succeeded' || phase === 'Failed') finished.push(key);
-    else active.push(object);
+    else active.push(pod);
   }
-  active.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  active.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
   return { active, finished: finished.sort() };
 }
 
 /** Lists the pods of `selection` and where to scrape each, sorted by name. */
 export async function discoverPods(kube: KubeObjects, selection: PodSelection): Promise<PodDiscovery> {
   const { active, finished } = await listSelectedPods(kube, selection.namespace, selection.labelSelector);
-  return { pods: active.map((object) => describePod(object, selection.port)), finished };
+  return { pods: active.map((pod) => describePod(pod, selection.port)), finished };
 }

@@ -1,5 +1,36 @@
-// Which read backend belongs to which zone: a zone's vmselect is its VMCluster (for VMUser CRD references) or a
-// URL whose host is the vmselect Service of that VMCluster (for static URLs and raw vmauth configs).
+// The read balancer of a set of zones and which read backend belongs to which zone: a zone's vmselect is its
+// VMCluster (for VMUser CRD references) or a URL whose host is the vmselect Service of that VMCluster (for
+// static URLs and raw vmauth configs).
+
+import { namespacedName, type ObjectRef } from '../kube/objects.ts';
+import type { VmauthPods } from './vmauth-reload.ts';
+import { vmApiVersion } from './vmcluster.ts';
+
+export type ReadBalancerRef =
+  | { kind: 'VMUser'; namespace: string; name: string; vmauths?: string[] }
+  | { kind: 'Secret' | 'ConfigMap'; namespace: string; name: string; key: string };
+
+/** Everything needed to drain, restore and check a zone's reads; plain JSON so that it can be handed over. */
+export interface ReadBalancerConfig {
+  ref: ReadBalancerRef;
+  /** The vmauth pods serving this balancer; derived from the VMAuths that select the VMUser when absent. */
+  pods?: VmauthPods[];
+  /** Every zone of the spec document: "the last zone that serves reads" is judged among them. */
+  zones: ZoneReadBackend[];
+  /** `bestEffort` accepts vmauth versions without reload evidence (the grace period is all that protects). */
+  reloadEvidence: 'required' | 'bestEffort';
+}
+
+export function describeBalancer(ref: ReadBalancerRef): string {
+  const base = `${ref.kind} ${namespacedName(ref)}`;
+  return ref.kind === 'VMUser' ? base : `${base} key ${ref.key}`;
+}
+
+export function balancerObjectRef(ref: ReadBalancerRef): ObjectRef {
+  return ref.kind === 'VMUser'
+    ? { apiVersion: vmApiVersion, kind: 'VMUser', namespace: ref.namespace, name: ref.name }
+    : { apiVersion: 'v1', kind: ref.kind, namespace: ref.namespace, name: ref.name };
+}
 
 /** One zone as the read balancer sees it. */
 export interface ZoneReadBackend {

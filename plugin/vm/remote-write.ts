@@ -36,6 +36,11 @@ export type QueueFigureName = keyof typeof queueMetricNames;
 
 export const queueMetricNameList: readonly string[] = Object.values(queueMetricNames);
 
+/** The series a figure is read from, for messages (`requests` counts only 2xx). */
+export function queueSeriesName(figure: QueueFigureName): string {
+  return figure === 'requests' ? `${queueMetricNames.requests}{status_code="2XX"}` : queueMetricNames[figure];
+}
+
 /** Figures that may be absent without meaning anything is wrong (they appeared in later vmagent versions). */
 export const optionalQueueFigures: ReadonlySet<QueueFigureName> = new Set(['samplesDropped']);
 

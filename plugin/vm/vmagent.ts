@@ -2,7 +2,9 @@
 // pods it asks for, and which `spec.remoteWrite` entry (1-based, in list order, as the operator emits the
 // -remoteWrite.url flags) feeds a zone's VMCluster.
 
-import type { KubeObject, ObjectRef } from '../kube/objects.ts';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
+import { redactUrl } from './redact.ts';
 import { vmApiVersion } from './vmcluster.ts';
 
 export function vmagentRef(namespace: string, name: string): ObjectRef {
@@ -27,7 +29,7 @@ export class VmagentSpecError extends Error {
 }
 
 function describe(vmagent: KubeObject): string {
-  return `${vmagent.metadata.namespace ?? ''}/${vmagent.metadata.name ?? ''}`;
+  return namespacedName(vmagent.metadata);
 }
 
 /** `spec.remoteWrite[].url` in order. */
@@ -64,11 +66,6 @@ function hostName(url: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Shows a URL without its user info (a password may sit there). */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/@]*@/, '$1***@');
 }
 
 export interface ZoneQueue {
@@ -140,23 +137,17 @@ export function explicitZoneQueue(
   return { index: position + 1, url: urls[position] as string };
 }
 
-interface ContainerShape {
-  name?: string;
-  args?: string[];
-  command?: string[];
-}
-
 /**
  * The -remoteWrite.url values a vmagent pod's containers were started with, in order: what the process
  * hashes to name its queues. The operator passes one comma-joined flag, others repeat the flag. Undefined
  * when no container has the flag, or when a value uses the quoting vmagent's array flags allow (not modelled).
  */
-export function remoteWriteUrlsFromPod(pod: KubeObject): string[] | undefined {
-  const containers = ((pod.spec as { containers?: ContainerShape[] } | undefined)?.containers ?? []).filter(
-    (container) => [...(container.command ?? []), ...(container.args ?? [])].some(isRemoteWriteUrlFlag),
+export function remoteWriteUrlsFromPod(pod: V1Pod): string[] | undefined {
+  const containers = (pod.spec?.containers ?? []).filter((container) =>
+    [...(container.command ?? []), ...(container.args ?? [])].some(isRemoteWriteUrlFlag),
   );
   if (containers.length !== 1) return undefined;
-  const container = containers[0] as ContainerShape;
+  const container = containers[0] as V1Container;
   const words = [...(container.command ?? []), ...(container.args ?? [])];
   const urls: string[] = [];
   for (let position = 0; position < words.length; position++) {

@@ -6,25 +6,29 @@
 // removed gives back the original text.
 
 import { isMap, isPair, isScalar, isSeq, type Node, parseDocument } from 'yaml';
+import { z } from 'zod';
 import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
+import { redactText, redactUrl } from './redact.ts';
 
 export type ConfigPath = (string | number)[];
 
 /** One removed `url_prefix` entry and the exact text to put back. */
-export interface VmauthConfigRemoval {
+export const vmauthConfigRemovalSchema = z.object({
   /** Path of the `url_prefix` list, e.g. ["users", 0, "url_map", 1, "url_prefix"]. */
-  path: ConfigPath;
-  index: number;
-  url: string;
-  style: 'block' | 'flow';
+  path: z.array(z.union([z.string(), z.number().int()])),
+  index: z.number().int(),
+  url: z.string(),
+  style: z.enum(['block', 'flow']),
   /** Block: the whole line with its newline. Flow: the item as written. */
-  text: string;
+  text: z.string(),
   /** Flow only: what separated the item from its neighbour (", "). */
-  separator?: string;
+  separator: z.string().optional(),
   /** The URLs next to it that stayed, so that it goes back to the same place even if others moved meanwhile. */
-  next?: string;
-  previous?: string;
-}
+  next: z.string().optional(),
+  previous: z.string().optional(),
+});
+
+export type VmauthConfigRemoval = z.infer<typeof vmauthConfigRemovalSchema>;
 
 interface UrlList {
   path: ConfigPath;
@@ -34,7 +38,9 @@ interface UrlList {
 function parse(source: string, where: string) {
   const doc = parseDocument(source, { uniqueKeys: false });
   if (doc.errors.length > 0) {
-    throw new ReadRoutingError(`${where} is not valid YAML: ${doc.errors[0]?.message.split('\n')[0]}`);
+    throw new ReadRoutingError(
+      `${where} is not valid YAML: ${redactText(doc.errors[0]?.message.split('\n')[0] ?? '')}`,
+    );
   }
   return doc;
 }
@@ -130,7 +136,7 @@ export function removeZoneFromConfig(
     if (single !== undefined) {
       if (urlBelongsTo(single, zone)) {
         throw new ReadRoutingError(
-          `${where}: ${describePath(list.path)} is the single URL ${single} of zone ${zone.zone}; make it a list of the zones' URLs so that one can be taken out`,
+          `${where}: ${describePath(list.path)} is the single URL ${redactUrl(single)} of zone ${zone.zone}; make it a list of the zones' URLs so that one can be taken out`,
         );
       }
       continue;
@@ -210,7 +216,7 @@ export function restoreZoneToConfig(
     const seq = doc.getIn(removal.path, true);
     if (!isSeq(seq)) {
       throw new ReadRoutingError(
-        `${where}: cannot put ${removal.url} back: ${describePath(removal.path)} is no longer a list`,
+        `${where}: cannot put ${redactUrl(removal.url)} back: ${describePath(removal.path)} is no longer a list`,
       );
     }
     if (seq.items.some((item) => scalarText(item) === removal.url)) continue;
@@ -234,7 +240,7 @@ export function restoreZoneToConfig(
         text = text.slice(0, offset) + separator + removal.text + text.slice(offset);
       } else {
         throw new ReadRoutingError(
-          `${where}: ${describePath(removal.path)} is empty; cannot put ${removal.url} back`,
+          `${where}: ${describePath(removal.path)} is empty; cannot put ${redactUrl(removal.url)} back`,
         );
       }
       continue;
@@ -249,7 +255,7 @@ export function restoreZoneToConfig(
       text = text.slice(0, offset) + line + text.slice(offset);
     } else {
       throw new ReadRoutingError(
-        `${where}: ${describePath(removal.path)} is empty; cannot put ${removal.url} back`,
+        `${where}: ${describePath(removal.path)} is empty; cannot put ${redactUrl(removal.url)} back`,
       );
     }
   }

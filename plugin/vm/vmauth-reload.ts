@@ -1,21 +1,25 @@
-// Evidence that every vmauth replica serves the current config: each pod listed by the selector is scraped,
-// and a pod counts as reloaded only on a figure that proves it, never on the absence of one.
-//
-// Evidence by version (victoriametrics-facts.md §3):
-// - vmauth ≥ 1.94 exposes `vmauth_config_last_reload_successful` and
-//   `vmauth_config_last_reload_success_timestamp_seconds`; the timestamp moves at start-up and whenever a
-//   reload loaded *changed* content (app/vmauth/auth_config.go), so a timestamp at or after `since` (taken
-//   before the config was written) proves the pod loaded content written after `since`. The timestamp is
-//   whole seconds and reads up to 1 s late, so it is compared with `since` rounded down, minus 1 s: a change
-//   loaded in the two seconds before `since` would pass too (the content-hash evidence below is exact).
-// - The operator's config-reloader sidecar (port `reloader-http`, 8435) exposes
-//   `configreloader_reload_content_hash{key="main"}`, the CRC32 of the Secret content it last confirmed with a
-//   successful /-/reload. When `reloader` is configured, a hash equal to the CRC32 of the Secret's current
-//   content is evidence too, and a different hash means "not yet" whatever the timestamp says.
-// - Older vmauth (e.g. Debian's 1.79.5) exposes neither: `unsupported`, with a message saying so.
-// A last reload that failed (`..._successful 0`) is never evidence: vmauth keeps serving the previous config.
+// Evidence that every vmauth replica serves the config written at `since`: each pod listed by the selector is
+// scraped, and a pod counts as serving it only on a figure that proves it, never on the absence of one. The
+// facts relied on are in docs/victoriametrics.md ("vmauth reload evidence"); in short:
+// - The operator's config-reloader sidecar exposes `configreloader_reload_content_hash{key="main"}`, the CRC32
+//   of the Secret content it last handed to vmauth with a successful reload. Equal to the CRC32 of the content we
+//   want served is evidence, whatever happened in between (an A→B→A edit included); different means "not yet".
+// - vmauth (≥ 1.94) stamps `vmauth_config_last_reload_success_timestamp_seconds` at start-up and whenever a
+//   reload loaded *changed* content. The stamp is lib/fasttime: whole seconds, refreshed once a second, so it
+//   is never later than the real load and up to 2 s earlier. Hence a stamp ≥ `since` proves a load after the
+//   write, but a load just after the write may carry a stamp just before it. That gap is closed with a
+//   baseline: the stamps the writer saw just before it wrote (read-routing.ts, which also waits until the
+//   newest of them is 2 s old, so that a load of its write cannot share their second); a stamp above its
+//   baseline proves a load after the write.
+// - A stamp that is the start-up load (within a second of `process_start_time_seconds`) proves nothing: a
+//   restarted vmauth reads whatever file is there, possibly the old one.
+// - A stamp equal to the one seen before a drain, when the restore brings back exactly the content served
+//   then, means the pod never loaded the drained config: it serves what we want (the A→B→A case).
+// - A failed last reload (`..._successful 0`) is never evidence: vmauth keeps serving the previous config.
+// - Older vmauth (e.g. Debian's 1.79.5) exposes none of these: `unsupported`, with a message saying so.
 
 import { crc32 } from 'node:zlib';
+import { z } from 'zod';
 import type { KubeObjects } from '../kube/objects.ts';
 import type { MetricSample } from './metrics-text.ts';
 import { type DiscoveredPod, describePod, listSelectedPods } from './pods.ts';
@@ -27,6 +31,7 @@ import {
   type ScrapeAuthRefs,
   type ScrapeTlsRefs,
   type SecretKeyRef,
+  SecretRefError,
 } from './scrape-credentials.ts';
 
 export interface VmauthPods {
@@ -39,12 +44,16 @@ export interface VmauthPods {
   tls?: ScrapeTlsRefs;
   auth?: ScrapeAuthRefs;
   /** The operator's config-reloader sidecar and the Secret key it watches (operator: `config.yaml.gz` of
-   *  Secret `vmauth-config-<name>`). The sidecar is scraped over plain HTTP, as the operator does. */
-  reloader?: { port: number | string; configSecret: SecretKeyRef };
+   *  Secret `vmauth-config-<name>`). The sidecar is scraped over plain HTTP, as the operator does. `optional`:
+   *  a pod without the sidecar, one that does not answer, or a missing Secret falls back to vmauth's own figures. */
+  reloader?: { port: number | string; configSecret: SecretKeyRef; optional?: boolean };
   limits?: ScrapeLimits;
 }
 
 export type ReloadState = 'reloaded' | 'waiting' | 'unreachable' | 'unsupported';
+
+/** What proved that a pod serves the config. */
+export type ReloadProof = 'configHash' | 'reloadTimestamp' | 'reloadAfterBaseline' | 'unchangedSinceDrain';
 
 export interface PodReloadEvidence {
   pod: string;
@@ -52,12 +61,13 @@ export interface PodReloadEvidence {
   reloadedAt?: string;
   error?: string;
   state?: ReloadState;
-  /** What proved the reload: the reload timestamp, or the config-reloader's content hash. */
-  evidence?: 'reloadTimestamp' | 'configHash';
+  evidence?: ReloadProof;
   /** `vm_app_version`'s short_version, when exposed. */
   version?: string;
   /** Why the pod is waiting or unsupported. */
   detail?: string;
+  /** The stamp and process start seen, for a later reading to compare with. */
+  seen?: ReloadStamp;
 }
 
 export interface ReloadEvidence {
@@ -66,15 +76,32 @@ export interface ReloadEvidence {
   pods: PodReloadEvidence[];
 }
 
+/** One pod's reload stamp and process start, both in Unix seconds, as seen at one moment. */
+export const reloadStampSchema = z.object({ stamp: z.number(), start: z.number().nullable() });
+export type ReloadStamp = z.infer<typeof reloadStampSchema>;
+
+/**
+ * Stamps seen just before a write (`pods`), for the change written at `at`; `unchanged`: stamps seen before the
+ * drain that this write undoes, when the content is back to what was served then. Keyed by `namespace/pod`.
+ */
+export const reloadBaselineSchema = z.object({
+  v: z.literal(1),
+  at: z.string(),
+  pods: z.record(z.string(), reloadStampSchema),
+  unchanged: z.record(z.string(), reloadStampSchema).optional(),
+});
+export type ReloadBaseline = z.infer<typeof reloadBaselineSchema>;
+
 export const vmauthReloadMetricNames = {
   successful: 'vmauth_config_last_reload_successful',
   successTimestamp: 'vmauth_config_last_reload_success_timestamp_seconds',
   errors: 'vmauth_config_last_reload_errors_total',
   version: 'vm_app_version',
+  processStart: 'process_start_time_seconds',
 } as const;
 
-/** How far behind vmauth's reload timestamp may read (lib/fasttime ticks once a second). */
-export const fasttimeLagSeconds = 1;
+/** How much earlier than the real load vmauth's stamp may read: fasttime's 1 s tick plus truncation. */
+export const reloadStampLagMs = 2_000;
 
 export const configReloaderMetricNames = {
   contentHash: 'configreloader_reload_content_hash',
@@ -84,80 +111,69 @@ function first(samples: readonly MetricSample[], name: string): MetricSample | u
   return samples.find((sample) => sample.name === name);
 }
 
-interface PodContext {
-  since: Date;
-  access: ScrapeAccess;
-  expectedHash: number | undefined;
-  /** The pod's config-reloader, when configured. */
-  reloader: DiscoveredPod | undefined;
-  limits: ScrapeLimits | undefined;
+/** vmauth's own figures of one pod. */
+interface VmauthFigures {
+  successful: number | undefined;
+  stamp: number | undefined;
+  start: number | undefined;
+  version: string | undefined;
 }
 
-async function podEvidence(pod: DiscoveredPod, context: PodContext): Promise<PodReloadEvidence> {
-  if (pod.address === undefined) {
-    return { pod: pod.key, state: 'unreachable', error: pod.problem ?? 'no address' };
-  }
-  let samples: MetricSample[];
-  try {
-    const page = await scrapeMetrics(
-      {
-        url: `${context.access.scheme}://${pod.address}/metrics`,
-        ...(context.access.tls === undefined ? {} : { tls: context.access.tls }),
-        ...(context.access.auth === undefined ? {} : { auth: context.access.auth }),
-      },
-      Object.values(vmauthReloadMetricNames),
-      context.limits,
-    );
-    samples = page.samples;
-  } catch (error) {
-    if (!(error instanceof ScrapeError)) throw error;
-    return { pod: pod.key, state: 'unreachable', error: error.message };
-  }
-  const version = first(samples, vmauthReloadMetricNames.version)?.labels.short_version;
-  const base: PodReloadEvidence = { pod: pod.key, ...(version === undefined ? {} : { version }) };
-  const successful = first(samples, vmauthReloadMetricNames.successful)?.value;
-  const timestamp = first(samples, vmauthReloadMetricNames.successTimestamp)?.value;
-  const reloadedAt = timestamp === undefined ? undefined : new Date(timestamp * 1000).toISOString();
+async function scrapeVmauth(
+  address: string,
+  access: ScrapeAccess,
+  limits: ScrapeLimits | undefined,
+): Promise<VmauthFigures> {
+  const page = await scrapeMetrics(
+    {
+      url: `${access.scheme}://${address}/metrics`,
+      ...(access.tls === undefined ? {} : { tls: access.tls }),
+      ...(access.auth === undefined ? {} : { auth: access.auth }),
+    },
+    Object.values(vmauthReloadMetricNames),
+    limits,
+  );
+  return {
+    successful: first(page.samples, vmauthReloadMetricNames.successful)?.value,
+    stamp: first(page.samples, vmauthReloadMetricNames.successTimestamp)?.value,
+    start: first(page.samples, vmauthReloadMetricNames.processStart)?.value,
+    version: first(page.samples, vmauthReloadMetricNames.version)?.labels.short_version,
+  };
+}
+
+type HashVerdict = { kind: 'match' } | { kind: 'mismatch'; detail: string } | { kind: 'absent' };
+
+/** What the stamp-based rules compare with, for one pod. */
+interface PodBaselines {
+  /** Seen just before the write of `since`. */
+  beforeWrite: ReloadStamp | undefined;
+  /** Seen before the drain whose content this write brought back. */
+  beforeDrain: ReloadStamp | undefined;
+}
+
+/** The verdict on one pod from its figures; pure, so that every rule is tested on its own. */
+export function judgeVmauthPod(
+  pod: string,
+  figures: VmauthFigures,
+  hash: HashVerdict,
+  since: Date,
+  baselines: PodBaselines,
+): PodReloadEvidence {
+  const { successful, stamp, start, version } = figures;
+  const base: PodReloadEvidence = {
+    pod,
+    ...(version === undefined ? {} : { version }),
+    ...(stamp === undefined ? {} : { seen: { stamp, start: start ?? null } }),
+  };
+  const reloadedAt = stamp === undefined ? undefined : new Date(stamp * 1000).toISOString();
   const withTime = reloadedAt === undefined ? base : { ...base, reloadedAt };
-
-  let hashVerdict: 'match' | 'mismatch' | 'absent' = 'absent';
-  let hashDetail = '';
-  if (context.expectedHash !== undefined && context.reloader !== undefined) {
-    const reloaderAddress = context.reloader.address;
-    if (reloaderAddress === undefined) {
-      return {
-        ...withTime,
-        state: 'unreachable',
-        error: `config-reloader: ${context.reloader.problem ?? ''}`,
-      };
-    }
-    try {
-      const page = await scrapeMetrics(
-        { url: `http://${reloaderAddress}/metrics` },
-        [configReloaderMetricNames.contentHash],
-        context.limits,
-      );
-      const hash = page.samples.find(
-        (sample) => sample.name === configReloaderMetricNames.contentHash && sample.labels.key === 'main',
-      )?.value;
-      if (hash !== undefined) {
-        hashVerdict = hash === context.expectedHash ? 'match' : 'mismatch';
-        hashDetail = `the config-reloader confirmed content hash ${hash}, the Secret's content hashes to ${context.expectedHash}`;
-      }
-    } catch (error) {
-      if (!(error instanceof ScrapeError)) throw error;
-      return { ...withTime, state: 'unreachable', error: `config-reloader: ${error.message}` };
-    }
-  }
-
-  if (successful === undefined && timestamp === undefined && hashVerdict === 'absent') {
+  if (successful === undefined && stamp === undefined && hash.kind === 'absent') {
     return {
       ...base,
       state: 'unsupported',
       detail:
         `vmauth ${version ?? '(version unknown)'} exposes no ${vmauthReloadMetricNames.successTimestamp} ` +
-        `(added in vmauth v1.94.0)${context.expectedHash === undefined ? '' : ' and its config-reloader no content hash'}; ` +
-        'nothing proves which config it serves',
+        '(added in vmauth v1.94.0) and no config-reloader content hash was available; nothing proves which config it serves',
     };
   }
   if (successful === 0) {
@@ -167,57 +183,192 @@ async function podEvidence(pod: DiscoveredPod, context: PodContext): Promise<Pod
       detail: 'its last config reload failed, so it still serves the previous config (see the vmauth log)',
     };
   }
-  if (hashVerdict === 'mismatch') return { ...withTime, state: 'waiting', detail: hashDetail };
-  if (hashVerdict === 'match') return { ...withTime, state: 'reloaded', evidence: 'configHash' };
-  // vmauth stamps the reload with fasttime.UnixTimestamp(), a whole-second clock refreshed by a 1 s ticker:
-  // it reads up to a second behind (seen: a reload at 17:31:21.110 reported as 17:31:20).
-  const sinceSeconds = Math.floor(context.since.getTime() / 1000) - fasttimeLagSeconds;
-  if (timestamp !== undefined && timestamp >= sinceSeconds) {
+  if (hash.kind === 'match') return { ...withTime, state: 'reloaded', evidence: 'configHash' };
+  if (hash.kind === 'mismatch') return { ...withTime, state: 'waiting', detail: hash.detail };
+  if (stamp === undefined) {
+    return {
+      ...withTime,
+      state: 'waiting',
+      detail: `no ${vmauthReloadMetricNames.successTimestamp} on the page`,
+    };
+  }
+  const sameProcess = (seen: ReloadStamp | undefined): seen is ReloadStamp =>
+    seen !== undefined && seen.start === (start ?? null);
+  const { beforeDrain, beforeWrite } = baselines;
+  if (sameProcess(beforeDrain) && stamp === beforeDrain.stamp) {
+    return { ...withTime, state: 'reloaded', evidence: 'unchangedSinceDrain' };
+  }
+  if (start !== undefined && stamp <= start + 1) {
+    return {
+      ...withTime,
+      state: 'waiting',
+      detail:
+        `its process started at ${new Date(start * 1000).toISOString()} and has loaded no changed config since; ` +
+        'a start-up load is no evidence (it reads whatever file is there, possibly the old one); the config-reloader content hash would prove it',
+    };
+  }
+  if (stamp * 1000 >= since.getTime()) {
     return { ...withTime, state: 'reloaded', evidence: 'reloadTimestamp' };
+  }
+  if (sameProcess(beforeWrite) && stamp > beforeWrite.stamp) {
+    return { ...withTime, state: 'reloaded', evidence: 'reloadAfterBaseline' };
   }
   return {
     ...withTime,
     state: 'waiting',
-    detail:
-      timestamp === undefined
-        ? `no ${vmauthReloadMetricNames.successTimestamp} on the page`
-        : `it last loaded changed config at ${reloadedAt}, before ${context.since.toISOString()}`,
+    detail: `it last loaded changed config at ${reloadedAt}, which does not prove a load after ${since.toISOString()}`,
   };
 }
 
-/** Every vmauth pod answered and reports a successful config reload at or after `since`. */
-export async function vmauthReloadEvidence(
-  kube: KubeObjects,
-  pods: VmauthPods,
+async function reloaderHash(
+  reloader: DiscoveredPod,
+  expected: number,
+  limits: ScrapeLimits | undefined,
+): Promise<HashVerdict> {
+  const page = await scrapeMetrics(
+    { url: `http://${reloader.address}/metrics` },
+    [configReloaderMetricNames.contentHash],
+    limits,
+  );
+  const hash = page.samples.find(
+    (sample) => sample.name === configReloaderMetricNames.contentHash && sample.labels.key === 'main',
+  )?.value;
+  if (hash === undefined) return { kind: 'absent' };
+  if (hash === expected) return { kind: 'match' };
+  return {
+    kind: 'mismatch',
+    detail: `the config-reloader confirmed content hash ${hash}, the Secret's content hashes to ${expected}`,
+  };
+}
+
+interface GroupContext {
+  access: ScrapeAccess;
+  /** CRC32 of the config Secret's content, when a config-reloader is configured and the Secret exists. */
+  expectedHash: number | undefined;
+  pods: VmauthPods;
+}
+
+async function podEvidence(
+  object: Parameters<typeof describePod>[0],
+  context: GroupContext,
   since: Date,
-): Promise<ReloadEvidence> {
-  const { active } = await listSelectedPods(kube, pods.namespace, pods.labelSelector);
-  if (active.length === 0) {
-    return {
-      state: 'unreachable',
-      message: `no vmauth pod matches ${pods.labelSelector} in namespace ${pods.namespace}`,
-      pods: [],
-    };
+  baseline: ReloadBaseline | undefined,
+): Promise<PodReloadEvidence> {
+  const pod = describePod(object, context.pods.port);
+  if (pod.address === undefined) {
+    return { pod: pod.key, state: 'unreachable', error: pod.problem ?? 'no address' };
   }
+  const reloader = context.pods.reloader;
+  let hash: HashVerdict = { kind: 'absent' };
+  try {
+    if (reloader !== undefined && context.expectedHash !== undefined) {
+      const sidecar = describePod(object, reloader.port);
+      if (sidecar.address !== undefined) {
+        hash = await reloaderHash(sidecar, context.expectedHash, context.pods.limits);
+      } else if (reloader.optional !== true) {
+        return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${sidecar.problem ?? ''}` };
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof ScrapeError)) throw error;
+    // An optional sidecar that does not answer leaves vmauth's own figures, which prove a load on their own.
+    if (reloader?.optional !== true) {
+      return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${error.message}` };
+    }
+  }
+  let figures: VmauthFigures;
+  try {
+    figures = await scrapeVmauth(pod.address, context.access, context.pods.limits);
+  } catch (error) {
+    if (!(error instanceof ScrapeError)) throw error;
+    return { pod: pod.key, state: 'unreachable', error: error.message };
+  }
+  const current = baseline !== undefined && baseline.at === since.toISOString() ? baseline : undefined;
+  return judgeVmauthPod(pod.key, figures, hash, since, {
+    beforeWrite: current?.pods[pod.key],
+    beforeDrain: current?.unchanged?.[pod.key],
+  });
+}
+
+async function groupContext(kube: KubeObjects, pods: VmauthPods): Promise<GroupContext> {
   const access = await resolveScrapeAccess(kube, pods.namespace, pods.scheme ?? 'http', pods.tls, pods.auth);
   const reloader = pods.reloader;
-  const expectedHash =
-    reloader === undefined
-      ? undefined
-      : crc32(await readSecretBytes(kube, pods.namespace, reloader.configSecret));
-  const evidence = await Promise.all(
-    active.map((object) =>
-      podEvidence(describePod(object, pods.port), {
-        since,
-        access,
-        expectedHash,
-        reloader: reloader === undefined ? undefined : describePod(object, reloader.port),
-        limits: pods.limits,
-      }),
-    ),
-  );
-  return summarize(evidence, since);
+  let expectedHash: number | undefined;
+  if (reloader !== undefined) {
+    try {
+      expectedHash = crc32(await readSecretBytes(kube, pods.namespace, reloader.configSecret));
+    } catch (error) {
+      if (!(reloader.optional === true && error instanceof SecretRefError)) throw error;
+    }
+  }
+  return { access, expectedHash, pods };
 }
+
+/**
+ * Every vmauth pod of every group answered and serves the config written at `since`. `baseline`: what the
+ * writer saw just before writing (see the top of this file); it counts only for the change written at `since`.
+ */
+export async function vmauthReloadEvidence(
+  kube: KubeObjects,
+  groups: VmauthPods | readonly VmauthPods[],
+  since: Date,
+  baseline?: ReloadBaseline,
+): Promise<ReloadEvidence> {
+  const all: PodReloadEvidence[] = [];
+  for (const pods of Array.isArray(groups) ? groups : [groups]) {
+    const { active } = await listSelectedPods(kube, pods.namespace, pods.labelSelector);
+    if (active.length === 0) {
+      return {
+        state: 'unreachable',
+        message: `no vmauth pod matches ${pods.labelSelector} in namespace ${pods.namespace}`,
+        pods: all,
+      };
+    }
+    const context = await groupContext(kube, pods);
+    all.push(...(await Promise.all(active.map((pod) => podEvidence(pod, context, since, baseline)))));
+  }
+  return summarize(all, since);
+}
+
+/** The reload stamps of every pod that answers now (others are left out: they get no baseline). */
+export async function vmauthReloadStamps(
+  kube: KubeObjects,
+  groups: readonly VmauthPods[],
+): Promise<Record<string, ReloadStamp>> {
+  const stamps: Record<string, ReloadStamp> = {};
+  for (const pods of groups) {
+    const { active } = await listSelectedPods(kube, pods.namespace, pods.labelSelector);
+    const access = await resolveScrapeAccess(
+      kube,
+      pods.namespace,
+      pods.scheme ?? 'http',
+      pods.tls,
+      pods.auth,
+    );
+    await Promise.all(
+      active.map(async (object) => {
+        const pod = describePod(object, pods.port);
+        if (pod.address === undefined) return;
+        try {
+          const figures = await scrapeVmauth(pod.address, access, pods.limits);
+          if (figures.stamp !== undefined) {
+            stamps[pod.key] = { stamp: figures.stamp, start: figures.start ?? null };
+          }
+        } catch (error) {
+          if (!(error instanceof ScrapeError)) throw error;
+        }
+      }),
+    );
+  }
+  return stamps;
+}
+
+const proofText: Record<ReloadProof, (pod: PodReloadEvidence) => string> = {
+  configHash: () => 'config-reloader content hash matches',
+  reloadTimestamp: (pod) => `reloaded at ${pod.reloadedAt}`,
+  reloadAfterBaseline: (pod) => `reloaded at ${pod.reloadedAt}, after the stamp it showed before the write`,
+  unchangedSinceDrain: () => 'loaded nothing since before the drain, whose content is back',
+};
 
 function summarize(pods: PodReloadEvidence[], since: Date): ReloadEvidence {
   const inState = (state: ReloadState) => pods.filter((pod) => pod.state === state);
@@ -252,12 +403,10 @@ function summarize(pods: PodReloadEvidence[], since: Date): ReloadEvidence {
   }
   return {
     state: 'reloaded',
-    message: `all ${pods.length} vmauth pods serve the config written since ${since.toISOString()} (${pods
-      .map(
-        (pod) =>
-          `${pod.pod}: ${pod.evidence === 'configHash' ? 'config-reloader content hash matches' : `reloaded at ${pod.reloadedAt}`}`,
-      )
-      .join('; ')})`,
+    message: `all ${pods.length} vmauth pods serve the config written since ${since.toISOString()} (${list(
+      pods,
+      (pod) => proofText[pod.evidence ?? 'reloadTimestamp'](pod),
+    )})`,
     pods,
   };
 }

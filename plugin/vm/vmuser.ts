@@ -4,34 +4,48 @@
 // A zone's vmselect appears as `crd: {kind: VMCluster/vmselect, name, namespace}`, as an entry of `crd.objects`,
 // or as a `static.url` / `static.urls` entry whose host is the zone's vmselect Service.
 
+import { z } from 'zod';
 import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
 
 export type TargetRef = Record<string, unknown>;
 
+const neighbourKeys = { next: z.string().optional(), previous: z.string().optional() };
+
 /** One removal, with what is needed to undo it. `fingerprint` identifies the targetRef by everything but its backends. */
-export type VMUserRemoval =
-  | { op: 'targetRef'; index: number; targetRef: TargetRef }
-  | {
-      op: 'object';
-      refIndex: number;
-      fingerprint: string;
-      index: number;
-      object: Record<string, unknown>;
-      /** The entries next to it that stayed, so that it goes back to the same place if others moved meanwhile. */
-      next?: string;
-      previous?: string;
-    }
-  | { op: 'name'; refIndex: number; fingerprint: string; name: string; namespace: string }
-  | {
-      op: 'url';
-      refIndex: number;
-      fingerprint: string;
-      field: 'url' | 'urls';
-      index: number;
-      url: string;
-      next?: string;
-      previous?: string;
-    };
+export const vmuserRemovalSchema = z.discriminatedUnion('op', [
+  z.object({
+    op: z.literal('targetRef'),
+    index: z.number().int(),
+    targetRef: z.record(z.string(), z.unknown()),
+  }),
+  z.object({
+    op: z.literal('object'),
+    refIndex: z.number().int(),
+    fingerprint: z.string(),
+    index: z.number().int(),
+    object: z.record(z.string(), z.unknown()),
+    /** The entries next to it that stayed, so that it goes back to the same place if others moved meanwhile. */
+    ...neighbourKeys,
+  }),
+  z.object({
+    op: z.literal('name'),
+    refIndex: z.number().int(),
+    fingerprint: z.string(),
+    name: z.string(),
+    namespace: z.string(),
+  }),
+  z.object({
+    op: z.literal('url'),
+    refIndex: z.number().int(),
+    fingerprint: z.string(),
+    field: z.enum(['url', 'urls']),
+    index: z.number().int(),
+    url: z.string(),
+    ...neighbourKeys,
+  }),
+]);
+
+export type VMUserRemoval = z.infer<typeof vmuserRemovalSchema>;
 
 /** Identity of a list entry for placing it back: an object's name/namespace, or the URL. */
 function entryKey(entry: unknown): string {
@@ -309,31 +323,7 @@ export function restoreZoneToTargetRefs(targetRefs: unknown, removed: readonly V
   return refs;
 }
 
-// ---- Which VMAuths serve a VMUser, and whether the operator has taken a VMUser change ----
-
-export interface VMAuthSelection {
-  name: string;
-  namespace: string;
-}
-
-/**
- * Whether a VMAuth (same namespace) selects the VMUser, following the operator's fields `selectAllByDefault` and
- * `userSelector`. Cross-namespace selection (`userNamespaceSelector`) is not followed: name the VMAuths in the
- * spec document (`vmauth.vmauths`) in that case.
- */
-export function vmauthSelectsUser(
-  vmauthSpec: Record<string, unknown> | undefined,
-  userLabels: Readonly<Record<string, string>> | undefined,
-  matches: (
-    selector: Record<string, unknown>,
-    labels: Readonly<Record<string, string>> | undefined,
-  ) => boolean,
-): boolean {
-  const spec = vmauthSpec ?? {};
-  const selector = record(spec.userSelector);
-  if (selector) return matches(selector, userLabels);
-  return spec.selectAllByDefault === true;
-}
+// ---- Whether the operator has taken a VMUser change ----
 
 /**
  * The operator has rendered the VMUser's current spec: `status.updateStatus` is operational and the status was

@@ -1,7 +1,7 @@
 // `vmzones render`: the Rollout canary steps that walk the zones of a spec document, one zone at a time, so
 // that nobody writes (or mistypes) the per-zone step list by hand.
 
-import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { stepPluginName, type ZoneAction } from './actions.ts';
 import type { ZoneSpecDocument } from './spec.ts';
 

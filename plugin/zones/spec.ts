@@ -5,7 +5,7 @@
 
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { GoDurationError, parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
 
 export const specAnnotation = 'vmzones.io/spec';

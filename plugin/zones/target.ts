@@ -2,7 +2,7 @@
 // touched: the zone, its VMCluster, its read balancer and the timings. Every problem here is a SpecError, which
 // the actions answer with Failed and nothing changed.
 
-import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { ObjectRef } from '../kube/objects.ts';
 import type { RolloutView } from '../rollouts/types.ts';
 import { defaultVmselectHosts, type ZoneReadBackend } from '../vm/read-backends.ts';

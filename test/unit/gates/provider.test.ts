@@ -15,7 +15,7 @@ import type {
   MetricView,
 } from '../../../plugin/rollouts/types.ts';
 import { remoteWriteQueueDirName } from '../../../plugin/vm/remote-write.ts';
-import { MemoryKube, readyPod } from './memory-kube.ts';
+import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];
 after(async () => {

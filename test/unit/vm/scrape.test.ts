@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { queueMetricNameList } from '../../../plugin/vm/remote-write.ts';
 import { ScrapeError, scrapeMetrics } from '../../../plugin/vm/scrape.ts';
 import { resolveScrapeAccess, SecretRefError } from '../../../plugin/vm/scrape-credentials.ts';
-import { MemoryKube, secret } from '../gates/memory-kube.ts';
+import { MemoryKube, secret } from '../kube/memory-kube.ts';
 import { makeTlsFixture, type TlsFixture } from './tls-fixture.ts';
 import { streamGeneratedPage } from './vmagent-page.ts';
 

@@ -9,7 +9,7 @@ import {
   VmagentSpecError,
   zoneQueueOf,
 } from '../../../plugin/vm/vmagent.ts';
-import { MemoryKube, readyPod } from '../gates/memory-kube.ts';
+import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 
 function vmagent(urls: string[], spec: Record<string, unknown> = {}): KubeObject {
   return {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { crc32 } from 'node:zlib';
 import { vmauthReloadEvidence } from '../../../plugin/vm/vmauth-reload.ts';
-import { MemoryKube, readyPod, secret } from '../gates/memory-kube.ts';
+import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];
 after(async () => {
@@ -22,7 +22,7 @@ async function serve(page: string): Promise<number> {
 const since = new Date('2026-05-01T12:00:00.400Z');
 const sinceSeconds = Math.floor(since.getTime() / 1000);
 
-function vmauthPage(version: string, reload?: { successful: number; at: number }): string {
+function vmauthPage(version: string, reload?: { successful: number; at: number; start?: number }): string {
   const lines = [
     `vm_app_version{version="vmauth-${version}",short_version="${version}"} 1`,
     'vmauth_http_requests_total{path="/"} 9',
@@ -31,6 +31,7 @@ function vmauthPage(version: string, reload?: { successful: number; at: number }
     lines.push(`vmauth_config_last_reload_successful ${reload.successful}`);
     lines.push(`vmauth_config_last_reload_success_timestamp_seconds ${reload.at}`);
     lines.push('vmauth_config_last_reload_errors_total 0');
+    lines.push(`process_start_time_seconds ${reload.start ?? 1000}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -48,9 +49,9 @@ async function kubeWith(pages: string[], extra: (kube: MemoryKube) => void = () 
   return kube;
 }
 
-test('reloaded: every pod loaded changed config at `since` or later, by a clock that reads up to 1 s late', async () => {
+test('reloaded: a stamp at or after `since` proves a load after the write', async () => {
   const kube = await kubeWith([
-    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds - 1 }),
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 1 }),
     vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 5 }),
   ]);
   const evidence = await vmauthReloadEvidence(kube, selection, since);
@@ -58,9 +59,84 @@ test('reloaded: every pod loaded changed config at `since` or later, by a clock 
   assert.deepEqual(
     evidence.pods.map((pod) => [pod.pod, pod.reloadedAt, pod.evidence, pod.version]),
     [
-      ['vm/vmauth-0', '2026-05-01T11:59:59.000Z', 'reloadTimestamp', 'v1.151.0'],
+      ['vm/vmauth-0', '2026-05-01T12:00:01.000Z', 'reloadTimestamp', 'v1.151.0'],
       ['vm/vmauth-1', '2026-05-01T12:00:05.000Z', 'reloadTimestamp', 'v1.151.0'],
     ],
+  );
+});
+
+test('a load up to 3 s before the write is not evidence (the 1 s slack was applied twice)', async () => {
+  // since 12:00:00.400: stamps 11:59:58 (floor(since) - 2) and 12:00:00 (the same second, before the write)
+  // passed before; neither proves a load after the write.
+  for (const at of [sinceSeconds - 2, sinceSeconds - 1, sinceSeconds]) {
+    const kube = await kubeWith([vmauthPage('v1.151.0', { successful: 1, at })]);
+    const evidence = await vmauthReloadEvidence(kube, selection, since);
+    assert.equal(
+      evidence.state,
+      'waiting',
+      `stamp ${at - sinceSeconds} s from floor(since): ${evidence.message}`,
+    );
+    assert.match(evidence.message, /which does not prove a load after 2026-05-01T12:00:00.400Z/);
+  }
+});
+
+test('a stamp above the one seen just before the write proves a load after it, even within the stamp lag', async () => {
+  // The load came right after the write but fasttime stamped it with the second before.
+  const kube = await kubeWith([vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds - 1, start: 1000 })]);
+  const seen = (stamp: number, start = 1000) => ({
+    v: 1 as const,
+    at: since.toISOString(),
+    pods: { 'vm/vmauth-0': { stamp, start } },
+  });
+  const after = await vmauthReloadEvidence(kube, selection, since, seen(sinceSeconds - 5));
+  assert.equal(after.state, 'reloaded', after.message);
+  assert.equal(after.pods[0]?.evidence, 'reloadAfterBaseline');
+  const same = await vmauthReloadEvidence(kube, selection, since, seen(sinceSeconds - 1));
+  assert.equal(same.state, 'waiting', 'the stamp seen before the write is the old load');
+  const otherProcess = await vmauthReloadEvidence(kube, selection, since, seen(sinceSeconds - 5, 999));
+  assert.equal(otherProcess.state, 'waiting', 'a stamp of another process proves nothing');
+  const otherChange = await vmauthReloadEvidence(kube, selection, since, {
+    ...seen(sinceSeconds - 5),
+    at: '2026-05-01T11:00:00.000Z',
+  });
+  assert.equal(otherChange.state, 'waiting', 'a baseline of another write does not count');
+});
+
+test('a restarted vmauth is no evidence: its start-up load may have read the old file', async () => {
+  const kube = await kubeWith([
+    vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 20, start: sinceSeconds + 19 }),
+  ]);
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'waiting');
+  assert.match(evidence.message, /has loaded no changed config since; a start-up load is no evidence/);
+  const reloadedLater = await vmauthReloadEvidence(
+    await kubeWith([
+      vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 30, start: sinceSeconds + 19 }),
+    ]),
+    selection,
+    since,
+  );
+  assert.equal(reloadedLater.state, 'reloaded', 'a reload after the start is evidence again');
+});
+
+test('A→B→A: a pod that loaded nothing since before the drain serves the restored content', async () => {
+  const before = { stamp: sinceSeconds - 60, start: 1000 };
+  const kube = await kubeWith([vmauthPage('v1.151.0', { successful: 1, at: before.stamp, start: 1000 })]);
+  const baseline = {
+    v: 1 as const,
+    at: since.toISOString(),
+    pods: { 'vm/vmauth-0': before },
+    unchanged: { 'vm/vmauth-0': before },
+  };
+  const evidence = await vmauthReloadEvidence(kube, selection, since, baseline);
+  assert.equal(evidence.state, 'reloaded', evidence.message);
+  assert.equal(evidence.pods[0]?.evidence, 'unchangedSinceDrain');
+  const { unchanged: _, ...withoutUnchanged } = baseline;
+  const notBack = await vmauthReloadEvidence(kube, selection, since, withoutUnchanged);
+  assert.equal(
+    notBack.state,
+    'waiting',
+    'without content equal to before the drain, an old stamp proves nothing',
   );
 });
 

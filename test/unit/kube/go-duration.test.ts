@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatGoDuration, GoDurationError, parseGoDuration } from '../../../plugin/goplugin/go-duration.ts';
+import { formatGoDuration, GoDurationError, parseGoDuration } from '../../../plugin/kube/go-duration.ts';
 
 test('parses the Go duration forms users write', () => {
   assert.equal(parseGoDuration('0'), 0n);

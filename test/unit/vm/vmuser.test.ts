@@ -5,7 +5,6 @@ import { ReadRoutingError, type ZoneReadBackend } from '../../../plugin/vm/read-
 import {
   removeZoneFromTargetRefs,
   restoreZoneToTargetRefs,
-  vmauthSelectsUser,
   vmuserTakenUp,
   zonesRoutedByVMUser,
 } from '../../../plugin/vm/vmuser.ts';
@@ -128,25 +127,6 @@ test('restoring into a targetRef that someone removed meanwhile is an error, not
 test('malformed targetRefs are a ReadRoutingError', () => {
   assert.throws(() => zonesRoutedByVMUser({ not: 'a list' }, 'vm', zones), /spec\.targetRefs is not a list/);
   assert.throws(() => zonesRoutedByVMUser(['x'], 'vm', zones), /spec\.targetRefs\[0\] is not an object/);
-});
-
-test('a VMAuth selects users by userSelector, else by selectAllByDefault', () => {
-  const matches = (selector: Record<string, unknown>, labels: Readonly<Record<string, string>> | undefined) =>
-    (selector.matchLabels as Record<string, string>).team === labels?.team;
-  assert.equal(vmauthSelectsUser({ selectAllByDefault: true }, {}, matches), true);
-  assert.equal(vmauthSelectsUser({}, {}, matches), false);
-  assert.equal(
-    vmauthSelectsUser({ userSelector: { matchLabels: { team: 'a' } } }, { team: 'a' }, matches),
-    true,
-  );
-  assert.equal(
-    vmauthSelectsUser(
-      { selectAllByDefault: true, userSelector: { matchLabels: { team: 'a' } } },
-      { team: 'b' },
-      matches,
-    ),
-    false,
-  );
 });
 
 test('a VMUser change is taken up when operational at the current generation', () => {

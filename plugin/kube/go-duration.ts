@@ -1,5 +1,5 @@
-// Go's time.ParseDuration / Duration.String, because Argo Rollouts and VictoriaMetrics users write durations
-// in Go's syntax ("30s", "1m30s", "500ms") and the controller parses what we return the same way.
+// Go's time.ParseDuration / Duration.String: Kubernetes and Argo Rollouts objects (metav1.Duration) and VictoriaMetrics
+// users write durations in Go's syntax ("30s", "1m30s", "500ms"), and the controller parses what we return the same way.
 
 const unitNanos: Readonly<Record<string, bigint>> = {
   ns: 1n,

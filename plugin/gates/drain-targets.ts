@@ -1,0 +1,112 @@
+// Which agents and queues the vmagentQueueDrained gate looks at: the VMAgents named in the config or the zone's
+// spec document (or pods named only by a selector), and for each the 1-based position of the zone's queue in
+// spec.remoteWrite. The spec's URL at that position is the queue's identity; it is kept in memory only (it may
+// hold credentials) and the list is stored as a digest, to notice an edit between readings.
+
+import { createHash } from 'node:crypto';
+import type { KubeObject } from '../kube/objects.ts';
+import { equalitySelector } from '../kube/selectors.ts';
+import {
+  expectedVmagentPods,
+  explicitZoneQueue,
+  remoteWriteUrls,
+  vmagentPodLabels,
+  vmagentRef,
+  zoneQueueOf,
+} from '../vm/vmagent.ts';
+import { type DrainGateConfig, GateConfigError } from './config.ts';
+import type { GateContext } from './reading.ts';
+import { allowedGateNamespace, explicitNamespace, type SpecZone, zoneFromSpec } from './zone-target.ts';
+
+export interface AgentTarget {
+  /** VMAgent name, or `pods(<selector>)` for pods named only by a selector. */
+  readonly key: string;
+  readonly vmagent: KubeObject | undefined;
+  readonly selector: string;
+  readonly expectedPods: number | undefined;
+  readonly index: number;
+  /** The zone's URL as the VMAgent spec lists it (may hold credentials: never shown or stored). */
+  readonly specUrl: string | undefined;
+  /** Digest of the whole spec.remoteWrite list, to notice an edit without storing URLs. */
+  readonly listDigest: string | null;
+}
+
+function digest(urls: readonly string[]): string {
+  return createHash('sha256').update(JSON.stringify(urls)).digest('hex').slice(0, 16);
+}
+
+export interface Targets {
+  namespace: string;
+  vmcluster: string | undefined;
+  agents: AgentTarget[];
+}
+
+export async function resolveTargets(config: DrainGateConfig, context: GateContext): Promise<Targets> {
+  const selector = config.pods?.selector;
+  const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
+  const explicitQueue = config.remoteWriteUrl !== undefined || config.remoteWriteIndex !== undefined;
+  const needSpec =
+    (config.vmcluster === undefined && config.zone !== undefined) ||
+    (explicitAgents === undefined && selector === undefined);
+  let zone: SpecZone | undefined;
+  if (needSpec) zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
+  const namespace = allowedGateNamespace(
+    context,
+    config.namespace ?? zone?.namespace ?? explicitNamespace(context, undefined),
+  );
+  const vmcluster = config.vmcluster ?? zone?.vmcluster;
+  const agentSource = zone?.spec.vmagent;
+  const agentNames =
+    explicitAgents ??
+    (selector !== undefined
+      ? []
+      : (agentSource?.vmagents ?? (agentSource?.vmagent === undefined ? [] : [agentSource.vmagent])));
+  if (selector !== undefined && agentNames.length > 1) {
+    throw new GateConfigError([
+      'pods.selector: names the pods of one agent; with it, set at most one vmagent',
+    ]);
+  }
+  if (vmcluster === undefined && !explicitQueue) {
+    throw new GateConfigError([
+      'zone: required to tell which remote-write queue feeds the zone (or set vmcluster, remoteWriteUrl or remoteWriteIndex)',
+    ]);
+  }
+  const agents: AgentTarget[] = [];
+  for (const name of agentNames) {
+    const vmagent = await context.kube.get(vmagentRef(namespace, name));
+    const urls = remoteWriteUrls(vmagent);
+    const queue = explicitQueue
+      ? explicitZoneQueue(vmagent, {
+          ...(config.remoteWriteUrl === undefined ? {} : { remoteWriteUrl: config.remoteWriteUrl }),
+          ...(config.remoteWriteIndex === undefined ? {} : { remoteWriteIndex: config.remoteWriteIndex }),
+        })
+      : zoneQueueOf(vmagent, vmcluster as string, namespace);
+    agents.push({
+      key: name,
+      vmagent,
+      selector: selector ?? equalitySelector(vmagentPodLabels(name)),
+      expectedPods: selector === undefined ? expectedVmagentPods(vmagent) : undefined,
+      index: queue.index,
+      specUrl: queue.url,
+      listDigest: digest(urls),
+    });
+  }
+  if (agentNames.length === 0 && selector !== undefined) {
+    if (config.remoteWriteIndex === undefined) {
+      throw new GateConfigError([
+        'remoteWriteIndex: required when the pods are named only by pods.selector (no VMAgent to read the order from)',
+      ]);
+    }
+    agents.push({
+      key: `pods(${selector})`,
+      vmagent: undefined,
+      selector,
+      expectedPods: undefined,
+      index: config.remoteWriteIndex,
+      specUrl: config.remoteWriteUrl,
+      listDigest: null,
+    });
+  }
+  if (agents.length === 0) throw new GateConfigError(['vmagent: no vmagent writes to the zone']);
+  return { namespace, vmcluster, agents };
+}

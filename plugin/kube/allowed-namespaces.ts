@@ -1,0 +1,68 @@
+// Which namespaces a plugin may act in for a Rollout or AnalysisRun: its own, plus those a cluster admin allows
+// in the plugin's registration (argo-rollouts-config, the plugin's `args`), never what a Rollout or
+// AnalysisTemplate says. The plugin runs with the controller's rights, so without this a Rollout author could
+// make it read a Secret of another namespace and send it to a pod of their choosing.
+//
+//   args: [--max-semi-space-size=1, /opt/vmzones/lib/vmzones.mjs, --allowed-namespaces=monitoring,vm-shared]
+//   args: [..., --allowed-namespaces=*]        # every namespace (the cluster-wide RBAC variant)
+
+import { dns1123Label } from './names.ts';
+
+export const allowedNamespacesFlag = '--allowed-namespaces';
+
+/** The namespaces allowed beyond the object's own; `all` when the admin allowed every namespace. */
+export type NamespaceAllowance =
+  | { readonly all: true }
+  | { readonly all: false; readonly extra: readonly string[] };
+
+export class NamespaceAllowanceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NamespaceAllowanceError';
+  }
+}
+
+/** Parses `--allowed-namespaces=a,b` (or `*`) from the process arguments; absent = only the object's own. */
+export function parseNamespaceAllowance(args: readonly string[]): NamespaceAllowance {
+  const values = args
+    .filter((arg) => arg === allowedNamespacesFlag || arg.startsWith(`${allowedNamespacesFlag}=`))
+    .map((arg) => {
+      if (!arg.includes('=')) {
+        throw new NamespaceAllowanceError(
+          `${allowedNamespacesFlag} needs a value: ${allowedNamespacesFlag}=ns1,ns2 or =*`,
+        );
+      }
+      return arg.slice(arg.indexOf('=') + 1);
+    });
+  const names = values.flatMap((value) => value.split(',').map((name) => name.trim())).filter(Boolean);
+  if (names.includes('*')) return { all: true };
+  const bad = names.filter((name) => !dns1123Label.test(name) || name.length > 63);
+  if (bad.length > 0) {
+    throw new NamespaceAllowanceError(
+      `${allowedNamespacesFlag}: ${bad.map((name) => JSON.stringify(name)).join(', ')} is not a namespace name`,
+    );
+  }
+  return { all: false, extra: [...new Set(names)].sort() };
+}
+
+/** Whether `namespace` may be used for an object in `own`. */
+export function namespaceAllowed(allowance: NamespaceAllowance, own: string, namespace: string): boolean {
+  return namespace === own || allowance.all || allowance.extra.includes(namespace);
+}
+
+/**
+ * Throws a NamespaceAllowanceError naming both namespaces when `namespace` is not allowed for an object (`owner`,
+ * e.g. "AnalysisRun demo/run-1") living in `own`.
+ */
+export function requireNamespaceAllowed(
+  allowance: NamespaceAllowance,
+  owner: { readonly describe: string; readonly namespace: string },
+  namespace: string,
+  what: string,
+): void {
+  if (namespaceAllowed(allowance, owner.namespace, namespace)) return;
+  throw new NamespaceAllowanceError(
+    `${what} is in namespace ${namespace}, outside namespace ${owner.namespace} of ${owner.describe}; vmzones acts only in ` +
+      `the namespace of the Rollout it serves unless its registration in argo-rollouts-config allows more (args: ${allowedNamespacesFlag}=${namespace})`,
+  );
+}

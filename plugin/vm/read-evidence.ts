@@ -1,0 +1,66 @@
+// Whether every vmauth replica serves a read balancer's routing as it is now: the operator took up the VMUser
+// (its status is operational at its current generation), then each vmauth pod proves a load of the config
+// written at `since` (vmauth-reload.ts says what counts as proof).
+
+import type { KubeObjects } from '../kube/objects.ts';
+import { balancerObjectRef, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
+import { readRouting } from './read-routing.ts';
+import { vmauthPodsOfBalancer } from './vmauth-pods.ts';
+import { vmauthReloadEvidence } from './vmauth-reload.ts';
+import { vmuserTakenUp } from './vmuser.ts';
+
+export interface ReadEvidence {
+  /** `ready`: every replica serves it; `unproven`: no evidence exists for this vmauth and `bestEffort` accepted that. */
+  state: 'ready' | 'waiting' | 'unproven';
+  message: string;
+  /** The latest reload among the pods (by vmauth's clock), when known. */
+  reloadedAt?: Date;
+}
+
+/** `since`: the time of the routing change to prove (ReadRouting.changedAt). */
+export async function readEvidence(
+  kube: KubeObjects,
+  config: ReadBalancerConfig,
+  since: Date,
+): Promise<ReadEvidence> {
+  const ref = config.ref;
+  if (ref.kind === 'VMUser') {
+    const taken = vmuserTakenUp(await kube.get(balancerObjectRef(ref)));
+    if (!taken.ready) {
+      return {
+        state: 'waiting',
+        message: `the operator has not rendered ${describeBalancer(ref)} yet: ${taken.message}`,
+      };
+    }
+  }
+  const { baseline } = await readRouting(kube, config);
+  const evidence = await vmauthReloadEvidence(
+    kube,
+    await vmauthPodsOfBalancer(kube, config),
+    since,
+    baseline,
+  );
+  if (evidence.state === 'unreachable' || evidence.state === 'waiting') {
+    return { state: 'waiting', message: evidence.message };
+  }
+  if (evidence.state === 'unsupported') {
+    if (config.reloadEvidence === 'bestEffort') {
+      return {
+        state: 'unproven',
+        message: `${evidence.message}; relying on the grace period (vmauth.reloadEvidence: bestEffort)`,
+      };
+    }
+    return {
+      state: 'waiting',
+      message: `${evidence.message}; upgrade vmauth, or set vmauth.reloadEvidence: bestEffort to rely on the grace period alone`,
+    };
+  }
+  const stamps = evidence.pods.flatMap((pod) =>
+    pod.reloadedAt === undefined ? [] : [Date.parse(pod.reloadedAt)],
+  );
+  return {
+    state: 'ready',
+    message: `every vmauth pod serves the config written at ${since.toISOString()}`,
+    ...(stamps.length === 0 ? {} : { reloadedAt: new Date(Math.max(...stamps)) }),
+  };
+}
