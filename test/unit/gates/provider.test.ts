@@ -15,7 +15,7 @@ import type {
   MetricView,
 } from '../../../plugin/rollouts/types.ts';
 import { remoteWriteQueueDirName } from '../../../plugin/vm/remote-write.ts';
-import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
+import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];
 after(async () => {
@@ -517,6 +517,29 @@ test("vmagentQueueDrained: a queue directory that is not the zone URL's hash is 
   assert.match(result.message ?? '', /not in a directory named 1_[0-9A-F]{16}/);
 });
 
+test('vmagentQueueDrained: spec.remoteWrite reordered while the pods still run the old args is not drained', async () => {
+  const { dirs, server, kube } = await drainWorld();
+  // The spec now lists zone-b first; the pod's process still has zone-a at 1, zone-b at 2 (its queues say so).
+  kube.put({
+    apiVersion: vmApi,
+    kind: 'VMAgent',
+    metadata: { name: 'vmagent', namespace: 'vm' },
+    spec: { replicaCount: 1, remoteWrite: [{ url: zoneBUrl }, { url: zoneAUrl }] },
+  });
+  server.set(agentPage(dirs, flowing(0)));
+  const provider = createGatesProvider({ kube: () => kube, now: clock().now });
+  const result = await provider.run(
+    run,
+    metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', consecutiveRounds: 1, ingestionExpected: 'false' }),
+  );
+  assert.equal(result.phase, 'Running', result.message);
+  assert.match(
+    result.message ?? '',
+    /the -remoteWrite\.url order changed: the zone's URL is at position 2 in VMAgent vmagent spec\.remoteWrite but at 1 in the args the pod's process was started with/,
+  );
+  assert.doesNotMatch(result.message ?? '', /s3cret|@/);
+});
+
 test('vmagentQueueDrained: every agent that writes to the zone counts, each with its own queue index', async () => {
   const { dirs, server, kube } = await drainWorld();
   // A second agent lists the zones the other way round: zone-a is its queue 2.
@@ -597,3 +620,56 @@ function swapQueues(dirs: string[], zone: QueueFigures): string {
   });
   return `${lines.join('\n')}\n`;
 }
+
+test('a gate config cannot point the plugin at another namespace unless the plugin registration allows it', async () => {
+  const kube = new MemoryKube()
+    .put(vmcluster('vm-zone-a', 2, { updateStatus: 'operational', observedGeneration: 2 }))
+    .put({
+      ...vmcluster('vm-zone-a', 2, { updateStatus: 'operational', observedGeneration: 2 }),
+      metadata: { name: 'vm-zone-a', namespace: 'other', generation: 2 },
+    })
+    .put(secret('other', 'token', { token: 'stolen' }));
+  const elsewhere = [
+    { gate: 'vmclusterReady', vmcluster: 'vm-zone-a', namespace: 'other' },
+    {
+      gate: 'vmauthReloaded',
+      vmauth: 'x',
+      namespace: 'other',
+      since: '2026-05-01T12:00:00Z',
+      pods: { auth: { bearerToken: { name: 'token', key: 'token' } } },
+    },
+    {
+      gate: 'vmagentQueueDrained',
+      vmagent: 'x',
+      vmcluster: 'vm-zone-a',
+      namespace: 'other',
+      pods: { auth: { bearerToken: { name: 'token', key: 'token' } } },
+    },
+  ];
+  const strict = createGatesProvider({
+    kube: () => kube,
+    now: clock().now,
+    allowance: { all: false, extra: [] },
+  });
+  for (const config of elsewhere) {
+    kube.reads.length = 0;
+    const result = await strict.run(run, metric(config));
+    assert.equal(result.phase, 'Error', `${config.gate}: ${result.message}`);
+    assert.match(
+      result.message ?? '',
+      /is in namespace other, outside namespace vm of AnalysisRun vm\/ro-abc-3; .*--allowed-namespaces=other/,
+    );
+    assert.deepEqual(
+      kube.reads.filter((read) => read.includes('other')),
+      [],
+      `${config.gate}: nothing read in other`,
+    );
+  }
+  const allowed = createGatesProvider({
+    kube: () => kube,
+    now: clock().now,
+    allowance: { all: false, extra: ['other'] },
+  });
+  const result = await allowed.run(run, metric(elsewhere[0]));
+  assert.equal(result.phase, 'Successful', result.message);
+});

@@ -21,10 +21,9 @@ export class MemoryKube implements KubeObjects {
 
   put(object: KubeObject & { apiVersion: string; kind: string }): this {
     const { namespace = 'default', name = '' } = object.metadata;
-    this.objects.set(
-      MemoryKube.key(object.apiVersion, object.kind, namespace, name),
-      structuredClone(object),
-    );
+    const stored = structuredClone(object);
+    stored.metadata.resourceVersion ??= '1';
+    this.objects.set(MemoryKube.key(object.apiVersion, object.kind, namespace, name), stored);
     return this;
   }
 
