@@ -13,7 +13,7 @@ import type { AgentTarget } from './drain-targets.ts';
 import type { PodScrape } from './queue-drain.ts';
 import type { GateContext } from './reading.ts';
 
-export class MalformedMetricsError extends Error {
+class MalformedMetricsError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'MalformedMetricsError';

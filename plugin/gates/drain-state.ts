@@ -20,7 +20,7 @@ const pickedQueueSchema = z.object({
 });
 
 /** One pod in one round: its zone queue, or why it could not be read. */
-export const podScrapeSchema = z.discriminatedUnion('ok', [
+const podScrapeSchema = z.discriminatedUnion('ok', [
   z.object({ pod: z.string(), ok: z.literal(true), queue: pickedQueueSchema }).readonly(),
   z.object({ pod: z.string(), ok: z.literal(false), error: z.string() }).readonly(),
 ]);

@@ -20,7 +20,7 @@ import {
 } from './queue-drain.ts';
 import type { GateContext, GateReading } from './reading.ts';
 
-export const defaultDrainTimeoutMs = 30 * 60_000;
+const defaultDrainTimeoutMs = 30 * 60_000;
 /** Rounds kept beyond the K needed: one more gives the oldest counted round a predecessor to compare with. */
 const extraRoundsKept = 2;
 

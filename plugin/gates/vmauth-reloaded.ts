@@ -19,11 +19,11 @@ import { GateSetupError } from './owner-spec.ts';
 import type { GateContext, GateReading } from './reading.ts';
 import { allowedGateNamespace, explicitNamespace } from './zone-target.ts';
 
-export const defaultReloadTimeoutMs = 5 * 60_000;
-export const defaultReloadPollMs = 5_000;
+const defaultReloadTimeoutMs = 5 * 60_000;
+const defaultReloadPollMs = 5_000;
 
 /** The newest managedFields time: when the object was last written, to the second. */
-export function lastWriteTime(object: KubeObject): Date | undefined {
+function lastWriteTime(object: KubeObject): Date | undefined {
   const entries = (object.metadata as { managedFields?: { time?: string }[] }).managedFields ?? [];
   const times = entries.map((entry) => Date.parse(entry.time ?? '')).filter((time) => !Number.isNaN(time));
   return times.length === 0 ? undefined : new Date(Math.max(...times));

@@ -7,8 +7,8 @@ import type { GateContext, GateReading } from './reading.ts';
 import { allowedGateNamespace, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
 /** The spec document's readyTimeout is used when the zone comes from there. */
-export const defaultReadyTimeoutMs = 15 * 60_000;
-export const defaultReadyPollMs = 10_000;
+const defaultReadyTimeoutMs = 15 * 60_000;
+const defaultReadyPollMs = 10_000;
 
 export async function readVmclusterReady(
   config: ReadyGateConfig,

@@ -48,7 +48,7 @@ export async function zoneFromSpec(
 }
 
 /** The AnalysisRun's namespace: the default, and the only one allowed unless the plugin's registration says more. */
-export function runNamespace(context: GateContext): string {
+function runNamespace(context: GateContext): string {
   return context.run.metadata.namespace ?? 'default';
 }
 

@@ -8,7 +8,7 @@
 
 import { dns1123Label } from './names.ts';
 
-export const allowedNamespacesFlag = '--allowed-namespaces';
+const allowedNamespacesFlag = '--allowed-namespaces';
 
 /** The namespaces allowed beyond the object's own; `all` when the admin allowed every namespace. */
 export type NamespaceAllowance =

@@ -49,8 +49,8 @@ export class MetricsTextError extends Error {
   }
 }
 
-export const defaultMaxLineBytes = 1024 * 1024;
-export const defaultMaxSamples = 100_000;
+const defaultMaxLineBytes = 1024 * 1024;
+const defaultMaxSamples = 100_000;
 
 const newline = 0x0a;
 const carriageReturn = 0x0d;
@@ -335,7 +335,7 @@ function matchName(
 }
 
 /** Parses one kept sample line (already known to start, after blanks, with `name`). */
-export function parseSampleLine(text: string, name: string, lineNumber: number): MetricSample {
+function parseSampleLine(text: string, name: string, lineNumber: number): MetricSample {
   const fail = (problem: string): never => {
     throw new MetricsTextError(lineNumber, name, problem);
   };

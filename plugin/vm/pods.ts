@@ -6,14 +6,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 
-export interface PodSelection {
-  readonly namespace: string;
-  /** A Kubernetes label selector, e.g. `app.kubernetes.io/name=vmagent,app.kubernetes.io/instance=main`. */
-  readonly labelSelector: string;
-  /** A container port number, or the name of a container port (the operator names it `http`). */
-  readonly port: number | string;
-}
-
 export interface DiscoveredPod {
   /** `namespace/name`. */
   readonly key: string;
@@ -25,12 +17,6 @@ export interface DiscoveredPod {
   readonly problem?: string;
 }
 
-export interface PodDiscovery {
-  readonly pods: DiscoveredPod[];
-  /** Pods that matched but have finished for good (their process and its memory are gone). */
-  readonly finished: string[];
-}
-
 export class PodSelectionError extends Error {
   constructor(problem: string) {
     super(problem);
@@ -39,7 +25,7 @@ export class PodSelectionError extends Error {
 }
 
 /** An empty selector would match every pod of the namespace; the API server checks the syntax. */
-export function checkLabelSelector(selector: string): void {
+function checkLabelSelector(selector: string): void {
   if (selector.trim() === '') {
     throw new PodSelectionError('the pod label selector is empty: it would match every pod');
   }
@@ -107,10 +93,4 @@ export async function listSelectedPods(
   }
   active.sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
   return { active, finished: finished.sort() };
-}
-
-/** Lists the pods of `selection` and where to scrape each, sorted by name. */
-export async function discoverPods(kube: KubeObjects, selection: PodSelection): Promise<PodDiscovery> {
-  const { active, finished } = await listSelectedPods(kube, selection.namespace, selection.labelSelector);
-  return { pods: active.map((pod) => describePod(pod, selection.port)), finished };
 }

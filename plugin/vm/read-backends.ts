@@ -54,7 +54,7 @@ export function defaultVmselectHosts(vmcluster: string, namespace: string): stri
 }
 
 /** The lower-case host name of a URL, or undefined when the text is not an absolute URL. */
-export function urlHost(url: string): string | undefined {
+function urlHost(url: string): string | undefined {
   try {
     return new URL(url).hostname.toLowerCase();
   } catch {

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
+import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import {
   balancerObjectRef,
   describeBalancer,
@@ -43,10 +43,10 @@ import {
 } from './vmuser.ts';
 
 /** On the balancer object: per zone, what drainReads removed (JSON). In a Secret: a data key instead. */
-export const drainedAnnotation = 'vmzones.io/drained';
+const drainedAnnotation = 'vmzones.io/drained';
 export const drainedSecretKey = 'vmzones-drained.json';
 /** On the balancer object: when vmzones last changed its routing (RFC 3339); reload evidence must be newer. */
-export const readsChangedAnnotation = 'vmzones.io/reads-changed-at';
+const readsChangedAnnotation = 'vmzones.io/reads-changed-at';
 /** On the balancer object: the vmauth reload stamps seen just before that change (JSON, ReloadBaseline). */
 export const reloadBaselineAnnotation = 'vmzones.io/reload-baseline';
 
@@ -337,8 +337,4 @@ export async function restoreZone(
   };
   await write(kube, config, loaded, routes, drained, baseline);
   return true;
-}
-
-export function isNotFound(err: unknown): boolean {
-  return err instanceof KubeError && err.kind === 'notFound';
 }

@@ -9,7 +9,7 @@
 //   credential), `token`, `secret` and of `Authorization` headers (`headers: ["Authorization: Bearer ..."]`).
 // Over-redacting a harmless value is accepted; letting a secret through is not.
 
-export const redactedValue = '***';
+const redactedValue = '***';
 
 const secretQueryName = /auth|token|key|pass|secret|sig|cred/i;
 

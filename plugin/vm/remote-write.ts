@@ -42,7 +42,7 @@ export function queueSeriesName(figure: QueueFigureName): string {
 }
 
 /** Figures that may be absent without meaning anything is wrong (they appeared in later vmagent versions). */
-export const optionalQueueFigures: ReadonlySet<QueueFigureName> = new Set(['samplesDropped']);
+const optionalQueueFigures: ReadonlySet<QueueFigureName> = new Set(['samplesDropped']);
 
 let hasher: ReturnType<typeof xxhash> | undefined;
 

@@ -66,11 +66,7 @@ export async function readSecretBytes(
 }
 
 /** One key of a Secret, decoded as UTF-8 text. */
-export async function readSecretKey(
-  kube: KubeObjects,
-  namespace: string,
-  ref: SecretKeyRef,
-): Promise<string> {
+async function readSecretKey(kube: KubeObjects, namespace: string, ref: SecretKeyRef): Promise<string> {
   return (await readSecretBytes(kube, namespace, ref)).toString('utf8');
 }
 

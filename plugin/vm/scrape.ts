@@ -42,8 +42,8 @@ export interface ScrapeLimits {
   readonly maxSamples?: number;
 }
 
-export const defaultScrapeTimeoutMs = 10_000;
-export const defaultMaxBodyBytes = 128 * 1024 * 1024;
+const defaultScrapeTimeoutMs = 10_000;
+const defaultMaxBodyBytes = 128 * 1024 * 1024;
 
 /** connect: no TCP/TLS connection; timeout: too slow; status: not HTTP 200; tooLarge: page over the limit;
  *  malformed: a kept line is not valid text format. */

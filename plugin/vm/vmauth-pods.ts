@@ -11,7 +11,7 @@ import type { VmauthPods } from './vmauth-reload.ts';
 import { vmApiVersion } from './vmcluster.ts';
 
 /** The operator's selector labels of a VMAuth's pods (operator api/v1beta1 VMAuth.SelectorLabels). */
-export function vmauthPodLabels(name: string): Record<string, string> {
+function vmauthPodLabels(name: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': 'vmauth',
     'app.kubernetes.io/instance': name,

@@ -92,7 +92,7 @@ export const reloadBaselineSchema = z.object({
 });
 export type ReloadBaseline = z.infer<typeof reloadBaselineSchema>;
 
-export const vmauthReloadMetricNames = {
+const vmauthReloadMetricNames = {
   successful: 'vmauth_config_last_reload_successful',
   successTimestamp: 'vmauth_config_last_reload_success_timestamp_seconds',
   errors: 'vmauth_config_last_reload_errors_total',
@@ -103,7 +103,7 @@ export const vmauthReloadMetricNames = {
 /** How much earlier than the real load vmauth's stamp may read: fasttime's 1 s tick plus truncation. */
 export const reloadStampLagMs = 2_000;
 
-export const configReloaderMetricNames = {
+const configReloaderMetricNames = {
   contentHash: 'configreloader_reload_content_hash',
 } as const;
 
@@ -152,7 +152,7 @@ interface PodBaselines {
 }
 
 /** The verdict on one pod from its figures; pure, so that every rule is tested on its own. */
-export function judgeVmauthPod(
+function judgeVmauthPod(
   pod: string,
   figures: VmauthFigures,
   hash: HashVerdict,

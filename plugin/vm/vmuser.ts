@@ -94,7 +94,7 @@ function text(v: unknown): string {
 }
 
 /** JSON with object keys sorted, so that equal values give equal text. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   const obj = record(value);
   if (obj) {
@@ -107,7 +107,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The targetRef without its backends: what stays the same when zones come and go. */
-export function targetRefFingerprint(ref: TargetRef): string {
+function targetRefFingerprint(ref: TargetRef): string {
   const copy = structuredClone(ref);
   const crd = record(copy.crd);
   if (crd) {
