@@ -4,8 +4,8 @@
 //   vmauth and the grace period → put back the recorded values → wait until operational → restore reads → wait for
 //   vmauth → release the lease, the maintenance mark and the handoff.
 
-import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { Logger } from '../goplugin/index.ts';
+import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
