@@ -7,7 +7,6 @@
 // Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes.
 
 import type { Logger } from '../goplugin/index.ts';
-import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
 import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
