@@ -3,6 +3,7 @@
 // VMAgent spec lists at that index. A pod whose process was started with another -remoteWrite.url order (the
 // spec was reordered, the pods still run the old args) is "not drained", saying that the order changed.
 
+import { namespacedName } from '../kube/objects.ts';
 import { describePod, listSelectedPods } from '../vm/pods.ts';
 import { pickQueueSamples, queueMetricNameList, remoteWriteQueueDirName } from '../vm/remote-write.ts';
 import { ScrapeError, scrapeMetrics } from '../vm/scrape.ts';
@@ -87,7 +88,7 @@ export async function scrapeAgent(
   const keys = scrapes.map((scrape) => scrape.pod);
   const missing = (agent.expectedPods ?? 0) - active.length;
   for (let position = 1; position <= missing; position++) {
-    const key = `${namespace}/${agent.key}#missing-${position}`;
+    const key = `${namespacedName({ namespace, name: agent.key })}#missing-${position}`;
     keys.push(key);
     scrapes.push({
       pod: key,

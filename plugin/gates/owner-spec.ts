@@ -2,7 +2,7 @@
 // `vmzones.io/spec` document. The run the controller hands over carries no owner references, so the
 // AnalysisRun is read from the API server (the controller's service account may read it).
 
-import { KubeError, type KubeObject, type KubeObjects } from '../kube/objects.ts';
+import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import type { AnalysisRunView } from '../rollouts/types.ts';
 import { specFromAnnotations, type ZoneSpecDocument } from '../zones/spec.ts';
 
@@ -30,7 +30,7 @@ export async function ownerSpec(kube: KubeObjects, run: AnalysisRunView): Promis
     analysisRun = await kube.get({ apiVersion: rolloutApiVersion, kind: 'AnalysisRun', namespace, name });
   } catch (error) {
     if (error instanceof KubeError && error.kind === 'notFound') {
-      throw new GateSetupError(`AnalysisRun ${namespace}/${name} is not in the API server`);
+      throw new GateSetupError(`AnalysisRun ${namespacedName({ namespace, name })} is not in the API server`);
     }
     throw error;
   }
@@ -39,7 +39,7 @@ export async function ownerSpec(kube: KubeObjects, run: AnalysisRunView): Promis
     analysisRun.metadata.ownerReferences?.find((ref) => ref.kind === 'Rollout');
   if (owner === undefined) {
     throw new GateSetupError(
-      `AnalysisRun ${namespace}/${name} is not owned by a Rollout, so there is no vmzones.io/spec to take zone ` +
+      `AnalysisRun ${namespacedName({ namespace, name })} is not owned by a Rollout, so there is no vmzones.io/spec to take zone ` +
         'settings from; name them in the metric config instead (vmcluster, vmagent, vmauth, namespace)',
     );
   }
@@ -49,7 +49,7 @@ export async function ownerSpec(kube: KubeObjects, run: AnalysisRunView): Promis
   } catch (error) {
     if (error instanceof KubeError && error.kind === 'notFound') {
       throw new GateSetupError(
-        `Rollout ${namespace}/${owner.name}, owner of AnalysisRun ${name}, does not exist`,
+        `Rollout ${namespacedName({ namespace, name: owner.name })}, owner of AnalysisRun ${name}, does not exist`,
       );
     }
     throw error;
@@ -63,7 +63,7 @@ export async function ownerSpec(kube: KubeObjects, run: AnalysisRunView): Promis
     };
   } catch (error) {
     throw new GateSetupError(
-      `Rollout ${namespace}/${owner.name}: ${error instanceof Error ? error.message : String(error)}`,
+      `Rollout ${namespacedName({ namespace, name: owner.name })}: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
 }

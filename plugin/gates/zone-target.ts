@@ -42,7 +42,9 @@ export async function zoneFromSpec(
     };
   } catch (error) {
     if (error instanceof SpecError)
-      throw new GateSetupError(`Rollout ${owner.namespace}/${owner.rollout}: ${error.message}`);
+      throw new GateSetupError(
+        `Rollout ${namespacedName({ namespace: owner.namespace, name: owner.rollout })}: ${error.message}`,
+      );
     throw error;
   }
 }

@@ -1,7 +1,7 @@
 // TLS material and credentials for scraping, read from Secrets named in the configuration. Values never
 // appear in errors or results: a problem names the Secret and key, not what they hold.
 
-import { KubeError, type KubeObjects } from '../kube/objects.ts';
+import { KubeError, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import type { ScrapeAuth, ScrapeTls } from './scrape.ts';
 
 export interface SecretKeyRef {
@@ -31,7 +31,9 @@ export class SecretRefError extends Error {
   readonly ref: SecretKeyRef;
   readonly namespace: string;
   constructor(namespace: string, ref: SecretKeyRef, problem: string) {
-    super(`Secret ${namespace}/${ref.name} key ${JSON.stringify(ref.key)}: ${problem}`);
+    super(
+      `Secret ${namespacedName({ namespace, name: ref.name })} key ${JSON.stringify(ref.key)}: ${problem}`,
+    );
     this.name = 'SecretRefError';
     this.ref = ref;
     this.namespace = namespace;

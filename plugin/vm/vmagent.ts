@@ -94,7 +94,7 @@ export function zoneQueueOf(vmagent: KubeObject, vmcluster: string, namespace: s
   if (matches.length === 0) {
     throw new VmagentSpecError(
       describe(vmagent),
-      `no spec.remoteWrite URL points at ${service}.${namespace} (the vminsert of VMCluster ${namespace}/${vmcluster}); ` +
+      `no spec.remoteWrite URL points at ${service}.${namespace} (the vminsert of VMCluster ${namespacedName({ namespace, name: vmcluster })}); ` +
         `its URLs are ${listed}. Name the zone's URL with remoteWriteUrl or remoteWriteIndex in the gate config`,
     );
   }

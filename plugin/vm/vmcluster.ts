@@ -1,6 +1,6 @@
 // VMCluster identity and readiness as the VictoriaMetrics operator reports it.
 
-import type { KubeObject, ObjectRef } from '../kube/objects.ts';
+import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
 
 export const vmApiVersion = 'operator.victoriametrics.com/v1beta1';
 
@@ -34,7 +34,7 @@ export function vmclusterReadiness(cluster: KubeObject, atLeastGeneration?: numb
   const reason = typeof status.reason === 'string' && status.reason !== '' ? status.reason : undefined;
   const wanted = Math.max(generation ?? 0, atLeastGeneration ?? 0);
   const base = { generation, observedGeneration, updateStatus, reason };
-  const name = `VMCluster ${cluster.metadata.namespace}/${cluster.metadata.name}`;
+  const name = `VMCluster ${namespacedName(cluster.metadata)}`;
   const observedNow = observedGeneration !== undefined && observedGeneration >= wanted;
 
   if (updateStatus === 'failed' && observedNow) {

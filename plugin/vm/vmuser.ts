@@ -6,6 +6,7 @@
 
 import { z } from 'zod';
 import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
+import { redactText } from './redact.ts';
 
 export type TargetRef = Record<string, unknown>;
 
@@ -272,7 +273,7 @@ function findRef(refs: TargetRef[], refIndex: number, fingerprint: string): Targ
   const found = refs.find((r) => targetRefFingerprint(r) === fingerprint);
   if (!found) {
     throw new ReadRoutingError(
-      `cannot put the zone back: the targetRef it was removed from (${fingerprint}) is no longer in spec.targetRefs`,
+      `cannot put the zone back: the targetRef it was removed from (${redactText(fingerprint)}) is no longer in spec.targetRefs`,
     );
   }
   return found;

@@ -673,3 +673,37 @@ test('a gate config cannot point the plugin at another namespace unless the plug
   const result = await allowed.run(run, metric(elsewhere[0]));
   assert.equal(result.phase, 'Successful', result.message);
 });
+
+// ---- vmauthReloaded ----
+
+test('vmauthReloaded: a load after an earlier reading proves itself even when stamped before `since`', async () => {
+  const server = await agentServer();
+  const page = (stamp: number) =>
+    `vmauth_config_last_reload_successful 1\nvmauth_config_last_reload_success_timestamp_seconds ${stamp}\nprocess_start_time_seconds 1000\n`;
+  const kube = new MemoryKube().put(readyPod('vm', 'vmauth-0', { app: 'vmauth' }, { http: server.port }));
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => kube, now: time.now });
+  const sinceSeconds = Date.UTC(2026, 4, 1, 12, 0, 0) / 1000 - 1;
+  const config = metric({
+    gate: 'vmauthReloaded',
+    pods: { selector: 'app=vmauth' },
+    since: new Date((sinceSeconds + 0.5) * 1000).toISOString(),
+  });
+
+  server.set(page(sinceSeconds - 30));
+  const first = await provider.run(run, config);
+  assert.equal(first.phase, 'Running', first.message);
+  // vmauth loads the new config now; lib/fasttime stamps it with a second before `since`.
+  server.set(page(sinceSeconds));
+  time.advance(5_000);
+  const second = await provider.resume(run, config, stored(first));
+  assert.equal(second.phase, 'Successful', second.message);
+  assert.equal(JSON.parse(second.value ?? '').pods[0].evidence, 'reloadAfterBaseline');
+
+  const fresh = await provider.run(run, config);
+  assert.equal(
+    fresh.phase,
+    'Running',
+    'without an earlier reading, that stamp does not prove a load after `since`',
+  );
+});

@@ -232,3 +232,40 @@ test("the config-reloader's content hash: equal to the Secret's CRC32 is evidenc
     new RegExp(`confirmed content hash ${hash + 1}, the Secret's content hashes to ${hash}`),
   );
 });
+
+test('an optional config-reloader that is missing or silent leaves the stamps; a configured one must answer', async () => {
+  const closedPort = await serve('');
+  servers.pop()?.close();
+  const kube = new MemoryKube().put(
+    readyPod('vm', 'vmauth-0', labels, {
+      http: await serve(vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 3 })),
+      'reloader-http': closedPort,
+    }),
+  );
+  const reloader = {
+    port: 'reloader-http',
+    configSecret: { name: 'vmauth-config-main', key: 'config.yaml.gz' },
+  };
+  const optional = await vmauthReloadEvidence(
+    kube,
+    { ...selection, reloader: { ...reloader, optional: true } },
+    since,
+  );
+  assert.equal(optional.state, 'reloaded', optional.message);
+  assert.equal(optional.pods[0]?.evidence, 'reloadTimestamp');
+
+  kube.put(secret('vm', 'vmauth-config-main', { 'config.yaml.gz': 'x' }));
+  const silent = await vmauthReloadEvidence(
+    kube,
+    { ...selection, reloader: { ...reloader, optional: true } },
+    since,
+  );
+  assert.equal(
+    silent.state,
+    'reloaded',
+    'a sidecar that does not answer is no reason to wait when the stamp proves it',
+  );
+  const required = await vmauthReloadEvidence(kube, { ...selection, reloader }, since);
+  assert.equal(required.state, 'unreachable');
+  assert.match(required.message, /config-reloader: .*ECONNREFUSED/);
+});
