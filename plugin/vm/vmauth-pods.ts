@@ -1,8 +1,7 @@
 // Which pods run vmauth: the one answer the step plugin (read evidence) and the vmauthReloaded gate share. For an
 // operator-managed vmauth they are the pods of the VMAuths that serve the VMUser (named, or those in the VMUser's
-// namespace whose selectAllByDefault / userSelector selects it), found by the operator's selector labels, with
-// the operator's config-reloader sidecar as a source of content-hash evidence; a helm-managed vmauth names its
-// pods by a label selector.
+// namespace whose selectAllByDefault / userSelector selects it), found by the operator's selector labels; a
+// helm-managed vmauth names its pods by a label selector.
 
 import { type KubeObjects, namespacedName } from '../kube/objects.ts';
 import { equalitySelector, type LabelSelector, matchesLabelSelector } from '../kube/selectors.ts';
@@ -21,21 +20,12 @@ function vmauthPodLabels(name: string): Record<string, string> {
 }
 
 /**
- * The pods of VMAuth `name` as the operator runs them: port `http`, and the config-reloader sidecar (port
- * `reloader-http`) confirming the CRC32 of Secret `vmauth-config-<name>` key `config.yaml.gz`
- * (docs/victoriametrics.md). The sidecar is optional: a pod without it is judged by vmauth's own figures.
+ * The pods of VMAuth `name` as the operator runs them (port `http`). The config-reloader's content hash is not
+ * used by default: checking it means reading Secret `vmauth-config-<name>`, which holds the credentials of every
+ * VMUser, and the reload stamps prove a load on their own (vmauth-reload.ts). The gate adds it when configured.
  */
 export function operatorVmauthPods(namespace: string, name: string): VmauthPods {
-  return {
-    namespace,
-    labelSelector: equalitySelector(vmauthPodLabels(name)),
-    port: 'http',
-    reloader: {
-      port: 'reloader-http',
-      configSecret: { name: `vmauth-config-${name}`, key: 'config.yaml.gz' },
-      optional: true,
-    },
-  };
+  return { namespace, labelSelector: equalitySelector(vmauthPodLabels(name)), port: 'http' };
 }
 
 /**

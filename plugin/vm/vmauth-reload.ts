@@ -31,7 +31,6 @@ import {
   type ScrapeAuthRefs,
   type ScrapeTlsRefs,
   type SecretKeyRef,
-  SecretRefError,
 } from './scrape-credentials.ts';
 
 export interface VmauthPods {
@@ -44,9 +43,8 @@ export interface VmauthPods {
   tls?: ScrapeTlsRefs;
   auth?: ScrapeAuthRefs;
   /** The operator's config-reloader sidecar and the Secret key it watches (operator: `config.yaml.gz` of
-   *  Secret `vmauth-config-<name>`). The sidecar is scraped over plain HTTP, as the operator does. `optional`:
-   *  a pod without the sidecar, one that does not answer, or a missing Secret falls back to vmauth's own figures. */
-  reloader?: { port: number | string; configSecret: SecretKeyRef; optional?: boolean };
+   *  Secret `vmauth-config-<name>`). The sidecar is scraped over plain HTTP, as the operator does. */
+  reloader?: { port: number | string; configSecret: SecretKeyRef };
   limits?: ScrapeLimits;
 }
 
@@ -263,18 +261,14 @@ async function podEvidence(
   try {
     if (reloader !== undefined && context.expectedHash !== undefined) {
       const sidecar = describePod(object, reloader.port);
-      if (sidecar.address !== undefined) {
-        hash = await reloaderHash(sidecar, context.expectedHash, context.pods.limits);
-      } else if (reloader.optional !== true) {
+      if (sidecar.address === undefined) {
         return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${sidecar.problem ?? ''}` };
       }
+      hash = await reloaderHash(sidecar, context.expectedHash, context.pods.limits);
     }
   } catch (error) {
     if (!(error instanceof ScrapeError)) throw error;
-    // An optional sidecar that does not answer leaves vmauth's own figures, which prove a load on their own.
-    if (reloader?.optional !== true) {
-      return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${error.message}` };
-    }
+    return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${error.message}` };
   }
   let figures: VmauthFigures;
   try {
@@ -293,14 +287,10 @@ async function podEvidence(
 async function groupContext(kube: KubeObjects, pods: VmauthPods): Promise<GroupContext> {
   const access = await resolveScrapeAccess(kube, pods.namespace, pods.scheme ?? 'http', pods.tls, pods.auth);
   const reloader = pods.reloader;
-  let expectedHash: number | undefined;
-  if (reloader !== undefined) {
-    try {
-      expectedHash = crc32(await readSecretBytes(kube, pods.namespace, reloader.configSecret));
-    } catch (error) {
-      if (!(reloader.optional === true && error instanceof SecretRefError)) throw error;
-    }
-  }
+  const expectedHash =
+    reloader === undefined
+      ? undefined
+      : crc32(await readSecretBytes(kube, pods.namespace, reloader.configSecret));
   return { access, expectedHash, pods };
 }
 

@@ -38,7 +38,7 @@ test('the VMAuths serving a VMUser: userSelector wins over selectAllByDefault; n
   );
 });
 
-test("one pod selection for the step and the gate: the operator's four labels and its config-reloader", async () => {
+test("one pod selection for the step and the gate: the operator's four labels, no Secret read", async () => {
   const kube = new MemoryKube().put(vmuser).put(vmauth('main', { selectAllByDefault: true }));
   const pods = await vmauthPodsOfBalancer(kube, {
     ref: { kind: 'VMUser', namespace: 'vm', name: 'reads' },
@@ -51,11 +51,11 @@ test("one pod selection for the step and the gate: the operator's four labels an
       labelSelector:
         'app.kubernetes.io/component=monitoring,app.kubernetes.io/instance=main,app.kubernetes.io/name=vmauth,managed-by=vm-operator',
       port: 'http',
-      reloader: {
-        port: 'reloader-http',
-        configSecret: { name: 'vmauth-config-main', key: 'config.yaml.gz' },
-        optional: true,
-      },
     },
   ]);
+  assert.deepEqual(
+    kube.reads.filter((read) => read.startsWith('Secret')),
+    [],
+    'the operator config Secret holds every VMUser credential',
+  );
 });
