@@ -2,7 +2,7 @@
 // a manifest (--write, plugin/cli/write-steps.ts). A walk that leaves zones out needs --only and says so.
 
 import { stringify } from 'yaml';
-import { GoDurationError, parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { renderSteps, ZoneOrderError, zoneWalk } from '../zones/render.ts';
 import type { ZoneSpecDocument } from '../zones/spec.ts';
 import { type Flags, UsageError } from './args.ts';
