@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, dnsLabelSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
 
-const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
+export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
 
 export class GateConfigError extends Error {

@@ -6,7 +6,7 @@
 //                                   default 10s).
 // Other arguments are left to their owners.
 
-import { parseGoDurationMs } from '../goplugin/go-duration.ts';
+import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { defaultSnapshotTtlMs } from './zone-snapshot.ts';
 
 export interface ObserveFlags {
