@@ -83,12 +83,14 @@ export class MemoryKube implements KubeObjects {
       .split(',')
       .filter(Boolean)
       .map((term) => term.split('=') as [string, string]);
-    return [...this.objects.values()]
-      .filter((object) => object.apiVersion === apiVersion && object.kind === kind)
-      // Namespace '' lists across all namespaces, as the API server does.
-      .filter((object) => namespace === '' || object.metadata.namespace === namespace)
-      .filter((object) => wanted.every(([key, value]) => object.metadata.labels?.[key] === value))
-      .map((object) => structuredClone(object));
+    return (
+      [...this.objects.values()]
+        .filter((object) => object.apiVersion === apiVersion && object.kind === kind)
+        // Namespace '' lists across all namespaces, as the API server does.
+        .filter((object) => namespace === '' || object.metadata.namespace === namespace)
+        .filter((object) => wanted.every(([key, value]) => object.metadata.labels?.[key] === value))
+        .map((object) => structuredClone(object))
+    );
   }
 }
 
