@@ -198,7 +198,7 @@ test('API faults at 10% of the plugin’s requests for a whole three-zone walk',
     await control.reset();
     const probes = await measure(scene);
     await control.set(tenPercent);
-    let outcome = await walk(scene, 12 * 60_000);
+    let outcome = await walk(scene, 20 * 60_000);
     await control.clear();
     const stats = await control.stats();
     const left = await settledLeftovers(scene.kube);

@@ -149,7 +149,10 @@ export async function leftovers(kube: KubeObjects): Promise<string[]> {
     const c = await cluster(kube, z.vmcluster);
     const extra = Object.keys(vmzonesAnnotations(c)).filter((k) => k !== 'vmzones.io/rollback');
     if (extra.length > 0) found.push(`${z.zone}: ${extra.join(', ')}`);
-    const pending = Object.keys(c.metadata.labels ?? {}).filter((k) => k.startsWith('vmzones.io/'));
+    // vmzones.io/zone is the zone's identity label and stays; these two mark unfinished work (docs/step-plugin.md).
+    const pending = Object.keys(c.metadata.labels ?? {}).filter(
+      (k) => k === 'vmzones.io/pending' || k === 'vmzones.io/maintenance',
+    );
     if (pending.length > 0) found.push(`${z.zone}: labels ${pending.join(', ')}`);
   }
   const routed = await routedZones(kube);
@@ -189,16 +192,22 @@ export function duplicates(stats: ProxyStats): { count: number; detail: string }
   };
 }
 
+/** "42 of 419 requests (5xx 9, 429 8, 409 8, hang 9, reset 8; 23 after the API server applied the request)". */
 export function faultSummary(stats: ProxyStats): string {
   const byKind: Record<string, number> = {};
+  let after = 0;
   for (const [key, n] of Object.entries(stats.faults)) {
-    const kind = key.split(' ')[0] ?? key;
+    const [fault = '', when = ''] = (key.split(' ')[0] ?? '').split('/');
+    const kind = fault === 'status500' || fault === 'status503' ? '5xx' : fault.replace(/^status/, '');
     byKind[kind] = (byKind[kind] ?? 0) + n;
+    if (when === 'after') after += n;
   }
-  const kinds = Object.entries(byKind)
-    .map(([k, n]) => `${k} ${n}`)
+  const kinds = ['5xx', '429', '409', 'hang', 'reset']
+    .filter((k) => byKind[k] !== undefined)
+    .map((k) => `${k} ${byKind[k]}`)
     .join(', ');
-  return `${stats.faultsTotal} of ${stats.requestsTotal} requests${kinds ? ` (${kinds})` : ''}`;
+  const detail = kinds ? ` (${kinds}; ${after} after the API server applied the request)` : '';
+  return `${stats.faultsTotal} of ${stats.requestsTotal} requests${detail}`;
 }
 
 export function formatTable(rows: readonly Row[]): string {
@@ -215,24 +224,44 @@ export function formatTable(rows: readonly Row[]): string {
 const beginMarker = '<!-- reliability-table:begin (written by test/e2e/reliability) -->';
 const endMarker = '<!-- reliability-table:end -->';
 
-/** Replaces the table between the markers in docs/reliability.md (the rest of the page is hand-written). */
+/**
+ * Replaces this run's rows in the table between the markers in docs/reliability.md and keeps the rows (and
+ * notes) of scenarios this run did not include (e.g. a run filtered with --test-name-pattern), so scenarios
+ * can be measured in separate runs. The rest of the page is hand-written.
+ */
 export function writeDocTable(rows: readonly Row[], runSeconds: number): void {
   const path = join(repoRoot, 'docs', 'reliability.md');
   const text = readFileSync(path, 'utf8');
   const start = text.indexOf(beginMarker);
   const end = text.indexOf(endMarker);
   if (start < 0 || end < start) throw new Error(`${path} has no table markers ${beginMarker} … ${endMarker}`);
-  const notes = rows.flatMap((r) => r.notes.map((n) => `- ${r.scenario}: ${n}`));
-  const table = [
+  const old = text.slice(start + beginMarker.length, end).split('\n');
+  const fresh = new Set(rows.map((r) => r.scenario));
+  const rowScenario = (line: string) => line.split('|')[1]?.trim() ?? '';
+  const keptRows = old.filter((l) => /^\| (?!scenario |---)/.test(l) && !fresh.has(rowScenario(l)));
+  const noteOf = (line: string) => [...fresh].find((s) => line.startsWith(`- ${s}: `));
+  const keptNotes: string[] = [];
+  let inFreshNote = false;
+  for (const line of old) {
+    if (line.startsWith('- ')) inFreshNote = noteOf(line) !== undefined;
+    else if (!line.startsWith('  ')) inFreshNote = false;
+    if ((line.startsWith('- ') || line.startsWith('  ')) && !inFreshNote) keptNotes.push(line);
+  }
+  const table = formatTable(rows).split('\n');
+  const notes = rows.flatMap((r) => r.notes.map((n) => `- ${r.scenario}: ${n.replaceAll('\n', '\n  ')}`));
+  const block = [
     beginMarker,
-    `Last run: ${new Date().toISOString()}, ${runSeconds.toFixed(0)} s wall time (sandbox starts included).`,
+    `Rows of this run: ${new Date().toISOString()}, ${runSeconds.toFixed(0)} s wall time (sandbox starts included).`,
     '',
-    formatTable(rows),
+    ...table.slice(0, 2),
+    ...keptRows,
+    ...table.slice(2),
     '',
+    ...keptNotes,
     ...notes,
     endMarker,
   ].join('\n');
-  writeFileSync(path, text.slice(0, start) + table + text.slice(end + endMarker.length));
+  writeFileSync(path, text.slice(0, start) + block + text.slice(end + endMarker.length));
 }
 
 export { ns };
