@@ -221,6 +221,13 @@ export function formatTable(rows: readonly Row[]): string {
   return [header, line, ...body].join('\n');
 }
 
+/** The scenarios of reliability.test.ts, in the order of the table. */
+export const scenarioOrder = [
+  '10% API faults, whole walk',
+  '10% API faults, whole abort',
+  'SIGKILL of the plugin at each step boundary',
+];
+
 const beginMarker = '<!-- reliability-table:begin (written by test/e2e/reliability) -->';
 const endMarker = '<!-- reliability-table:end -->';
 
@@ -248,14 +255,19 @@ export function writeDocTable(rows: readonly Row[], runSeconds: number): void {
     if ((line.startsWith('- ') || line.startsWith('  ')) && !inFreshNote) keptNotes.push(line);
   }
   const table = formatTable(rows).split('\n');
+  // One order whatever ran last: the order the suite defines its scenarios in.
+  const order = (line: string) => {
+    const i = scenarioOrder.indexOf(rowScenario(line));
+    return i < 0 ? scenarioOrder.length : i;
+  };
+  const allRows = [...keptRows, ...table.slice(2)].sort((a, b) => order(a) - order(b));
   const notes = rows.flatMap((r) => r.notes.map((n) => `- ${r.scenario}: ${n.replaceAll('\n', '\n  ')}`));
   const block = [
     beginMarker,
-    `Rows of this run: ${new Date().toISOString()}, ${runSeconds.toFixed(0)} s wall time (sandbox starts included).`,
+    `Last written ${new Date().toISOString()} by a run of ${rows.map((r) => `"${r.scenario}"`).join(', ') || 'no scenario'} (${runSeconds.toFixed(0)} s wall time, sandbox starts included); rows of scenarios that run did not include are kept from earlier runs.`,
     '',
     ...table.slice(0, 2),
-    ...keptRows,
-    ...table.slice(2),
+    ...allRows,
     '',
     ...keptNotes,
     ...notes,
