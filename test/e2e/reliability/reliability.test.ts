@@ -3,7 +3,7 @@
 // load generator writes through vmagent. Each scenario gets its own sandbox (a stuck zone must not spoil the
 // next scenario), records a row of the table and then asserts the required zeros, so a scenario the zone
 // logic does not survive yet fails here, with its row still in the table.
-// Run `npm run build` first. Wall time ≈ 25–30 min on 2 cores (printed at the end; bounds in docs/reliability.md).
+// Run `npm run build` first. Wall time ≈ 30 min on 2 cores (printed at the end; bounds in docs/reliability.md).
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
