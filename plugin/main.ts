@@ -37,6 +37,8 @@ async function startPlugin(): Promise<void> {
   ]);
   const logger = createLogger('vmzones');
   // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
+  // The services call this only after the error reply was written to the socket, so the controller reads the
+  // plugin's error rather than a dropped connection.
   const hooks = {
     onInitFailure(error: Error) {
       logger.error('InitPlugin failed; exiting so that the controller starts a new plugin process', {

@@ -31,6 +31,12 @@ export class RpcProtocolError extends Error {
 export interface RpcReply {
   readonly schema: GobSchema;
   readonly value: unknown;
+  /**
+   * Runs once the reply's bytes were handed to the transport and its write completed (for a socket: in the
+   * kernel, so they reach the peer even if the process exits next), or once the reply could not be
+   * delivered. For work that must follow the answer, such as exiting after a failed init.
+   */
+  readonly afterSent?: () => void;
 }
 
 export type RpcHandler = (body: GobValue) => Promise<RpcReply>;
@@ -209,7 +215,10 @@ export class NetRpcServer {
   }
 
   #reply(header: RequestHeader, reply: RpcReply, errorText: string): void {
-    if (this.#stopped) return;
+    if (this.#stopped) {
+      reply.afterSent?.();
+      return;
+    }
     let bytes: Uint8Array;
     try {
       // The body is encoded first: a reply that does not fit its schema must not leave a header (and
@@ -237,15 +246,21 @@ export class NetRpcServer {
       bytes.set(payload, head.length);
     } catch (error) {
       this.#fatal(error);
+      reply.afterSent?.();
       return;
     }
     this.#channel.write(bytes).then(
-      () => this.#options.onReplySent?.(header.serviceMethod),
-      (error: unknown) =>
+      () => {
+        this.#options.onReplySent?.(header.serviceMethod);
+        reply.afterSent?.();
+      },
+      (error: unknown) => {
         this.#logger.debug('net/rpc: reply not delivered', {
           method: header.serviceMethod,
           error: error instanceof Error ? error.message : String(error),
-        }),
+        });
+        reply.afterSent?.();
+      },
     );
   }
 

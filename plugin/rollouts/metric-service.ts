@@ -4,7 +4,7 @@ import { GobOpaque, type GobValue } from '../goplugin/gob/index.ts';
 import { notify, observed, type RpcObserver } from './rpc-observer.ts';
 import type { RpcReply, RpcService } from './rpc-types.ts';
 import { measurementSchema, rpcErrorSchema, stringMapSchema, stringSchema } from './schemas.ts';
-import { errorMessage, rpcErrorOutcome, type ServiceHooks } from './step-service.ts';
+import { errorMessage, initFailureReply, rpcErrorOutcome, type ServiceHooks } from './step-service.ts';
 import { nowRfc3339, rfc3339ToGoTimeBytes } from './time.ts';
 import type {
   AnalysisRunView,
@@ -84,8 +84,7 @@ export function metricService(
           await provider.init();
           return { schema: rpcErrorSchema, value: {} };
         } catch (err) {
-          queueMicrotask(() => hooks.onInitFailure(err instanceof Error ? err : new Error(String(err))));
-          return { schema: rpcErrorSchema, value: { ErrorString: errorMessage(err) } };
+          return initFailureReply(err, hooks);
         }
       },
       rpcErrorOutcome,

@@ -2,6 +2,7 @@
 // calls the StepPlugin, and encodes replies in the Go shapes the controller's client expects.
 
 import type { GobValue } from '../goplugin/gob/index.ts';
+import type { RpcReply as TransportReply } from '../goplugin/index.ts';
 import { notify, observed, type RpcObserver } from './rpc-observer.ts';
 import type { RpcReply, RpcService } from './rpc-types.ts';
 import { rpcErrorSchema, stepResponseSchema, stringSchema } from './schemas.ts';
@@ -14,12 +15,26 @@ export const stepDispenseName = 'RpcStepPlugin';
 const validPhases = new Set(['Running', 'Successful', 'Failed']);
 
 export interface ServiceHooks {
-  /** Called after InitPlugin failed and its error was sent: the controller never retries InitPlugin on the same process. */
+  /**
+   * Called after InitPlugin failed, once its error reply is on the wire (or could not be delivered): the
+   * controller never retries InitPlugin on the same process, so the hook may end the process.
+   */
   onInitFailure(error: Error): void;
 }
 
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The RpcError reply of a failed InitPlugin; the hook runs only after the reply was written (netrpc afterSent). */
+export function initFailureReply(err: unknown, hooks: ServiceHooks): RpcReply {
+  const error = err instanceof Error ? err : new Error(String(err));
+  const reply: TransportReply = {
+    schema: rpcErrorSchema,
+    value: { ErrorString: errorMessage(err) },
+    afterSent: () => hooks.onInitFailure(error),
+  };
+  return reply;
 }
 
 /** A reply of Go type RpcError (InitPlugin, GarbageCollect) carries ErrorString only on failure. */
@@ -81,8 +96,7 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks, observer?: 
           await plugin.init();
           return { schema: rpcErrorSchema, value: {} };
         } catch (err) {
-          queueMicrotask(() => hooks.onInitFailure(err instanceof Error ? err : new Error(String(err))));
-          return { schema: rpcErrorSchema, value: { ErrorString: errorMessage(err) } };
+          return initFailureReply(err, hooks);
         }
       },
       rpcErrorOutcome,

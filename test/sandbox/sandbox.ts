@@ -55,6 +55,13 @@ export interface SandboxOptions {
   /** Aborting stops the start: what was started is torn down (Ctrl-C). */
   signal?: AbortSignal;
   /**
+   * Put the fault proxy (test/sandbox/fault-proxy.ts) between the plugin processes and the API server:
+   * the controller's environment gets KUBECONFIG=<state>/plugin-kubeconfig (pointing at the proxy), which
+   * the plugins it execs inherit, while the controller itself keeps --kubeconfig (the direct one, which
+   * takes precedence over KUBECONFIG in client-go). Default: VMZONES_SANDBOX_FAULT_PROXY=1, else off.
+   */
+  faultProxy?: boolean;
+  /**
    * "real" (default): the real VictoriaMetrics operator owns statuses and workloads, the
    * simulator only runs the data plane. "simulated": the simulator plays the operator too.
    */
@@ -95,6 +102,8 @@ export interface SandboxState {
   daemons: DaemonRecord[];
   endpointsFile: string;
   loadgenUrl?: string;
+  /** With the faultProxy option: the proxy the plugins talk to, and its control API. */
+  faultProxy?: { url: string; controlUrl: string; pluginKubeconfig: string };
 }
 
 export function defaultStateDir(): string {
@@ -432,6 +441,38 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       timeoutMs: 30_000,
     });
 
+    let pluginKubeconfig = kubeconfig;
+    if (options.faultProxy ?? process.env.VMZONES_SANDBOX_FAULT_PROXY === '1') {
+      const proxyPort = await freePort();
+      const controlPort = await freePort();
+      const proxy = daemon({
+        name: 'fault-proxy',
+        command: process.execPath,
+        args: [
+          join(repoRoot, 'test', 'sandbox', 'fault-proxy-daemon.ts'),
+          `--upstream=${state.apiServer}`,
+          `--pki=${pkiDir}`,
+          `--port=${proxyPort}`,
+          `--control-port=${controlPort}`,
+        ],
+        log: join(logDir, 'fault-proxy.log'),
+        ports: [proxyPort, controlPort],
+      });
+      const controlUrl = `http://127.0.0.1:${controlPort}`;
+      await waitFor(() => httpOk(`${controlUrl}/stats`), {
+        part: 'fault-proxy',
+        log: proxy.log,
+        pid: proxy.pid,
+        timeoutMs: 15_000,
+      });
+      pluginKubeconfig = join(stateDir, 'plugin-kubeconfig');
+      writeFileSync(pluginKubeconfig, kubeconfigYaml(`https://127.0.0.1:${proxyPort}`, pkiDir), {
+        mode: 0o600,
+      });
+      state.faultProxy = { url: `https://127.0.0.1:${proxyPort}`, controlUrl, pluginKubeconfig };
+      writeState(state);
+    }
+
     const rolloutsDir = join(stateDir, 'rollouts-controller');
     mkdirSync(rolloutsDir, { recursive: true });
     const metricsPort = await freePort();
@@ -446,9 +487,10 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         '--leader-elect=false',
         '--loglevel=info',
       ],
-      // plugin-bin/ is created relative to the working directory; the plugin inherits KUBECONFIG.
+      // plugin-bin/ is created relative to the working directory; the plugin inherits KUBECONFIG (the
+      // controller's own client uses --kubeconfig, which wins over KUBECONFIG in client-go).
       cwd: rolloutsDir,
-      env: { ...process.env, POD_NAMESPACE: controllerNamespace, KUBECONFIG: kubeconfig },
+      env: { ...process.env, POD_NAMESPACE: controllerNamespace, KUBECONFIG: pluginKubeconfig },
       log: join(logDir, 'rollouts-controller.log'),
       ports: [metricsPort, healthzPort],
     });

@@ -55,11 +55,18 @@ func (r Role) PluginMap() map[string]goPlugin.Plugin {
 type Target struct {
 	Name string
 	Argv []string
+	// Env is added to the host environment the plugin inherits (e.g. KUBECONFIG=...), as the
+	// controller's own environment would carry it.
+	Env []string
 }
 
 // Cmd returns a fresh exec.Cmd for the target (exec.Command(location, args...)).
 func (t Target) Cmd() *exec.Cmd {
-	return exec.Command(t.Argv[0], t.Argv[1:]...)
+	cmd := exec.Command(t.Argv[0], t.Argv[1:]...)
+	if len(t.Env) > 0 {
+		cmd.Env = append(os.Environ(), t.Env...)
+	}
+	return cmd
 }
 
 // RepoRoot finds the vmzones checkout: $CONFORMANCE_REPO_ROOT, else the nearest ancestor of the
@@ -202,7 +209,7 @@ func ControllerEnv(cookie string) []string {
 // Spawn execs target with the controller's environment and reads the handshake line.
 func Spawn(target Target, role Role, timeout time.Duration) (*Process, error) {
 	cmd := target.Cmd()
-	cmd.Env = ControllerEnv(role.Cookie)
+	cmd.Env = append(ControllerEnv(role.Cookie), target.Env...)
 	stderr := &SyncBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()

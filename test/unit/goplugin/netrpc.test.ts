@@ -282,10 +282,46 @@ describe('net/rpc server', () => {
     t.channel.failWrites = true;
     t.channel.send(t.client.request('S.Now', 2, stringSchema, ''));
     await tick();
+    assert.deepEqual(t.fatal, [], 'a failed write is not fatal');
+    assert.deepEqual(t.sent, [], 'a reply that was not written is not reported as sent');
     t.channel.receiver?.reset();
+    // Writes work again: only the reset can keep S.Slow's late reply off the channel.
+    t.channel.failWrites = false;
     release.resolve();
     await tick();
     assert.deepEqual(t.channel.writes, []);
     assert.deepEqual(t.fatal, []);
+  });
+
+  it('runs a reply’s afterSent only once the write completed, also when it failed', async () => {
+    const order: string[] = [];
+    const flushed = Promise.withResolvers<void>();
+    const t = setup({
+      S: {
+        Ok: async () => ({ ...textReply('ok'), afterSent: () => order.push('after Ok') }),
+      },
+    });
+    // The transport accepts the bytes but completes the write only later (a socket flushing them).
+    t.channel.write = (data) => {
+      order.push('write');
+      t.channel.writes.push(data);
+      return flushed.promise.then(() => {
+        order.push('flushed');
+      });
+    };
+    t.channel.send(t.client.request('S.Ok', 1, stringSchema, ''));
+    await tick();
+    assert.deepEqual(order, ['write']);
+    flushed.resolve();
+    await tick();
+    assert.deepEqual(order, ['write', 'flushed', 'after Ok']);
+
+    const failing = setup({
+      S: { Ok: async () => ({ ...textReply('ok'), afterSent: () => order.push('after failed') }) },
+    });
+    failing.channel.failWrites = true;
+    failing.channel.send(failing.client.request('S.Ok', 1, stringSchema, ''));
+    await tick();
+    assert.equal(order.at(-1), 'after failed');
   });
 });
