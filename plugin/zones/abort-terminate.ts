@@ -1,35 +1,18 @@
 // Abort and Terminate. The controller calls each once, never retries it and never accepts Running, so neither
 // waits: each writes what must still happen into the VMCluster (the rollback request, the handoff) in one guarded
-// patch, retrying transient API faults here, and the background reconciler finishes it — after a restart of the
+// patch (the step plugin retries transient API faults around it, plugin/zones/outcome.ts), and the background reconciler finishes it — after a restart of the
 // plugin or the controller too. Should even that fail, the reconciler finds the zone from its lease and rollback
 // record alone (plugin/zones/walk.ts).
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { StepResult } from '../rollouts/types.ts';
 import { fieldName } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
 import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
-import { isTransient, type StatusDocument, showValue, successful } from './outcome.ts';
+import { type StatusDocument, showValue, successful } from './outcome.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
 import type { ZoneTarget } from './target.ts';
 import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
-
-/** Backoff between attempts: 0.2 s doubling, six attempts, about 6 s in all (plus each call's own timeout). */
-const retryDelaysMs = [200, 400, 800, 1600, 3200];
-
-/** Abort and Terminate are never retried by the controller: re-read and retry 409s, 429s, 5xx and timeouts here. */
-export async function withTransientRetries<T>(work: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await work();
-    } catch (err) {
-      const delay = retryDelaysMs[attempt];
-      if (!isTransient(err) || delay === undefined) throw err;
-      await sleep(delay);
-    }
-  }
-}
 
 async function handTargetOver(
   deps: ZoneDeps,
@@ -91,103 +74,93 @@ function undoable(cluster: LoadedCluster, target: ZoneTarget): RollbackRecord | 
 export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
   const zone = target.config.zone;
   const name = describeCluster(target.cluster);
-  return withTransientRetries(async () => {
-    const cluster = await loadCluster(deps.kube, target.cluster, zone);
-    const { state } = cluster;
-    if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
-      // Another Rollout took the zone after us; it changes the zone next, and waiting for it could deadlock.
+  const cluster = await loadCluster(deps.kube, target.cluster, zone);
+  const { state } = cluster;
+  if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
+    // Another Rollout took the zone after us; it changes the zone next, and waiting for it could deadlock.
+    return successful(
+      `zone ${zone}: not rolled back: ${name} is now leased by ${describeHolder(state.lease)} since ${state.lease.since}`,
+      status(target, 'Abort'),
+    );
+  }
+  const rollback = undoable(cluster, target);
+  const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational and its vmagent queues have drained, then restores its reads and releases the lease`;
+
+  if (target.config.action === 'apply') {
+    if (rollback === undefined) {
+      const record = state.rollback;
+      const why =
+        record === undefined
+          ? 'no change of this revision is recorded'
+          : !sameRevision(record, target.who)
+            ? `the recorded change belongs to ${describeHolder(record)}`
+            : record.phase !== 'applied'
+              ? `its rollback was already ${record.phase} (${record.requestedAt ?? record.revertedAt ?? ''})`
+              : 'apply changed no field';
+      return successful(`zone ${zone}: nothing to roll back on ${name}: ${why}`, status(target, 'Abort'));
+    }
+    await handTargetOver(deps, target, cluster, `Abort of apply by ${describeHolder(target.who)}`, rollback);
+    return successful(
+      `zone ${zone}: rollback requested: ${how}`,
+      status(target, 'Abort', { rollback: 'requested' }),
+    );
+  }
+
+  if (target.config.action === 'drainReads') {
+    if (state.handoff !== undefined && (state.handoff.rollback || rollback === undefined)) {
       return successful(
-        `zone ${zone}: not rolled back: ${name} is now leased by ${describeHolder(state.lease)} since ${state.lease.since}`,
+        `zone ${zone}: already handed to the vmzones reconciler (${state.handoff.by}); it restores reads once ${name} is operational`,
+        status(target, 'Abort', { handoff: state.handoff.requestedAt }),
+      );
+    }
+    if (!sameRollout(state.lease, target.who) && rollback === undefined) {
+      return successful(
+        `zone ${zone}: nothing to undo: ${name} holds no lease of ${describeHolder(target.who)}, so this Rollout has not drained its reads`,
         status(target, 'Abort'),
       );
     }
-    const rollback = undoable(cluster, target);
-    const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational and its vmagent queues have drained, then restores its reads and releases the lease`;
-
-    if (target.config.action === 'apply') {
-      if (rollback === undefined) {
-        const record = state.rollback;
-        const why =
-          record === undefined
-            ? 'no change of this revision is recorded'
-            : !sameRevision(record, target.who)
-              ? `the recorded change belongs to ${describeHolder(record)}`
-              : record.phase !== 'applied'
-                ? `its rollback was already ${record.phase} (${record.requestedAt ?? record.revertedAt ?? ''})`
-                : 'apply changed no field';
-        return successful(`zone ${zone}: nothing to roll back on ${name}: ${why}`, status(target, 'Abort'));
-      }
-      await handTargetOver(
-        deps,
-        target,
-        cluster,
-        `Abort of apply by ${describeHolder(target.who)}`,
-        rollback,
-      );
-      return successful(
-        `zone ${zone}: rollback requested: ${how}`,
-        status(target, 'Abort', { rollback: 'requested' }),
-      );
-    }
-
-    if (target.config.action === 'drainReads') {
-      if (state.handoff !== undefined && (state.handoff.rollback || rollback === undefined)) {
-        return successful(
-          `zone ${zone}: already handed to the vmzones reconciler (${state.handoff.by}); it restores reads once ${name} is operational`,
-          status(target, 'Abort', { handoff: state.handoff.requestedAt }),
-        );
-      }
-      if (!sameRollout(state.lease, target.who) && rollback === undefined) {
-        return successful(
-          `zone ${zone}: nothing to undo: ${name} holds no lease of ${describeHolder(target.who)}, so this Rollout has not drained its reads`,
-          status(target, 'Abort'),
-        );
-      }
-      await handTargetOver(
-        deps,
-        target,
-        cluster,
-        `Abort of drainReads by ${describeHolder(target.who)}`,
-        rollback,
-      );
-      return successful(
-        rollback
-          ? `zone ${zone}: rollback requested (apply had not reported success): ${how}`
-          : `zone ${zone}: handed to the vmzones reconciler, which restores its reads once ${name} is operational and releases the lease`,
-        status(target, 'Abort', { handoff: 'requested' }),
-      );
-    }
-
-    return successful(
-      `zone ${zone}: nothing to undo for restoreReads; the aborts of apply and drainReads hand the zone over`,
-      status(target, 'Abort'),
+    await handTargetOver(
+      deps,
+      target,
+      cluster,
+      `Abort of drainReads by ${describeHolder(target.who)}`,
+      rollback,
     );
-  });
+    return successful(
+      rollback
+        ? `zone ${zone}: rollback requested (apply had not reported success): ${how}`
+        : `zone ${zone}: handed to the vmzones reconciler, which restores its reads once ${name} is operational and releases the lease`,
+      status(target, 'Abort', { handoff: 'requested' }),
+    );
+  }
+
+  return successful(
+    `zone ${zone}: nothing to undo for restoreReads; the aborts of apply and drainReads hand the zone over`,
+    status(target, 'Abort'),
+  );
 }
 
 /** `promote --full` while this zone's step runs: the zone keeps the change it has and comes back to reads. */
 export async function terminateStep(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
   const zone = target.config.zone;
   const name = describeCluster(target.cluster);
-  return withTransientRetries(async () => {
-    const cluster = await loadCluster(deps.kube, target.cluster, zone);
-    const { state } = cluster;
-    if (target.config.action === 'apply' || !sameRollout(state.lease, target.who)) {
-      return successful(`zone ${zone}: nothing to hand over on ${name}`, status(target, 'Terminate'));
-    }
-    if (state.handoff === undefined) {
-      await handTargetOver(
-        deps,
-        target,
-        cluster,
-        `Terminate of ${target.config.action} (full promotion) by ${describeHolder(target.who)}`,
-        undefined,
-      );
-    }
-    const applied = sameRevision(state.rollback, target.who) && state.rollback?.phase === 'applied';
-    return successful(
-      `zone ${zone}: stopped waiting (full promotion); the vmzones reconciler restores reads once ${name} is operational and releases the lease. ${name} ${applied ? 'keeps the change of this revision' : 'was not changed by this revision'}; zones after it in the walk keep their previous spec until a later revision walks them`,
-      status(target, 'Terminate', { handoff: 'requested' }),
+  const cluster = await loadCluster(deps.kube, target.cluster, zone);
+  const { state } = cluster;
+  if (target.config.action === 'apply' || !sameRollout(state.lease, target.who)) {
+    return successful(`zone ${zone}: nothing to hand over on ${name}`, status(target, 'Terminate'));
+  }
+  if (state.handoff === undefined) {
+    await handTargetOver(
+      deps,
+      target,
+      cluster,
+      `Terminate of ${target.config.action} (full promotion) by ${describeHolder(target.who)}`,
+      undefined,
     );
-  });
+  }
+  const applied = sameRevision(state.rollback, target.who) && state.rollback?.phase === 'applied';
+  return successful(
+    `zone ${zone}: stopped waiting (full promotion); the vmzones reconciler restores reads once ${name} is operational and releases the lease. ${name} ${applied ? 'keeps the change of this revision' : 'was not changed by this revision'}; zones after it in the walk keep their previous spec until a later revision walks them`,
+    status(target, 'Terminate', { handoff: 'requested' }),
+  );
 }

@@ -1,6 +1,7 @@
 // Step results as the actions return them, and the failures that end a step (Failed) as opposed to the faults
 // that are worth retrying (thrown, so that the controller records Error and retries after 30 s).
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeError } from '../kube/objects.ts';
 import { LabelSelectorError } from '../kube/selectors.ts';
 import type { StepResult } from '../rollouts/types.ts';
@@ -76,4 +77,21 @@ export function showValue(value: unknown, max = 60): string {
   if (value === undefined) return '(unset)';
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** Backoff between attempts: 0.2 s doubling, six attempts, about 6 s in all (plus each call's own timeout). */
+const retryDelaysMs = [200, 400, 800, 1600, 3200];
+
+/** Retries 409s, 429s, 5xx and timeouts here, each attempt re-reading what it needs: Abort and Terminate are
+ *  never retried by the controller, and a failed Run waits about 30 s for its retry. Every action is idempotent. */
+export async function withTransientRetries<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      const delay = retryDelaysMs[attempt];
+      if (!isTransient(err) || delay === undefined) throw err;
+      await sleep(delay);
+    }
+  }
 }

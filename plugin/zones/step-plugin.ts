@@ -9,7 +9,7 @@ import { abortStep, terminateStep } from './abort-terminate.ts';
 import { applyZone } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
-import { failed, isFinal, successful } from './outcome.ts';
+import { failed, isFinal, successful, withTransientRetries } from './outcome.ts';
 import { ZoneReconciler } from './reconciler.ts';
 import { restoreReads } from './restore-reads.ts';
 import { SpecError } from './spec.ts';
@@ -63,7 +63,8 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     let target: ZoneTarget | undefined;
     try {
       target = resolveTarget(rollout, context.config);
-      return await work(deps(), target);
+      const resolved = target;
+      return await withTransientRetries(() => work(deps(), resolved));
     } catch (err) {
       if (!isFinal(err)) {
         logger.warn(`${operation} failed; the controller retries`, {

@@ -244,7 +244,7 @@ test('a field the VMCluster schema would prune (a typo) fails apply with nothing
   );
 });
 
-test('forbidden ends the step Failed with the verb, resource and namespace; 503 is retried', async () => {
+test('forbidden ends the step Failed with the verb, resource and namespace; a 503 is retried inside the call', async () => {
   const { kube, step } = setup();
   kube.failNextPatch.set(
     'VMCluster',
@@ -257,7 +257,13 @@ test('forbidden ends the step Failed with the verb, resource and namespace; 503 
     'VMCluster',
     new KubeError('unavailable', 'patching VMCluster vm/vm-zone-a: HTTP 503', 503),
   );
-  await assert.rejects(step('zone-a', 'drainReads'), /HTTP 503/);
+  const retried = await step('zone-a', 'drainReads');
+  assert.notEqual(retried.phase, 'Failed', retried.message);
+  assert.equal(
+    stateOf(kube, 'zone-a').lease?.revision,
+    revisionR,
+    'retried inside the call: the zone is leased',
+  );
 });
 
 test('Abort retries transient API faults inside the call, and a malformed annotation is a failure, not "nothing to abort"', async () => {
