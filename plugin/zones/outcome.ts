@@ -2,6 +2,7 @@
 // that are worth retrying (thrown, so that the controller records Error and retries after 30 s).
 
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NamespaceAllowanceError } from '../kube/allowed-namespaces.ts';
 import { KubeError } from '../kube/objects.ts';
 import { LabelSelectorError } from '../kube/selectors.ts';
 import type { StepResult } from '../rollouts/types.ts';
@@ -43,6 +44,7 @@ export function failed(message: string, status: StatusDocument): StepResult {
 export function isFinal(err: unknown): err is Error {
   return (
     err instanceof StepFailure ||
+    err instanceof NamespaceAllowanceError ||
     (err instanceof KubeError && (err.kind === 'forbidden' || err.kind === 'invalid')) ||
     err instanceof SpecError ||
     err instanceof ReadRoutingError ||

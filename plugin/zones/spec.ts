@@ -6,18 +6,13 @@
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
+import { dnsLabelSchema, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
 import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
 
 export const specAnnotation = 'vmzones.io/spec';
 export const specVersions = ['v1'] as const;
 
-const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-const objectName = z
-  .string()
-  .max(253)
-  .regex(dns1123Subdomain, 'must be a Kubernetes object name (lowercase letters, digits, "-" and ".")');
+const objectName = objectNameSchema;
 
 const duration = z.string().superRefine((value, ctx) => {
   try {
@@ -93,31 +88,24 @@ const vmagentSource = z
     }
   });
 
-const hostName = z
-  .string()
-  .regex(dns1123Subdomain, 'must be a host name (lowercase letters, digits, "-" and ".")');
-
 const zone = z.strictObject({
   vmcluster: objectName,
   overrideSpec: jsonObject.optional(),
   /** Host names by which read URLs reach this zone's vmselect; default vmselect-<vmcluster>.<namespace>.svc[.cluster.local]. */
-  vmselectHosts: z.array(hostName).min(1).optional(),
+  vmselectHosts: z.array(hostNameSchema).min(1).optional(),
 });
 
 const specSchema = z.strictObject({
   version: z.enum(specVersions).default('v1'),
   /** Namespace of every object named here; defaults to the Rollout's. */
-  namespace: z.string().regex(dns1123Label, 'must be a namespace name').optional(),
+  namespace: namespaceNameSchema.optional(),
   overrideSpec: jsonObject.default({}),
   /** How long a zone's VMCluster may take to become operational after a change. */
   readyTimeout: duration.default('15m'),
   vmauth: vmauthSource,
   vmagent: vmagentSource,
   zones: z
-    .record(
-      z.string().regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")'),
-      zone,
-    )
+    .record(dnsLabelSchema('a zone name'), zone)
     .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
 });
 

@@ -3,6 +3,7 @@
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
 import { createLogger, type Logger } from '../goplugin/index.ts';
+import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
@@ -25,6 +26,9 @@ export interface ZoneStepPluginOptions {
   /** Start the background reconciler at init (default true); tests drive it by hand. */
   reconciler?: boolean;
   reconcileIntervalMs?: number;
+  /** Namespaces beyond the Rollout's own that its spec document may name; default: the plugin's
+   *  `--allowed-namespaces` argument in argo-rollouts-config (plugin/kube/allowed-namespaces.ts). */
+  namespaces?: NamespaceAllowance;
   /** See ZoneDeps.inCallWaitMs; default 5 s. */
   inCallWaitMs?: number;
 }
@@ -47,6 +51,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   let kube = options.kube;
   let reconciler: ZoneReconciler | undefined;
   const now = options.now ?? (() => new Date());
+  let namespaces = options.namespaces;
 
   const deps = (): ZoneDeps => {
     kube ??= kubeObjects();
@@ -62,7 +67,8 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   ): Promise<StepResult> => {
     let target: ZoneTarget | undefined;
     try {
-      target = resolveTarget(rollout, context.config);
+      namespaces ??= parseNamespaceAllowance(process.argv);
+      target = resolveTarget(rollout, context.config, namespaces);
       const resolved = target;
       return await withTransientRetries(() => work(deps(), resolved));
     } catch (err) {

@@ -2,7 +2,9 @@
 // touched: the zone, its VMCluster, its read balancer and the timings. Every problem here is a SpecError, which
 // the actions answer with Failed and nothing changed.
 
+import { type NamespaceAllowance, requireNamespaceAllowed } from '../kube/allowed-namespaces.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
+import { dns1123Label } from '../kube/names.ts';
 import type { ObjectRef } from '../kube/objects.ts';
 import type { RolloutView } from '../rollouts/types.ts';
 import { defaultVmselectHosts, type ZoneReadBackend } from '../vm/read-backends.ts';
@@ -18,8 +20,6 @@ import {
 } from './spec.ts';
 import { type RolloutIdentity, rolloutIdentity } from './state.ts';
 
-const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
 export interface StepConfig {
   zone: string;
   action: ZoneAction;
@@ -34,7 +34,7 @@ export function parseStepConfig(config: unknown): StepConfig {
   }
   const { zone, action, ...rest } = config as Record<string, unknown>;
   const problems: string[] = [];
-  if (typeof zone !== 'string' || !dnsLabel.test(zone)) {
+  if (typeof zone !== 'string' || !dns1123Label.test(zone) || zone.length > 63) {
     problems.push(
       `step config.zone: must be a zone name of the spec document (a DNS label: lowercase letters, digits, "-"; got ${JSON.stringify(zone)})`,
     );
@@ -107,11 +107,22 @@ export function readBalancerConfig(spec: ZoneSpecDocument, namespace: string): R
 }
 
 /** Resolves the step against the Rollout's spec document; throws SpecError naming every problem. */
-export function resolveTarget(rollout: RolloutView, rawConfig: unknown): ZoneTarget {
+export function resolveTarget(
+  rollout: RolloutView,
+  rawConfig: unknown,
+  namespaces: NamespaceAllowance = { all: false, extra: [] },
+): ZoneTarget {
   const config = parseStepConfig(rawConfig);
   const spec = specFromAnnotations(rollout.spec.template.metadata.annotations);
   const rolloutNamespace = rollout.metadata.namespace ?? '';
   const zone = resolveZone(spec, config.zone, rolloutNamespace);
+  // The plugin acts with the controller's rights: a Rollout author may not reach another namespace's zones.
+  requireNamespaceAllowed(
+    namespaces,
+    { describe: `Rollout ${rolloutNamespace}/${rollout.metadata.name ?? ''}`, namespace: rolloutNamespace },
+    zone.namespace,
+    `the spec document's namespace (VMCluster ${zone.vmcluster} of zone ${config.zone})`,
+  );
   return {
     config,
     spec,

@@ -324,3 +324,28 @@ test('state written by a newer vmzones is refused with a message saying so', asy
   assert.equal(result.phase, 'Failed');
   assert.match(result.message ?? '', /written by a newer vmzones \(state format v9/);
 });
+
+test('a spec document may not reach another namespace unless the plugin registration allows it', async () => {
+  const elsewhere = JSON.stringify({ ...JSON.parse(specDocument()), namespace: 'billing' });
+  const { step } = setup(undefined, elsewhere);
+  const refused = await step('zone-a', 'drainReads');
+  assert.equal(refused.phase, 'Failed');
+  assert.match(refused.message ?? '', /is in namespace billing, outside namespace vm of Rollout vm\/walk/);
+  assert.match(refused.message ?? '', /--allowed-namespaces=billing/);
+
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: revisionR, stableRS: stable }, elsewhere));
+  const allowed = createZoneStepPlugin({
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    namespaces: { all: false, extra: ['billing'] },
+  });
+  const result = await allowed.run(view(kube), {
+    pluginName: 'vmzones/step',
+    config: { zone: 'zone-a', action: 'drainReads' },
+    status: undefined,
+  });
+  // Allowed: it goes on to look for the VMCluster there (which this fixture does not have).
+  assert.match(result.message ?? '', /VMCluster billing\/vm-zone-a of zone zone-a does not exist/);
+});
