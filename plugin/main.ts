@@ -27,6 +27,7 @@ async function startPlugin(): Promise<void> {
     step,
     { createZoneStepPlugin },
     observing,
+    { checkZoneQueue },
   ] = await Promise.all([
     import('./gates/provider.ts'),
     import('./goplugin/index.ts'),
@@ -34,6 +35,7 @@ async function startPlugin(): Promise<void> {
     import('./rollouts/step-service.ts'),
     import('./zones/step-plugin.ts'),
     import('./observe/index.ts'),
+    import('./gates/zone-queue-check.ts'),
   ]);
   const logger = createLogger('vmzones');
   // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
@@ -66,7 +68,7 @@ async function startPlugin(): Promise<void> {
     roles: {
       step: {
         [step.stepDispenseName]: step.stepService(
-          createZoneStepPlugin(kube ? { kube: kube() } : {}),
+          createZoneStepPlugin({ ...(kube ? { kube: kube() } : {}), queueCheck: checkZoneQueue }),
           hooks,
           observe.rpc,
         ),

@@ -31,6 +31,7 @@ async function handTargetOver(
       by,
       reads: target.reads,
       drainGracePeriod: target.drainGracePeriod,
+      vmagents: target.vmagents,
       rollback,
     },
     deps.now(),

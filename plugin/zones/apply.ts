@@ -118,6 +118,7 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     changes: changeRecords(changes),
     reads: target.reads,
     drainGracePeriod: target.drainGracePeriod,
+    vmagents: target.vmagents,
   };
   const patch = {
     annotations: { [rollbackAnnotation]: annotationValue(record) },

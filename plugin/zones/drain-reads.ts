@@ -53,6 +53,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       since: timestamp(deps.now()),
       reads: target.reads,
       drainGracePeriod: target.drainGracePeriod,
+      vmagents: target.vmagents,
     };
     const written = await patchCluster(
       kube,

@@ -9,6 +9,7 @@ import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import type { ZoneQueueCheck } from './completeness.ts';
 import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
 import { describeCluster } from './messages.ts';
 import { isConflict } from './outcome.ts';
@@ -40,6 +41,8 @@ export interface FinishDeps {
   kube: KubeObjects;
   logger: Logger;
   now(): Date;
+  /** Without it (tests of the decisions), a zone is complete once operational. */
+  queueCheck?: ZoneQueueCheck;
 }
 
 /** Advances one VMCluster's handed-over work as far as it can go now. */
@@ -182,6 +185,24 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   }
   const routing = await readRouting(kube, reads);
   if (routing.drained[zone] !== undefined) {
+    // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence).
+    if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
+      const reading = await deps.queueCheck(
+        kube,
+        { namespace: ref.namespace, vmcluster: ref.name, vmagents: handoff.vmagents ?? [] },
+        handoff.queueState,
+        deps.now().getTime(),
+      );
+      if (reading.verdict !== 'pass') {
+        await saveQueueState(deps, ref, reading.state);
+        return note(
+          reading.verdict === 'fail'
+            ? `reads of zone ${zone} stay drained: ${reading.message}; check the zone's data, then restore its reads by hand`
+            : `${name} is operational; reads come back once its vmagent queues have drained: ${reading.message}`,
+          'working',
+        );
+      }
+    }
     await restoreZone(kube, reads, zone, deps.now());
     return note(
       `${name} is operational; put zone ${zone} back into ${routing.describe}; waiting for vmauth`,
@@ -216,4 +237,21 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     why: handoff.by,
   });
   return 'done';
+}
+
+/** Keeps the queue check's rounds in the handoff, so that the next pass (of any process) goes on from them. */
+async function saveQueueState(deps: FinishDeps, ref: ObjectRef, queueState: unknown): Promise<void> {
+  const latest = await deps.kube.get(ref);
+  const current = zoneState(latest).handoff;
+  if (current === undefined) return;
+  try {
+    await patchCluster(
+      deps.kube,
+      ref,
+      { annotations: { [handoffAnnotation]: annotationValue({ ...current, queueState }) } },
+      latest.metadata.resourceVersion,
+    );
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
 }

@@ -27,6 +27,7 @@ export interface HandoffRequest {
   by: string;
   reads: ReadBalancerConfig;
   drainGracePeriod: string;
+  vmagents: string[] | undefined;
   /** The applied change to undo first, if any. */
   rollback: RollbackRecord | undefined;
 }
@@ -40,6 +41,7 @@ function handoffFor(request: HandoffRequest, existing: Handoff | undefined, now:
     rollback: (existing?.rollback ?? false) || request.rollback !== undefined,
     reads: request.reads,
     drainGracePeriod: request.drainGracePeriod,
+    ...(request.vmagents === undefined ? {} : { vmagents: request.vmagents }),
   };
 }
 

@@ -10,12 +10,13 @@ import type { Logger } from '../goplugin/index.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
 import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
+import type { ZoneQueueCheck } from './completeness.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
 import { isTransient } from './outcome.ts';
 import { specFromAnnotations } from './spec.ts';
 import { type Lease, type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
-import { readBalancerConfig } from './target.ts';
+import { readBalancerConfig, vmagentsOf } from './target.ts';
 import { loadedCluster } from './vmcluster-state.ts';
 import { holderProgress, walkVerdict } from './walk.ts';
 
@@ -26,6 +27,8 @@ export interface ReconcilerOptions {
   logger: Logger;
   now?: () => Date;
   intervalMs?: number;
+  /** The queue check a finished zone must pass before it serves reads again (main.ts hands in the gate's). */
+  queueCheck?: ZoneQueueCheck;
 }
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
@@ -43,6 +46,7 @@ export class ZoneReconciler {
   readonly #logger: Logger;
   readonly #now: () => Date;
   readonly #intervalMs: number;
+  readonly #queueCheck: ZoneQueueCheck | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
 
@@ -51,6 +55,7 @@ export class ZoneReconciler {
     this.#logger = options.logger;
     this.#now = options.now ?? (() => new Date());
     this.#intervalMs = options.intervalMs ?? 5_000;
+    this.#queueCheck = options.queueCheck;
   }
 
   /** Runs a pass now (work left by an earlier process resumes) and then every interval. */
@@ -112,7 +117,12 @@ export class ZoneReconciler {
           return [
             id,
             await finishZone(
-              { kube: this.#kube, logger: this.#logger, now: this.#now },
+              {
+                kube: this.#kube,
+                logger: this.#logger,
+                now: this.#now,
+                ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
+              },
               vmclusterRef(namespace, name),
             ),
           ];
@@ -178,6 +188,7 @@ export class ZoneReconciler {
         by: `vmzones reconciler: ${verdict.why}${rollback ? '; rolling back its change' : '; the zone keeps the change it has'}`,
         reads: reads.reads,
         drainGracePeriod: reads.drainGracePeriod,
+        vmagents: reads.vmagents,
         rollback,
       },
       this.#now(),
@@ -197,10 +208,12 @@ export class ZoneReconciler {
     record: RollbackRecord | undefined,
     progress: RolloutProgress | undefined,
     cluster: KubeObject,
-  ): { reads: NonNullable<Lease['reads']>; drainGracePeriod: string } | string {
+  ):
+    | { reads: NonNullable<Lease['reads']>; drainGracePeriod: string; vmagents: string[] | undefined }
+    | string {
     for (const source of [lease, record]) {
       if (source?.reads !== undefined && source.drainGracePeriod !== undefined) {
-        return { reads: source.reads, drainGracePeriod: source.drainGracePeriod };
+        return { reads: source.reads, drainGracePeriod: source.drainGracePeriod, vmagents: source.vmagents };
       }
     }
     if (progress === undefined) {
@@ -211,6 +224,7 @@ export class ZoneReconciler {
       return {
         reads: readBalancerConfig(spec, spec.namespace ?? cluster.metadata.namespace ?? ''),
         drainGracePeriod: spec.vmauth.drainGracePeriod,
+        vmagents: vmagentsOf(spec),
       };
     } catch (err) {
       return `the Rollout's spec document cannot be read: ${errorText(err)}`;

@@ -29,7 +29,12 @@ const readsConfig = z.custom<ReadBalancerConfig>(
   (v) => typeof v === 'object' && v !== null && 'ref' in v && 'zones' in v,
   'must be a read balancer config',
 );
-const readsFields = { reads: readsConfig.optional(), drainGracePeriod: z.string().optional() };
+const readsFields = {
+  reads: readsConfig.optional(),
+  drainGracePeriod: z.string().optional(),
+  /** The VMAgents writing to the zone: their queues must drain before a finished zone serves reads again. */
+  vmagents: z.array(z.string()).optional(),
+};
 
 const identitySchema = z.object(identity);
 /** The Rollout revision that acts: `revision` is the Rollout's `status.currentPodHash`. */
@@ -82,6 +87,9 @@ const handoffSchema = z.object({
   rollback: z.boolean(),
   reads: readsConfig,
   drainGracePeriod: z.string(),
+  vmagents: z.array(z.string()).optional(),
+  /** The rounds of the queue check so far (plugin/zones/completeness.ts). */
+  queueState: z.unknown().optional(),
   /** The reconciler's latest progress, in words. */
   message: z.string().optional(),
   updatedAt: z.string().optional(),

@@ -8,6 +8,7 @@ import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
 import { applyZone } from './apply.ts';
+import type { ZoneQueueCheck } from './completeness.ts';
 import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
 import { failed, isFinal, successful, withTransientRetries } from './outcome.ts';
@@ -29,6 +30,8 @@ export interface ZoneStepPluginOptions {
   /** Namespaces beyond the Rollout's own that its spec document may name; default: the plugin's
    *  `--allowed-namespaces` argument in argo-rollouts-config (plugin/kube/allowed-namespaces.ts). */
   namespaces?: NamespaceAllowance;
+  /** The queue check a finished zone passes before its reads come back (main.ts: the vmagentQueueDrained gate). */
+  queueCheck?: ZoneQueueCheck;
   /** See ZoneDeps.inCallWaitMs; default 5 s. */
   inCallWaitMs?: number;
 }
@@ -102,6 +105,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
         logger,
         now,
         ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),
+        ...(options.queueCheck === undefined ? {} : { queueCheck: options.queueCheck }),
       });
       reconciler.start();
     },

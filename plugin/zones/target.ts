@@ -58,7 +58,13 @@ export interface ZoneTarget {
   drainGracePeriod: string;
   drainGraceMs: number;
   readyTimeoutMs: number;
+  /** The VMAgents that write to the zones. */
+  vmagents: string[];
   who: RolloutIdentity;
+}
+
+export function vmagentsOf(spec: ZoneSpecDocument): string[] {
+  return spec.vmagent.vmagents ?? (spec.vmagent.vmagent === undefined ? [] : [spec.vmagent.vmagent]);
 }
 
 function balancerRef(spec: ZoneSpecDocument, namespace: string): ReadBalancerRef {
@@ -132,6 +138,7 @@ export function resolveTarget(
     drainGracePeriod: spec.vmauth.drainGracePeriod,
     drainGraceMs: parseGoDurationMs(spec.vmauth.drainGracePeriod),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
+    vmagents: vmagentsOf(spec),
     who: rolloutIdentity(rollout),
   };
 }

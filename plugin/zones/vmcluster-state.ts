@@ -95,6 +95,7 @@ export function leasePatch(target: ZoneTarget, now: Date, reason: string): Clust
     since: timestamp(now),
     reads: target.reads,
     drainGracePeriod: target.drainGracePeriod,
+    vmagents: target.vmagents,
   };
   const maintenance: Maintenance = { zone, since: timestamp(now), reason };
   return {

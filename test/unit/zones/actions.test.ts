@@ -349,3 +349,41 @@ test('a spec document may not reach another namespace unless the plugin registra
   // Allowed: it goes on to look for the VMCluster there (which this fixture does not have).
   assert.match(result.message ?? '', /VMCluster billing\/vm-zone-a of zone zone-a does not exist/);
 });
+
+test('after a rollback, reads come back only once the zone is operational and its vmagent queues have drained', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  const seen: unknown[] = [];
+  let readings = 0;
+  const reconciler = new ZoneReconciler({
+    kube,
+    logger: silentLogger,
+    queueCheck: async (_kube, request, previous) => {
+      seen.push(previous);
+      readings++;
+      assert.deepEqual(request, { namespace: ns, vmcluster: 'vm-zone-a', vmagents: ['vmagent'] });
+      return readings < 3
+        ? { verdict: 'wait', message: `round ${readings} of 3`, state: { rounds: readings } }
+        : { verdict: 'pass', message: 'drained' };
+    },
+  });
+  kube.setStatus('Rollout', 'walk', { abort: true });
+  for (let i = 0; i < 10 && readings < 2; i++) await reconciler.tick();
+  assert.equal(
+    kube.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion,
+    'v1.151.0-cluster',
+    'rolled back',
+  );
+  assert.deepEqual(routed(kube), ['zone-b', 'zone-c'], 'operational, but not served while its queue drains');
+  assert.match(
+    stateOf(kube, 'zone-a').handoff?.message ?? '',
+    /reads come back once its vmagent queues have drained: round 2 of 3/,
+  );
+  await untilSettled(reconciler);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.deepEqual(
+    seen,
+    [undefined, { rounds: 1 }, { rounds: 2 }],
+    'the rounds carried between passes in the handoff',
+  );
+});

@@ -1,0 +1,36 @@
+// The vmagentQueueDrained gate as the step plugin's reconciler needs it after a rollback
+// (plugin/zones/completeness.ts): the same targets, rounds and verdict as an AnalysisRun's measurement, for the
+// zone named by the handoff. The namespace is the zone's own, which the step plugin already checked.
+
+import type { ZoneQueueCheck } from '../zones/completeness.ts';
+import type { DrainGateConfig } from './config.ts';
+import { parseGateConfig } from './config.ts';
+import { drainStateSchema } from './drain-state.ts';
+import { GateSetupError } from './owner-spec.ts';
+import { readVmagentDrained } from './vmagent-drained.ts';
+
+export const checkZoneQueue: ZoneQueueCheck = async (kube, request, previous, now) => {
+  const config = parseGateConfig({
+    gate: 'vmagentQueueDrained',
+    namespace: request.namespace,
+    vmcluster: request.vmcluster,
+    vmagents: request.vmagents,
+  }) as DrainGateConfig;
+  const state = drainStateSchema.safeParse(previous);
+  const reading = await readVmagentDrained(
+    config,
+    {
+      kube,
+      run: {
+        metadata: { namespace: request.namespace, name: `rollback of ${request.vmcluster}` },
+        spec: {},
+        status: {},
+      },
+      now,
+      allowance: { all: false, extra: [] },
+      ownerSpec: () => Promise.reject(new GateSetupError('a rollback check names its VMAgents itself')),
+    },
+    state.success ? state.data : undefined,
+  );
+  return { verdict: reading.verdict, message: reading.message, state: reading.state };
+};

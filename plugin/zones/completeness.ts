@@ -1,0 +1,28 @@
+// "Is the zone complete again?" after a rollback: operational is not enough — its vmagent queues must have
+// delivered what piled up while it was down (the evidence of the vmagentQueueDrained gate), or reads would come
+// back to a zone that is missing data. The check itself lives in the gates layer, above this one; main.ts hands
+// it in (plugin/gates/zone-queue-check.ts). One call is one reading; `state` carries the rounds between readings
+// and is kept in the handoff annotation, so a plugin restart loses nothing.
+
+import type { KubeObjects } from '../kube/objects.ts';
+
+export interface ZoneQueueRequest {
+  namespace: string;
+  vmcluster: string;
+  /** The VMAgents that write to the zone (the spec document's vmagent / vmagents). */
+  vmagents: string[];
+}
+
+export interface ZoneQueueReading {
+  /** pass: drained; fail: data was lost (never drains); wait: not yet. */
+  verdict: 'pass' | 'fail' | 'wait';
+  message: string;
+  state?: unknown;
+}
+
+export type ZoneQueueCheck = (
+  kube: KubeObjects,
+  request: ZoneQueueRequest,
+  previous: unknown,
+  now: number,
+) => Promise<ZoneQueueReading>;
