@@ -127,9 +127,6 @@ func build(specPath string) error {
 			},
 		})
 	}
-	if err := validate.Index(index); err != nil {
-		return fmt.Errorf("built index does not validate: %w", err)
-	}
 	if err := os.RemoveAll(spec.Layout); err != nil {
 		return err
 	}
