@@ -76,6 +76,7 @@ after(async () => {
 
 test('the kustomize overlay applies to the API server, and the Deployment it created carries the runtime', async () => {
   const rendered = renderOverlay(dir);
+  const started = Date.now();
   await sandbox.kubectl.run([
     'apply',
     '--server-side',
@@ -84,6 +85,7 @@ test('the kustomize overlay applies to the API server, and the Deployment it cre
     '-f',
     rendered,
   ]);
+  report.push(`kustomize overlay applied (server-side) in ${Date.now() - started} ms`);
   const deployment = deploymentSchema.parse(
     await sandbox.kubectl.getJson(['deployment', 'argo-rollouts', '-n', controllerNamespace]),
   );
@@ -194,8 +196,8 @@ test('the static controller starts in the distroless-like read-only root as uid 
     readOnly: m.readOnly,
   }));
   assert.deepEqual(mounts.map((m) => [m.at, m.readOnly ?? false]).sort(), [
-    [installedAt, true],
     [`${controllerHome}/plugin-bin`, false],
+    [installedAt, true],
     ['/tmp', false],
   ]);
   // The Deployment passes no flags. The two ports are moved off 8090/8080 because loopback is shared here.
