@@ -245,6 +245,9 @@ interface PluginProcess {
   pid: number;
   role: string;
   rssKiB: number;
+  /** Of rssKiB: the heap and other private memory, and pages of mapped files (node's binary, the libraries). */
+  anonKiB: number;
+  fileKiB: number;
 }
 
 /** The plugin processes of our controller: its process group, the runtime's bundle on the command line. */
@@ -259,10 +262,13 @@ function pluginProcesses(): PluginProcess[] {
       if (!argv.includes(`${installedAt}/vmzones.mjs`)) continue;
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
       const environ = readFileSync(`/proc/${entry}/environ`, 'utf8');
+      const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
       found.push({
         pid: Number(entry),
         role: /ARGO_ROLLOUTS_RPC_PLUGIN=(\w+)/.exec(environ)?.[1] ?? '?',
-        rssKiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0),
+        rssKiB: kib('VmRSS'),
+        anonKiB: kib('RssAnon'),
+        fileKiB: kib('RssFile'),
       });
     } catch {
       // the process ended meanwhile
@@ -285,12 +291,12 @@ test('a three-zone change walks to Healthy under the chrooted controller, steps 
   const first = (await rolloutState(kube, name)).status.currentPodHash;
   const change = { vmselect: { extraArgs: { 'search.maxQueryDuration': '45s' } } };
   await sandbox.kubectl.apply([rolloutObject(name, zoneSpec(change), steps)]);
-  const peakRss = new Map<string, number>();
+  const peakRss = new Map<string, PluginProcess>();
   const seen = new Map<number, string>();
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     for (const p of pluginProcesses()) {
-      peakRss.set(p.role, Math.max(peakRss.get(p.role) ?? 0, p.rssKiB));
+      if (p.rssKiB > (peakRss.get(p.role)?.rssKiB ?? 0)) peakRss.set(p.role, p);
       if (!seen.has(p.pid)) {
         seen.set(p.pid, p.role);
         // The plugin runs inside the root, as uid 999.
@@ -321,13 +327,17 @@ test('a three-zone change walks to Healthy under the chrooted controller, steps 
   const handshakes = handshakeTimes(log);
   report.push(
     `bytes written to the controller's emptyDirs: plugin-bin ${bytesUnder(emptyDir('plugin-bin'))}, /tmp ${bytesUnder(emptyDir('tmp'))}`,
-    `plugin processes' peak RSS: ${[...peakRss].map(([role, kib]) => `${role} ${(kib / 1024).toFixed(1)} MiB`).join(', ')}`,
+    `plugin processes' peak RSS: ${[...peakRss]
+      .map(([role, p]) => `${role} ${mib(p.rssKiB)} MiB (anon ${mib(p.anonKiB)}, file ${mib(p.fileKiB)})`)
+      .join(', ')}`,
     `handshakes (controller start -> plugin's "using plugin"; plugin exec -> handshake): ${handshakes
       .map((h) => `${h.path} ${h.fromControllerStartMs} ms (${h.execToHandshakeMs} ms)`)
       .join(', ')}`,
   );
   assert.equal(handshakes.length, 2, `two plugin handshakes in ${controller.log}`);
 });
+
+const mib = (kib: number) => (kib / 1024).toFixed(1);
 
 interface Handshake {
   path: string;

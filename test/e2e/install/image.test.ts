@@ -3,7 +3,7 @@
 // the Dockerfile, the helm values and the kustomize overlay describe the same image, volume and plugins.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,10 @@ import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { buildImage, entrypoint, validateImage } from '../../../scripts/image.ts';
 import { installedAt, pluginEntry, repoRoot } from '../../../scripts/package.ts';
+import { ensureBuilt } from '../../env/build.ts';
 import { versions } from '../../env/versions.ts';
+import { eventually } from '../../sandbox/eventually.ts';
+import { freePort } from '../../sandbox/ports.ts';
 import { buildPayload, type Payload, renderOverlay } from './payload.ts';
 import { rootCommand } from './root.ts';
 
@@ -44,6 +47,25 @@ test('the OCI layout and the docker archive validate (ociimage re-read, crane va
   const out = validateImage(payload.image);
   assert.match(out, new RegExp(`valid ${payload.image.digest}`));
   assert.match(out, /^PASS: /m);
+});
+
+test('crane pushes the layout to a registry (crane registry serve on loopback) and reads back the same digest', async (t) => {
+  const crane = ensureBuilt('crane');
+  const port = await freePort();
+  const registry = spawn(crane, ['registry', 'serve', '--address', `127.0.0.1:${port}`], { stdio: 'ignore' });
+  t.after(() => registry.kill());
+  const ref = `127.0.0.1:${port}/${payload.image.tag}`;
+  await eventually('the registry to answer', async () =>
+    (await fetch(`http://127.0.0.1:${port}/v2/`)).ok ? true : undefined,
+  );
+  execFileSync(crane, ['push', '--insecure', payload.image.layout, ref], { encoding: 'utf8', stdio: 'pipe' });
+  assert.equal(
+    execFileSync(crane, ['digest', '--insecure', ref], { encoding: 'utf8' }).trim(),
+    payload.image.digest,
+  );
+  const platforms = execFileSync(crane, ['manifest', '--insecure', ref], { encoding: 'utf8' });
+  assert.match(platforms, /"architecture":\s*"amd64"/);
+  execFileSync(crane, ['validate', '--insecure', '--remote', ref], { encoding: 'utf8' });
 });
 
 test('the image holds the runtime under /vmzones, runs it as uid 999, with the loader as entrypoint', () => {
