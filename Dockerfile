@@ -1,21 +1,15 @@
-# Option 2 of docs/design: an Argo Rollouts controller image on a Node 24 base, with the vmzones bundle inside.
-# (Option 1, the default, keeps the stock distroless controller and copies a self-contained runtime in with an
-# init container.) No Docker engine runs where this project is developed, so this file is not built in CI.
-ARG ROLLOUTS_VERSION=v1.9.1
-
-FROM node:24-bookworm-slim AS build
-WORKDIR /src
-COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
-COPY . .
-RUN npm run build
-
-FROM quay.io/argoproj/argo-rollouts:${ROLLOUTS_VERSION} AS controller
-
-FROM node:24-bookworm-slim
-COPY --from=controller /bin/rollouts-controller /bin/rollouts-controller
-COPY --from=build /src/dist/vmzones.mjs /opt/vmzones/lib/vmzones.mjs
-RUN mkdir -p /opt/vmzones/bin && ln -s "$(command -v node)" /opt/vmzones/bin/node
+# The vmzones init-container image for those who build with Docker: the same files, entrypoint and user as
+# `npm run image` (scripts/image.ts, built without a container engine; test/e2e/install checks that the two
+# agree). Build it from the output of `npm run package`:
+#   npm ci && npm run package && docker build -t vmzones-runtime:0.1.0 .
+# Its init container copies the runtime into the emptyDir that the Argo Rollouts v1.10.1 controller (the
+# version vmzones is tested with, quay.io/argoproj/argo-rollouts:v1.10.1) mounts at /opt/vmzones
+# (manifests/kustomize, docs/deploy.md). No shell in the image: the runtime's own node does the copy.
+FROM scratch
+COPY dist/runtime/ /vmzones/
+LABEL org.opencontainers.image.title="vmzones runtime (init container)" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0"
 USER 999
-WORKDIR /home/argo-rollouts
-ENTRYPOINT ["/bin/rollouts-controller"]
+ENTRYPOINT ["/vmzones/lib/ld-linux-x86-64.so.2", "--library-path", "/vmzones/lib", "/vmzones/bin/node", "/vmzones/install.mjs"]
+CMD ["/opt/vmzones"]

@@ -29,11 +29,14 @@ export type BinaryName =
   | 'vmagent'
   | 'vmauth'
   | 'vmalert'
-  | 'vm-operator';
+  | 'vm-operator'
+  | 'crane'
+  | 'ociimage'
+  | 'kustomize';
 
 interface Target {
   name: BinaryName;
-  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmalert' | 'vmoperator';
+  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmalert' | 'vmoperator' | 'image' | 'kustomize';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -117,6 +120,15 @@ export const targets: Target[] = [
     module: 'vmoperator',
     pkg: 'github.com/VictoriaMetrics/operator/cmd',
     ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=vm-operator-${versions.vmOperator}`,
+  },
+  // The install tooling (npm run image, test/e2e/install): go-containerregistry and kustomize.
+  { name: 'crane', module: 'image', pkg: 'github.com/google/go-containerregistry/cmd/crane', ldflags: '' },
+  { name: 'ociimage', module: 'image', pkg: './cmd/ociimage', ldflags: '', sources: ['cmd'] },
+  {
+    name: 'kustomize',
+    module: 'kustomize',
+    pkg: 'sigs.k8s.io/kustomize/kustomize/v5',
+    ldflags: `-X sigs.k8s.io/kustomize/api/provenance.version=kustomize/${versions.kustomize}`,
   },
 ];
 
@@ -230,6 +242,18 @@ export function ensureDebianVictoriaMetrics(): DebianBinaries | undefined {
   // The package enables a victoria-metrics service; the sandbox starts its own processes.
   spawnSync('systemctl', ['disable', '--now', 'victoria-metrics'], { encoding: 'utf8' });
   return bins;
+}
+
+/** Builds one binary if the cache lacks it (npm run image needs two of them, not the whole sandbox). */
+export function ensureBuilt(name: BinaryName): string {
+  const target = targets.find((t) => t.name === name);
+  if (!target) throw new BuildError(name, 'no such target');
+  const out = binaryPath(target);
+  if (!existsSync(out)) {
+    mkdirSync(dirname(out), { recursive: true });
+    buildTarget(target, out);
+  }
+  return out;
 }
 
 /** Builds whatever is missing from the cache and returns the path of every binary. */

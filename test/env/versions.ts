@@ -13,4 +13,8 @@ export const versions = {
   victoriaMetricsDebian: 'v1.79.5',
   /** VictoriaMetrics operator release whose CRDs are installed (read from the Go module cache). */
   vmOperator: 'v0.74.1',
+  /** go-containerregistry (crane, and the library under test/env/image/cmd/ociimage). */
+  goContainerregistry: 'v0.22.1',
+  /** Newest kustomize whose go directive the local Go 1.26 toolchain accepts (v5.8.3 needs go 1.27). */
+  kustomize: 'v5.8.2',
 } as const;

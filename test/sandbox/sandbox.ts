@@ -46,6 +46,8 @@ export interface SandboxOptions {
   zones?: number;
   /** Configure the vmzones plugins in argo-rollouts-config (needs dist/vmzones.mjs); default: if built. */
   plugin?: boolean;
+  /** false: start no Argo Rollouts controller, the test runs its own (test/e2e/install); default true. */
+  rolloutsController?: boolean;
   /** Seconds a restarted zone may take to become healthy before its VMCluster goes failed. */
   readyTimeoutSeconds?: number;
   /** Seconds between stopping a zone's old process and starting the new one (pod turnover). */
@@ -473,33 +475,35 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       writeState(state);
     }
 
-    const rolloutsDir = join(stateDir, 'rollouts-controller');
-    mkdirSync(rolloutsDir, { recursive: true });
-    const metricsPort = await freePort();
-    const healthzPort = await freePort();
-    const controller = daemon({
-      name: 'rollouts-controller',
-      command: binaries['rollouts-controller'],
-      args: [
-        `--kubeconfig=${kubeconfig}`,
-        `--metricsport=${metricsPort}`,
-        `--healthzPort=${healthzPort}`,
-        '--leader-elect=false',
-        '--loglevel=info',
-      ],
-      // plugin-bin/ is created relative to the working directory; the plugin inherits KUBECONFIG (the
-      // controller's own client uses --kubeconfig, which wins over KUBECONFIG in client-go).
-      cwd: rolloutsDir,
-      env: { ...process.env, POD_NAMESPACE: controllerNamespace, KUBECONFIG: pluginKubeconfig },
-      log: join(logDir, 'rollouts-controller.log'),
-      ports: [metricsPort, healthzPort],
-    });
-    await waitFor(() => httpOk(`http://127.0.0.1:${healthzPort}/healthz`), {
-      part: 'rollouts-controller',
-      log: controller.log,
-      pid: controller.pid,
-      timeoutMs: 60_000,
-    });
+    if (options.rolloutsController !== false) {
+      const rolloutsDir = join(stateDir, 'rollouts-controller');
+      mkdirSync(rolloutsDir, { recursive: true });
+      const metricsPort = await freePort();
+      const healthzPort = await freePort();
+      const controller = daemon({
+        name: 'rollouts-controller',
+        command: binaries['rollouts-controller'],
+        args: [
+          `--kubeconfig=${kubeconfig}`,
+          `--metricsport=${metricsPort}`,
+          `--healthzPort=${healthzPort}`,
+          '--leader-elect=false',
+          '--loglevel=info',
+        ],
+        // plugin-bin/ is created relative to the working directory; the plugin inherits KUBECONFIG (the
+        // controller's own client uses --kubeconfig, which wins over KUBECONFIG in client-go).
+        cwd: rolloutsDir,
+        env: { ...process.env, POD_NAMESPACE: controllerNamespace, KUBECONFIG: pluginKubeconfig },
+        log: join(logDir, 'rollouts-controller.log'),
+        ports: [metricsPort, healthzPort],
+      });
+      await waitFor(() => httpOk(`http://127.0.0.1:${healthzPort}/healthz`), {
+        part: 'rollouts-controller',
+        log: controller.log,
+        pid: controller.pid,
+        timeoutMs: 60_000,
+      });
+    }
 
     const simConfig = join(stateDir, 'vmoperator-sim.json');
     const builtVersion = versions.victoriaMetrics;

@@ -640,8 +640,8 @@ function canI(verb: string, resource: string, namespace: string, name?: string):
   });
 }
 
-test('manifests/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more', async () => {
-  const manifest = readFileSync(new URL('../../../manifests/rbac.yaml', import.meta.url), 'utf8')
+test('manifests/kustomize/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more', async () => {
+  const manifest = readFileSync(new URL('../../../manifests/kustomize/rbac.yaml', import.meta.url), 'utf8')
     .replaceAll('VMAUTH_NAMESPACE', ns)
     .replaceAll('VMAUTH_CONFIG_SECRET', helmSecret.name);
   await sandbox.kubectl.run(['apply', '-f', '-'], manifest);
