@@ -6,7 +6,7 @@
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
-import { dnsLabelSchema, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
+import { dns1123Label, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
 import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
 
 export const specAnnotation = 'vmzones.io/spec';
@@ -105,7 +105,13 @@ const specSchema = z.strictObject({
   vmauth: vmauthSource,
   vmagent: vmagentSource,
   zones: z
-    .record(dnsLabelSchema('a zone name'), zone)
+    .record(
+      z
+        .string()
+        .max(63)
+        .regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")'),
+      zone,
+    )
     .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
 });
 

@@ -196,7 +196,18 @@ function assertZeros(row: Row, expected: string): void {
   );
 }
 
-test('API faults at 10% of the plugin’s requests for a whole three-zone walk', async () => {
+// npm test runs the abort and the kill points; the whole walk under faults (about 5-12 min more) runs with
+// `npm run test:reliability`, which sets VMZONES_RELIABILITY=walk,abort,kill. Scenarios left out are not
+// registered at all (never counted as passed), and the run says which ran.
+const scenarios = new Set((process.env.VMZONES_RELIABILITY ?? 'abort,kill').split(',').map((s) => s.trim()));
+console.log(
+  `[reliability] scenarios: ${[...scenarios].join(', ')} (all: walk, abort, kill; npm run test:reliability)`,
+);
+const scenario = (key: string, name: string, body: () => Promise<void>) => {
+  if (scenarios.has(key)) test(name, body);
+};
+
+scenario('walk', 'API faults at 10% of the plugin’s requests for a whole three-zone walk', async () => {
   const row = await withSandbox(async (scene) => {
     await firstRevision(scene);
     const control = faultControl(scene.sandbox);
@@ -236,136 +247,144 @@ test('API faults at 10% of the plugin’s requests for a whole three-zone walk',
   assertZeros(row, 'completed');
 });
 
-test('API faults at 10% of the plugin’s requests for a whole abort (after zone two)', async () => {
-  const row = await withSandbox(async (scene) => {
-    const initial = await firstRevision(scene);
-    const control = faultControl(scene.sandbox);
-    const spec = zoneSpec(latencyOffset('8s'));
-    const steps = stepsFor(spec, 'none');
-    // Zone-a's steps 0..2, zone-b's 3..5, a manual pause (6), zone-c's 7..9.
-    await scene.sandbox.kubectl.apply([
-      rolloutObject(name, spec, [...steps.slice(0, 6), { pause: {} }, ...steps.slice(6)]),
-    ]);
-    await eventually(
-      'the pause after zone-b',
-      async () => {
-        const s = await rolloutState(scene.kube, name);
-        return s.status.phase === 'Paused' && s.status.currentStepIndex === 6 ? s : undefined;
-      },
-      300_000,
-      1000,
-    );
-    await control.reset();
-    const probes = await measure(scene);
-    await control.set(tenPercent);
-    await scene.sandbox.rollouts(['abort', name, '-n', ns]);
-    const timeout = await waitOrDescribe(
-      'zones a and b rolled back, released and routed',
-      async () => {
-        for (const [i, z] of zones.entries()) {
-          if ((await specValue(scene.kube, z.vmcluster)) !== initial[i]) return false;
-        }
-        return (await leftovers(scene.kube)).length === 0;
-      },
-      8 * 60_000,
-    );
-    await control.clear();
-    const stats = await control.stats();
-    const state = await rolloutState(scene.kube, name);
-    const aborts = pluginStatuses(state).filter((s) => s.operation === 'Abort');
-    let outcome = 'rolled back';
-    if (timeout !== undefined) {
-      const values = await Promise.all(zones.map((z) => specValue(scene.kube, z.vmcluster)));
-      const left = await leftovers(scene.kube);
-      outcome = `not rolled back in 8 min: spec ${zones.map((z, i) => `${z.zone}=${String(values[i] ?? 'unset')}`).join(' ')}${left.length > 0 ? `; left behind: ${left.join('; ')}` : ''}`;
-    }
-    const m = await probes.finish();
-    const dup = duplicates(stats);
-    assert.equal(controllerRequests(stats), 0, 'the controller’s own client must not use the proxy');
-    return record({
-      scenario: '10% API faults, whole abort',
-      faults: faultSummary(stats),
-      outcome,
-      failedReads: m.reads.failed,
-      samplesLost: m.samples.lost,
-      duplicatePatches: dup.count,
-      falseDrained: m.routing.violations.length,
-      seconds: m.seconds,
-      notes: [
-        `faults by request: ${JSON.stringify(stats.faults)}`,
-        `abort statuses: ${aborts.length} (${aborts.map((a) => `#${a.index} ${a.phase}`).join(', ')})`,
-        `reads sent ${m.reads.sent}, failed ${m.reads.failed} ${m.reads.failures.slice(0, 3).join(' ')}, vmauth backend errors ${m.reads.backendErrors}`,
-        `samples: ${m.samples.detail}`,
-        ...(dup.count > 0 ? [`duplicate spec patches: ${dup.detail}`] : []),
-        ...m.routing.violations.slice(0, 3).map((v) => `routed while changing: ${v}`),
-        `step statuses:\n${describeStatuses(state)}`,
-      ],
-    });
-  });
-  assertZeros(row, 'rolled back');
-});
-
-test('SIGKILL of the step plugin process at every step boundary of a three-zone walk', async () => {
-  const row = await withSandbox(async (scene) => {
-    await firstRevision(scene);
-    const control = faultControl(scene.sandbox);
-    await control.reset();
-    const probes = await measure(scene);
-    // Kill point i = the first time the controller is seen on step i (9: after the last step, before Healthy).
-    // A point one walk misses (the step passed within one poll, or the plugin was not restarted yet) is tried
-    // in the next walk (a new revision), up to three walks; each point is killed once.
-    const points = [...Array(stepsFor(zoneSpec({}), 'none').length + 1).keys()];
-    const killed = new Map<number, number>();
-    const outcomes: string[] = [];
-    for (let w = 0; w < 3 && killed.size < points.length; w++) {
-      const before = await rolloutState(scene.kube, name);
-      const seen = new Set<number>();
-      const outcome = await walk(
-        scene,
-        12 * 60_000,
-        (s) => {
-          if (s.status.currentPodHash === before.status.currentPodHash || s.status.phase === 'Healthy')
-            return;
-          const at = s.status.currentStepIndex ?? 0;
-          if (seen.has(at)) return;
-          seen.add(at);
-          if (killed.has(at)) return;
-          if (killStepPlugin(scene.sandbox).length > 0) killed.set(at, w + 1);
+scenario(
+  'abort',
+  'API faults at 10% of the plugin’s requests for a whole abort (after zone two)',
+  async () => {
+    const row = await withSandbox(async (scene) => {
+      const initial = await firstRevision(scene);
+      const control = faultControl(scene.sandbox);
+      const spec = zoneSpec(latencyOffset('8s'));
+      const steps = stepsFor(spec, 'none');
+      // Zone-a's steps 0..2, zone-b's 3..5, a manual pause (6), zone-c's 7..9.
+      await scene.sandbox.kubectl.apply([
+        rolloutObject(name, spec, [...steps.slice(0, 6), { pause: {} }, ...steps.slice(6)]),
+      ]);
+      await eventually(
+        'the pause after zone-b',
+        async () => {
+          const s = await rolloutState(scene.kube, name);
+          return s.status.phase === 'Paused' && s.status.currentStepIndex === 6 ? s : undefined;
         },
-        `${6 + w}s`,
+        300_000,
+        1000,
       );
-      outcomes.push(outcome);
-      if (outcome !== 'completed') break;
-    }
-    const stats = await control.stats();
-    let outcome = outcomes.every((o) => o === 'completed') ? 'completed' : outcomes.join('; ');
-    const left = await settledLeftovers(scene.kube);
-    if (left.length > 0) outcome += `; left behind: ${left.join('; ')}`;
-    const m = await probes.finish();
-    const dup = duplicates(stats);
-    const state = await rolloutState(scene.kube, name);
-    const uncovered = points.filter((p) => !killed.has(p));
-    return record({
-      scenario: 'SIGKILL of the plugin at each step boundary',
-      faults: `${killed.size} SIGKILLs at ${killed.size} of ${points.length} kill points, ${outcomes.length} walks`,
-      outcome,
-      failedReads: m.reads.failed,
-      samplesLost: m.samples.lost,
-      duplicatePatches: dup.count,
-      falseDrained: m.routing.violations.length,
-      seconds: m.seconds,
-      notes: [
-        `killed before step (walk): ${[...killed.entries()].map(([p, w]) => `${p} (${w})`).join(', ')}`,
-        ...(uncovered.length > 0
-          ? [`kill points not hit in ${outcomes.length} walks: ${uncovered.join(', ')}`]
-          : []),
-        `reads sent ${m.reads.sent}, failed ${m.reads.failed} ${m.reads.failures.slice(0, 3).join(' ')}, vmauth backend errors ${m.reads.backendErrors}`,
-        `samples: ${m.samples.detail}`,
-        ...(dup.count > 0 ? [`duplicate spec patches: ${dup.detail}`] : []),
-        ...m.routing.violations.slice(0, 3).map((v) => `routed while changing: ${v}`),
-        `step statuses of the last walk:\n${describeStatuses(state)}`,
-      ],
+      await control.reset();
+      const probes = await measure(scene);
+      await control.set(tenPercent);
+      await scene.sandbox.rollouts(['abort', name, '-n', ns]);
+      const timeout = await waitOrDescribe(
+        'zones a and b rolled back, released and routed',
+        async () => {
+          for (const [i, z] of zones.entries()) {
+            if ((await specValue(scene.kube, z.vmcluster)) !== initial[i]) return false;
+          }
+          return (await leftovers(scene.kube)).length === 0;
+        },
+        8 * 60_000,
+      );
+      await control.clear();
+      const stats = await control.stats();
+      const state = await rolloutState(scene.kube, name);
+      const aborts = pluginStatuses(state).filter((s) => s.operation === 'Abort');
+      let outcome = 'rolled back';
+      if (timeout !== undefined) {
+        const values = await Promise.all(zones.map((z) => specValue(scene.kube, z.vmcluster)));
+        const left = await leftovers(scene.kube);
+        outcome = `not rolled back in 8 min: spec ${zones.map((z, i) => `${z.zone}=${String(values[i] ?? 'unset')}`).join(' ')}${left.length > 0 ? `; left behind: ${left.join('; ')}` : ''}`;
+      }
+      const m = await probes.finish();
+      const dup = duplicates(stats);
+      assert.equal(controllerRequests(stats), 0, 'the controller’s own client must not use the proxy');
+      return record({
+        scenario: '10% API faults, whole abort',
+        faults: faultSummary(stats),
+        outcome,
+        failedReads: m.reads.failed,
+        samplesLost: m.samples.lost,
+        duplicatePatches: dup.count,
+        falseDrained: m.routing.violations.length,
+        seconds: m.seconds,
+        notes: [
+          `faults by request: ${JSON.stringify(stats.faults)}`,
+          `abort statuses: ${aborts.length} (${aborts.map((a) => `#${a.index} ${a.phase}`).join(', ')})`,
+          `reads sent ${m.reads.sent}, failed ${m.reads.failed} ${m.reads.failures.slice(0, 3).join(' ')}, vmauth backend errors ${m.reads.backendErrors}`,
+          `samples: ${m.samples.detail}`,
+          ...(dup.count > 0 ? [`duplicate spec patches: ${dup.detail}`] : []),
+          ...m.routing.violations.slice(0, 3).map((v) => `routed while changing: ${v}`),
+          `step statuses:\n${describeStatuses(state)}`,
+        ],
+      });
     });
-  });
-  assertZeros(row, 'completed');
-});
+    assertZeros(row, 'rolled back');
+  },
+);
+
+scenario(
+  'kill',
+  'SIGKILL of the step plugin process at every step boundary of a three-zone walk',
+  async () => {
+    const row = await withSandbox(async (scene) => {
+      await firstRevision(scene);
+      const control = faultControl(scene.sandbox);
+      await control.reset();
+      const probes = await measure(scene);
+      // Kill point i = the first time the controller is seen on step i (9: after the last step, before Healthy).
+      // A point one walk misses (the step passed within one poll, or the plugin was not restarted yet) is tried
+      // in the next walk (a new revision), up to three walks; each point is killed once.
+      const points = [...Array(stepsFor(zoneSpec({}), 'none').length + 1).keys()];
+      const killed = new Map<number, number>();
+      const outcomes: string[] = [];
+      for (let w = 0; w < 3 && killed.size < points.length; w++) {
+        const before = await rolloutState(scene.kube, name);
+        const seen = new Set<number>();
+        const outcome = await walk(
+          scene,
+          12 * 60_000,
+          (s) => {
+            if (s.status.currentPodHash === before.status.currentPodHash || s.status.phase === 'Healthy')
+              return;
+            const at = s.status.currentStepIndex ?? 0;
+            if (seen.has(at)) return;
+            seen.add(at);
+            if (killed.has(at)) return;
+            if (killStepPlugin(scene.sandbox).length > 0) killed.set(at, w + 1);
+          },
+          `${6 + w}s`,
+        );
+        outcomes.push(outcome);
+        if (outcome !== 'completed') break;
+      }
+      const stats = await control.stats();
+      let outcome = outcomes.every((o) => o === 'completed') ? 'completed' : outcomes.join('; ');
+      const left = await settledLeftovers(scene.kube);
+      if (left.length > 0) outcome += `; left behind: ${left.join('; ')}`;
+      const m = await probes.finish();
+      const dup = duplicates(stats);
+      const state = await rolloutState(scene.kube, name);
+      const uncovered = points.filter((p) => !killed.has(p));
+      return record({
+        scenario: 'SIGKILL of the plugin at each step boundary',
+        faults: `${killed.size} SIGKILLs at ${killed.size} of ${points.length} kill points, ${outcomes.length} walks`,
+        outcome,
+        failedReads: m.reads.failed,
+        samplesLost: m.samples.lost,
+        duplicatePatches: dup.count,
+        falseDrained: m.routing.violations.length,
+        seconds: m.seconds,
+        notes: [
+          `killed before step (walk): ${[...killed.entries()].map(([p, w]) => `${p} (${w})`).join(', ')}`,
+          ...(uncovered.length > 0
+            ? [`kill points not hit in ${outcomes.length} walks: ${uncovered.join(', ')}`]
+            : []),
+          `reads sent ${m.reads.sent}, failed ${m.reads.failed} ${m.reads.failures.slice(0, 3).join(' ')}, vmauth backend errors ${m.reads.backendErrors}`,
+          `samples: ${m.samples.detail}`,
+          ...(dup.count > 0 ? [`duplicate spec patches: ${dup.detail}`] : []),
+          ...m.routing.violations.slice(0, 3).map((v) => `routed while changing: ${v}`),
+          `step statuses of the last walk:\n${describeStatuses(state)}`,
+        ],
+      });
+    });
+    assertZeros(row, 'completed');
+  },
+);
