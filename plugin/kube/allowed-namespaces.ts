@@ -66,3 +66,25 @@ export function requireNamespaceAllowed(
       `the namespace of the Rollout it serves unless its registration in argo-rollouts-config allows more (args: ${allowedNamespacesFlag}=${namespace})`,
   );
 }
+
+const watchNamespacesFlag = '--watch-namespaces';
+
+/**
+ * `--watch-namespaces=a,b`: the namespaces whose objects the plugin's background work lists, for an install with
+ * namespace-scoped RBAC (a Role per namespace instead of a ClusterRole). Absent: all namespaces (one cluster-wide
+ * list).
+ */
+export function parseWatchNamespaces(args: readonly string[]): string[] | undefined {
+  const values = args
+    .filter((arg) => arg.startsWith(`${watchNamespacesFlag}=`))
+    .map((arg) => arg.slice(arg.indexOf('=') + 1));
+  if (values.length === 0) return undefined;
+  const names = [...new Set(values.flatMap((v) => v.split(',').map((n) => n.trim())).filter(Boolean))].sort();
+  const bad = names.filter((name) => !dns1123Label.test(name) || name.length > 63);
+  if (bad.length > 0 || names.length === 0) {
+    throw new NamespaceAllowanceError(
+      `${watchNamespacesFlag}: ${bad.length > 0 ? `${bad.map((n) => JSON.stringify(n)).join(', ')} is not a namespace name` : 'needs at least one namespace'}`,
+    );
+  }
+  return names;
+}

@@ -29,6 +29,8 @@ export interface ReconcilerOptions {
   intervalMs?: number;
   /** The queue check a finished zone must pass before it serves reads again (main.ts hands in the gate's). */
   queueCheck?: ZoneQueueCheck;
+  /** Namespaces to list (namespace-scoped RBAC); default: one list across all namespaces. */
+  namespaces?: readonly string[];
 }
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
@@ -47,6 +49,7 @@ export class ZoneReconciler {
   readonly #now: () => Date;
   readonly #intervalMs: number;
   readonly #queueCheck: ZoneQueueCheck | undefined;
+  readonly #namespaces: readonly string[];
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
 
@@ -56,6 +59,7 @@ export class ZoneReconciler {
     this.#now = options.now ?? (() => new Date());
     this.#intervalMs = options.intervalMs ?? 5_000;
     this.#queueCheck = options.queueCheck;
+    this.#namespaces = options.namespaces ?? [''];
   }
 
   /** Runs a pass now (work left by an earlier process resumes) and then every interval. */
@@ -86,9 +90,12 @@ export class ZoneReconciler {
 
   /** One pass; returns the progress of every handed-over zone, by `namespace/name`. */
   async tick(): Promise<Record<string, ZoneProgress>> {
-    const clusters = (await this.#kube.list(vmApiVersion, 'VMCluster', '')).filter((c) =>
-      vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined),
+    const listed = await Promise.all(
+      this.#namespaces.map((n) => this.#kube.list(vmApiVersion, 'VMCluster', n)),
     );
+    const clusters = listed
+      .flat()
+      .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined));
     const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
     const progressOf = (holder: RolloutIdentity) => {
       const id = `${holder.rollout}|${holder.uid}`;

@@ -3,7 +3,11 @@
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
 import { createLogger, type Logger } from '../goplugin/index.ts';
-import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
+import {
+  type NamespaceAllowance,
+  parseNamespaceAllowance,
+  parseWatchNamespaces,
+} from '../kube/allowed-namespaces.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
@@ -30,6 +34,8 @@ export interface ZoneStepPluginOptions {
   /** Namespaces beyond the Rollout's own that its spec document may name; default: the plugin's
    *  `--allowed-namespaces` argument in argo-rollouts-config (plugin/kube/allowed-namespaces.ts). */
   namespaces?: NamespaceAllowance;
+  /** Namespaces the reconciler lists; default: the plugin's `--watch-namespaces` argument, else all. */
+  watchNamespaces?: readonly string[];
   /** The queue check a finished zone passes before its reads come back (main.ts: the vmagentQueueDrained gate). */
   queueCheck?: ZoneQueueCheck;
   /** See ZoneDeps.inCallWaitMs; default 5 s. */
@@ -100,12 +106,15 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     async init() {
       if (options.reconciler === false) return;
       const d = deps();
+      // A bad flag fails InitPlugin: the controller then reports the plugin as broken, with this message.
+      const watched = options.watchNamespaces ?? parseWatchNamespaces(process.argv);
       reconciler = new ZoneReconciler({
         kube: d.kube,
         logger,
         now,
         ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),
         ...(options.queueCheck === undefined ? {} : { queueCheck: options.queueCheck }),
+        ...(watched === undefined ? {} : { namespaces: watched }),
       });
       reconciler.start();
     },

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
@@ -662,6 +663,31 @@ test('manifests/kustomize/rbac.yaml grants the controller’s ServiceAccount wha
       await canI(call.verb, resource, call.namespace, name),
       `allowed: ${call.verb} ${resource} ${call.namespace} ${name ?? ''}`,
     );
+  }
+  // And nothing more: every verb the step ClusterRole grants was used by the plugin.
+  const stepRole = parseAllDocuments(manifest)
+    .map(
+      (d) =>
+        d.toJS() as {
+          kind?: string;
+          metadata?: { name?: string };
+          rules?: { resources: string[]; verbs: string[] }[];
+        },
+    )
+    .find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'vmzones-step');
+  assert.ok(stepRole?.rules, 'the vmzones-step ClusterRole');
+  const kindOf = Object.fromEntries(
+    Object.entries(resources).map(([kind, resource]) => [resource.split('.')[0], kind]),
+  );
+  for (const rule of stepRole.rules) {
+    for (const resource of rule.resources) {
+      for (const verb of rule.verbs) {
+        assert.ok(
+          [...used.values()].some((call) => call.verb === verb && call.kind === kindOf[resource]),
+          `granted but never used: ${verb} ${resource}`,
+        );
+      }
+    }
   }
   for (const [verb, resource, name] of [
     ['delete', 'vmclusters.operator.victoriametrics.com', 'vm-zone-a'],

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { parseWatchNamespaces } from '../../../plugin/kube/allowed-namespaces.ts';
 import { KubeError } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
@@ -386,4 +387,22 @@ test('after a rollback, reads come back only once the zone is operational and it
     [undefined, { rounds: 1 }, { rounds: 2 }],
     'the rounds carried between passes in the handoff',
   );
+});
+
+test('the reconciler lists only the namespaces it is told to watch (namespace-scoped RBAC)', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  kube.setStatus('Rollout', 'walk', { stableRS: revisionR, currentStepIndex: 9 });
+  const elsewhere = new ZoneReconciler({ kube, logger: silentLogger, namespaces: ['billing'] });
+  await untilSettled(elsewhere, 3);
+  assert.deepEqual(routed(kube), ['zone-b', 'zone-c'], 'a reconciler watching billing leaves vm alone');
+  assert.ok(
+    kube.reads.some((r) => r === 'list VMCluster billing '),
+    'listed billing',
+  );
+  assert.ok(!kube.reads.some((r) => r.startsWith('list VMCluster  ')), 'no cluster-wide list');
+  await untilSettled(new ZoneReconciler({ kube, logger: silentLogger, namespaces: [ns] }));
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+  assert.deepEqual(parseWatchNamespaces(['--watch-namespaces=vm,billing']), ['billing', 'vm']);
+  assert.throws(() => parseWatchNamespaces(['--watch-namespaces=Not_A_NS']), /is not a namespace name/);
 });
