@@ -264,7 +264,27 @@ export function removeZoneFromTargetRefs(
       }
     }
   }
+  // Per route, not per zone: a targetRef that only this zone serves takes its paths (a tenant, an API) with it.
+  for (const removal of removed) {
+    if (removal.op !== 'targetRef') continue;
+    const key = routeKey(removal.targetRef);
+    if (!refs.some((ref) => routeKey(ref) === key)) {
+      throw new ReadRoutingError(
+        `refusing to take zone ${zone.zone} out of reads: it alone serves the route ${redactText(key)} (spec.targetRefs[${removal.index}]); add another zone's vmselect to that targetRef first`,
+      );
+    }
+  }
   return { targetRefs: refs, removed };
+}
+
+/** What a targetRef matches requests by (its route), apart from where it sends them. */
+function routeKey(ref: TargetRef): string {
+  return canonicalJson({
+    paths: ref.paths ?? null,
+    hosts: ref.hosts ?? null,
+    headers: ref.src_headers ?? ref.headers ?? null,
+    query: ref.src_query_args ?? null,
+  });
 }
 
 function findRef(refs: TargetRef[], refIndex: number, fingerprint: string): TargetRef {

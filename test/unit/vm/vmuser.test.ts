@@ -145,3 +145,20 @@ test('a VMUser change is taken up when operational at the current generation', (
   assert.match(stale.message, /want operational at 4/);
   assert.equal(vmuserTakenUp({ metadata: { generation: 1 } }).ready, false);
 });
+
+test('a zone that alone serves a route (its own paths) is refused, per route rather than per zone', () => {
+  const tenantRoute = [
+    ...perZoneForm,
+    { crd: { kind: 'VMCluster/vmselect', name: 'vm-zone-a', namespace: 'vm' }, paths: ['/select/42/.*'] },
+  ];
+  assert.throws(
+    () => removeZoneFromTargetRefs(tenantRoute, 'vm', zone('zone-a')),
+    (err: unknown) =>
+      err instanceof ReadRoutingError &&
+      /zone zone-a .* alone serves the route .*select\/42/.test(err.message) &&
+      /spec\.targetRefs\[3\]/.test(err.message),
+  );
+  // zone-b's route is shared with zones a and c: it may go.
+  const { targetRefs } = removeZoneFromTargetRefs(tenantRoute, 'vm', zone('zone-b'));
+  assert.equal(targetRefs.length, 3);
+});
