@@ -119,6 +119,8 @@ export interface KubeObjects {
   ): Promise<KubeObject>;
   /** Lists objects; namespace `''` lists across all namespaces. */
   list(apiVersion: string, kind: string, namespace: string, labelSelector?: string): Promise<KubeObject[]>;
+  /** Creates an object; one that exists already is a KubeError of kind `conflict` (409 AlreadyExists). */
+  create(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
 }
 
 /** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */
@@ -199,6 +201,18 @@ export function kubeObjects(
         )) as KubeObject;
       } catch (err) {
         throw toKubeError(err, `${options?.dryRun ? 'dry-run patching' : 'patching'} ${describeRef(ref)}`);
+      }
+    },
+    async create(object) {
+      const what = `creating ${object.kind} ${object.metadata.namespace}/${object.metadata.name}`;
+      try {
+        return (await withTimeout(
+          api.create(object, undefined, undefined, fieldManager),
+          what,
+          timeoutMs,
+        )) as KubeObject;
+      } catch (err) {
+        throw toKubeError(err, what);
       }
     },
     async list(apiVersion, kind, namespace, labelSelector) {

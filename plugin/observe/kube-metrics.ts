@@ -41,6 +41,7 @@ export function countedKube(create: () => KubeObjects, metrics: ObserveMetrics):
       ),
     list: (apiVersion, kind, namespace, labelSelector) =>
       counted('list', kind, () => inner().list(apiVersion, kind, namespace, labelSelector)),
+    create: (object) => counted('create', object.kind, () => inner().create(object)),
   };
   return () => wrapped;
 }

@@ -7,6 +7,7 @@
 import type { StepResult } from '../rollouts/types.ts';
 import { fieldName } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
+import { emitZoneEvent } from './events.ts';
 import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
 import { type StatusDocument, showValue, successful } from './outcome.ts';
@@ -33,6 +34,19 @@ async function handTargetOver(
       drainGracePeriod: target.drainGracePeriod,
       vmagents: target.vmagents,
       rollback,
+    },
+    deps.now(),
+  );
+  await emitZoneEvent(
+    deps.kube,
+    deps.logger,
+    {
+      reason: rollback === undefined ? 'ZoneHandedOver' : 'ZoneRollbackRequested',
+      action: by.startsWith('Terminate') ? 'Terminate' : 'Abort',
+      note: `zone ${target.config.zone}: ${by}; the vmzones reconciler ${rollback === undefined ? 'restores its reads once it is complete and releases it' : 'rolls it back, then restores its reads once it is complete'}`,
+      holder: target.who,
+      zone: target.config.zone,
+      cluster: target.cluster,
     },
     deps.now(),
   );

@@ -6,6 +6,7 @@ import { KubeError, type KubeObject } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { readRouting } from '../vm/read-balancer.ts';
 import type { ZoneDeps } from './deps.ts';
+import { emitZoneEvent } from './events.ts';
 import { deepEqual, diffMergePatch, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
 import { describeCluster, leasedByOther } from './messages.ts';
 import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
@@ -158,5 +159,20 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
       undefined,
     );
   }
-  return appliedResult(target, record, false);
+  const result = appliedResult(target, record, false);
+  await emitZoneEvent(
+    kube,
+    deps.logger,
+    {
+      reason: 'ZoneChanged',
+      action: 'Apply',
+      note: result.message ?? '',
+      holder: target.who,
+      zone,
+      cluster: target.cluster,
+      detail: String(record.generation),
+    },
+    now,
+  );
+  return result;
 }

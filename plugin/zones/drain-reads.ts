@@ -8,6 +8,7 @@ import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
 import { drainZone, readEvidence, readRouting } from '../vm/read-balancer.ts';
 import { waitInCall, type ZoneDeps } from './deps.ts';
+import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
 import { required, running, StepFailure, successful } from './outcome.ts';
 import { drainBlocker, graceWindow } from './read-safety.ts';
@@ -69,8 +70,25 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
     tookOver = ` (took the zone back from the vmzones reconciler: ${state.handoff.by})`;
   }
   if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
-    if (await holderExists(kube, state.lease))
-      throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
+    if (await holderExists(kube, state.lease)) {
+      const refused = leasedByOther(target.cluster, zone, state.lease);
+      await emitZoneEvent(
+        kube,
+        deps.logger,
+        {
+          reason: 'ZoneLeaseRefused',
+          action: 'DrainReads',
+          note: refused,
+          warning: true,
+          holder: target.who,
+          zone,
+          cluster: target.cluster,
+          detail: state.lease.since,
+        },
+        deps.now(),
+      );
+      throw new StepFailure(refused);
+    }
     tookOver = ` (took over the lease of ${describeHolder(state.lease)}, which no longer exists)`;
   }
 
@@ -168,8 +186,20 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       graceUntil.getTime() - current.getTime(),
     );
   }
-  return successful(
-    `${what}; ${evidence.message}; grace period ${target.drainGracePeriod} over. ${clusterName} is leased by ${describeHolder(target.who)} and in maintenance`,
-    { ...status, state: 'drained' },
+  const message = `${what}; ${evidence.message}; grace period ${target.drainGracePeriod} over. ${clusterName} is leased by ${describeHolder(target.who)} and in maintenance`;
+  await emitZoneEvent(
+    kube,
+    deps.logger,
+    {
+      reason: 'ZoneDrained',
+      action: 'DrainReads',
+      note: message,
+      holder: target.who,
+      zone,
+      cluster: target.cluster,
+      detail: status.drainedAt as string,
+    },
+    current,
   );
+  return successful(message, { ...status, state: 'drained' });
 }

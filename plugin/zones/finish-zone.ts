@@ -10,6 +10,7 @@ import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
+import { emitZoneEvent } from './events.ts';
 import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
 import { describeCluster } from './messages.ts';
 import { isConflict } from './outcome.ts';
@@ -229,6 +230,20 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
       labels: { [pendingLabel]: null, [maintenanceLabel]: null },
     },
     latest.metadata.resourceVersion,
+  );
+  await emitZoneEvent(
+    kube,
+    deps.logger,
+    {
+      reason: reverted ? 'ZoneRolledBack' : 'ZoneFinished',
+      action: 'Reconcile',
+      note: `zone ${zone}: ${name} ${reverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released (${handoff.by})`,
+      holder: handoff.holder,
+      zone,
+      cluster: ref,
+      detail: handoff.requestedAt,
+    },
+    deps.now(),
   );
   deps.logger.info('reconciler: zone finished', {
     zone,

@@ -11,6 +11,7 @@ import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
 import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
+import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
 import { isTransient } from './outcome.ts';
@@ -197,6 +198,20 @@ export class ZoneReconciler {
         drainGracePeriod: reads.drainGracePeriod,
         vmagents: reads.vmagents,
         rollback,
+      },
+      this.#now(),
+    );
+    await emitZoneEvent(
+      this.#kube,
+      this.#logger,
+      {
+        reason: 'ZoneWalkEnded',
+        action: 'Reconcile',
+        note: `zone ${zone}: ${verdict.why}; vmzones ${rollback ? 'rolls back its change, then restores its reads once it is complete' : `finishes it with the change it has${state.rollback?.phase === 'applied' && sameRevision(state.rollback, holder) ? ` (revision ${holder.revision})` : ' (this revision did not change it)'} and restores its reads once it is complete`}`,
+        warning: rollback !== undefined,
+        holder,
+        zone,
+        cluster: vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? ''),
       },
       this.#now(),
     );

@@ -6,6 +6,7 @@ import type { StepResult } from '../rollouts/types.ts';
 import { readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { waitInCall, type ZoneDeps } from './deps.ts';
+import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
 import { running, StepFailure, successful } from './outcome.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
@@ -93,8 +94,20 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
   const reread = await loadCluster(kube, target.cluster, zone);
   await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
   deps.logger.info('zone released', { zone, vmcluster: name });
-  return successful(
-    `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${after.describe} again (${evidence.message}); lease and maintenance released`,
-    { ...status, state: 'restored', releasedAt: timestamp(deps.now()) },
+  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${after.describe} again (${evidence.message}); lease and maintenance released`;
+  await emitZoneEvent(
+    kube,
+    deps.logger,
+    {
+      reason: 'ZoneRestored',
+      action: 'RestoreReads',
+      note: message,
+      holder: target.who,
+      zone,
+      cluster: target.cluster,
+      detail: String(status.generation),
+    },
+    deps.now(),
   );
+  return successful(message, { ...status, state: 'restored', releasedAt: timestamp(deps.now()) });
 }

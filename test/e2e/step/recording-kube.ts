@@ -4,7 +4,7 @@
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 
 export interface KubeCall {
-  verb: 'get' | 'list' | 'patch';
+  verb: 'get' | 'list' | 'patch' | 'create';
   kind: string;
   namespace: string;
   name: string;
@@ -23,6 +23,10 @@ export function recordingKube(inner: KubeObjects, calls: KubeCall[]): KubeObject
     list(apiVersion, kind, namespace, labelSelector) {
       calls.push({ verb: 'list', kind, namespace, name: '' });
       return inner.list(apiVersion, kind, namespace, labelSelector);
+    },
+    create(object) {
+      calls.push({ verb: 'create', kind: object.kind, namespace: object.metadata.namespace ?? '', name: '' });
+      return inner.create(object);
     },
   };
 }

@@ -362,6 +362,7 @@ function conflictingKube(inner: KubeObjects, vmcluster: string): KubeObjects & {
     conflicts: 0,
     get: inner.get.bind(inner),
     list: inner.list.bind(inner),
+    create: inner.create.bind(inner),
     async mergePatch(...args: Parameters<KubeObjects['mergePatch']>) {
       const [ref, patch, resourceVersion, options] = args;
       if (
@@ -616,6 +617,7 @@ const resources: Record<string, string> = {
   VMUser: 'vmusers.operator.victoriametrics.com',
   VMAuth: 'vmauths.operator.victoriametrics.com',
   Pod: 'pods',
+  Event: 'events.events.k8s.io',
   Secret: 'secrets',
   ConfigMap: 'configmaps',
 };

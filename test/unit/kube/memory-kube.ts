@@ -71,6 +71,27 @@ export class MemoryKube implements KubeObjects {
     return structuredClone(merged);
   }
 
+  /** Events and other created objects, in order. */
+  readonly created: KubeObject[] = [];
+
+  async create(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject> {
+    const { namespace = 'default', name = '' } = object.metadata;
+    this.reads.push(`create ${object.kind} ${namespace}/${name}`);
+    this.failure(object.kind);
+    const key = MemoryKube.key(object.apiVersion, object.kind, namespace, name);
+    if (this.objects.has(key)) {
+      throw new KubeError(
+        'conflict',
+        `creating ${object.kind} ${namespace}/${name}: HTTP 409: already exists`,
+        409,
+      );
+    }
+    const stored = structuredClone({ ...object, metadata: { ...object.metadata, resourceVersion: '1' } });
+    this.objects.set(key, stored);
+    this.created.push(structuredClone(stored));
+    return structuredClone(stored);
+  }
+
   async list(
     apiVersion: string,
     kind: string,

@@ -406,3 +406,42 @@ test('the reconciler lists only the namespaces it is told to watch (namespace-sc
   assert.deepEqual(parseWatchNamespaces(['--watch-namespaces=vm,billing']), ['billing', 'vm']);
   assert.throws(() => parseWatchNamespaces(['--watch-namespaces=Not_A_NS']), /is not a namespace name/);
 });
+
+test('events on the Rollout and the VMCluster for each transition, once even when a Run is replayed', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  await step('zone-a', 'drainReads'); // replayed after success: no second event
+  await step('zone-a', 'apply');
+  assert.equal((await step('zone-a', 'restoreReads')).phase, 'Successful');
+  const events = () =>
+    kube.created
+      .filter((o) => o.kind === 'Event')
+      .map((o) => `${o.reason as string} ${(o.regarding as { kind: string }).kind}`);
+  assert.deepEqual(events(), [
+    'ZoneDrained Rollout',
+    'ZoneDrained VMCluster',
+    'ZoneChanged Rollout',
+    'ZoneChanged VMCluster',
+    'ZoneRestored Rollout',
+    'ZoneRestored VMCluster',
+  ]);
+  const changed = kube.created.find((o) => o.reason === 'ZoneChanged');
+  assert.match(String(changed?.note), /spec\.clusterVersion v1\.151\.0-cluster → v1\.152\.0-cluster/);
+  assert.equal(changed?.type, 'Normal');
+
+  // promote --full with zone-b in hand: the ending is said in an event, then the finish.
+  await drainAndApply(step, 'zone-b');
+  kube.setStatus('Rollout', 'walk', { stableRS: revisionR, currentStepIndex: 9 });
+  await untilSettled(reconciler);
+  const ended = kube.created.find((o) => o.reason === 'ZoneWalkEnded');
+  assert.match(
+    String(ended?.note),
+    /promoted to stable before zone zone-b was finished; vmzones finishes it with the change it has \(revision rev-r\)/,
+  );
+  assert.deepEqual(
+    events()
+      .slice(6)
+      .filter((e) => e.endsWith('Rollout')),
+    ['ZoneDrained Rollout', 'ZoneChanged Rollout', 'ZoneWalkEnded Rollout', 'ZoneFinished Rollout'],
+  );
+});
