@@ -1,12 +1,15 @@
-// Enforces the layering of plugin/: a module may import its own layer or lower ones, never a higher one.
-// Lowest first. main.ts sits on top and wires everything.
+// Enforces the layering of plugin/: a module may import its own layer or lower ones, never a higher one, and the
+// product never imports tests or scripts (tests and scripts may import the product). Every import form counts:
+// `import … from`, `export … from`, a bare `import '…'` and a dynamic `import('…')`. Lowest layer first; main.ts
+// sits on top and wires everything. A layer folder that does not exist is an error (no phantom layers).
 
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 export const layers = ['goplugin', 'rollouts', 'kube', 'vm', 'zones', 'gates', 'observe', 'cli'] as const;
 
 const root = resolve('plugin');
+const outside = ['test', 'scripts'].map((dir) => resolve(dir));
 
 function layerOf(file: string): number {
   const top = relative(root, file).split('/')[0] ?? '';
@@ -20,19 +23,36 @@ function layerOf(file: string): number {
 function* tsFiles(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) yield* tsFiles(path);
-    else if (name.endsWith('.ts')) yield path;
+    if (statSync(path).isDirectory()) {
+      if (name !== 'node_modules') yield* tsFiles(path);
+    } else if (name.endsWith('.ts')) yield path;
   }
 }
 
-const importPattern = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g;
+/** Every module specifier a file imports, by any form. */
+export function importSpecifiers(source: string): string[] {
+  const patterns = [
+    /(?:^|[\n;])\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g,
+    /(?:^|[\n;])\s*import\s+['"]([^'"]+)['"]/g,
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  return patterns.flatMap((pattern) => [...source.matchAll(pattern)].map((m) => m[1] ?? ''));
+}
+
 const problems: string[] = [];
+for (const layer of layers) {
+  if (!existsSync(join(root, layer)))
+    problems.push(`layer ${layer} is listed but plugin/${layer}/ does not exist`);
+}
 for (const file of tsFiles(root)) {
   const from = layerOf(file);
-  for (const match of readFileSync(file, 'utf8').matchAll(importPattern)) {
-    const spec = match[1] ?? '';
+  for (const spec of importSpecifiers(readFileSync(file, 'utf8'))) {
     if (!spec.startsWith('.')) continue;
     const target = resolve(dirname(file), spec);
+    if (outside.some((dir) => target.startsWith(`${dir}/`))) {
+      problems.push(`${relative('.', file)} imports ${spec}: the product never imports tests or scripts`);
+      continue;
+    }
     if (!target.startsWith(`${root}/`)) {
       problems.push(`${relative('.', file)} imports ${spec}, outside plugin/`);
       continue;
@@ -45,8 +65,26 @@ for (const file of tsFiles(root)) {
     }
   }
 }
+// Tests and scripts may import the product, but only files that exist in a known layer.
+for (const dir of outside) {
+  for (const file of tsFiles(dir)) {
+    for (const spec of importSpecifiers(readFileSync(file, 'utf8'))) {
+      if (!spec.startsWith('.')) continue;
+      const target = resolve(dirname(file), spec);
+      if (target.startsWith(`${root}/`)) {
+        try {
+          layerOf(target);
+        } catch (err) {
+          problems.push(`${relative('.', file)}: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+}
 if (problems.length > 0) {
   console.error(`layer check failed:\n  ${problems.join('\n  ')}`);
   process.exit(1);
 }
-console.log(`layer check: ${layers.join(' < ')} < main — ok`);
+console.log(
+  `layer check: ${layers.join(' < ')} < main — ok (static, bare and dynamic imports; tests and scripts)`,
+);

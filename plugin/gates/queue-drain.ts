@@ -1,5 +1,5 @@
 // The vmagentQueueDrained verdict: a pure function over a series of scrape rounds of every vmagent pod that
-// writes to the zone (victoriametrics-facts.md §4.4). "Drained" needs evidence, never the absence of it:
+// writes to the zone (docs/victoriametrics.md, "vmagent's remote-write queues"). "Drained" needs evidence, never the absence of it:
 //
 // - K consecutive good rounds, taken at least `minRoundSpacingMs` apart. A round is good when EVERY
 //   configured pod was scraped, its zone queue was identified (index and directory name), and on it:

@@ -1,10 +1,10 @@
 // net/rpc service "Plugin" of a dispensed RpcMetricProviderPlugin.
 
 import { GobOpaque, type GobValue } from '../goplugin/gob/index.ts';
+import type { RpcReply, RpcService } from '../goplugin/index.ts';
 import { notify, observed, type RpcObserver } from './rpc-observer.ts';
-import type { RpcReply, RpcService } from './rpc-types.ts';
 import { measurementSchema, rpcErrorSchema, stringMapSchema, stringSchema } from './schemas.ts';
-import { errorMessage, initFailureReply, rpcErrorOutcome, type ServiceHooks } from './step-service.ts';
+import { errorMessage, initFailureReply, rpcErrorOutcome, type ServiceHooks } from './service-replies.ts';
 import { nowRfc3339, rfc3339ToGoTimeBytes } from './time.ts';
 import type {
   AnalysisRunView,

@@ -2,10 +2,10 @@
 // calls the StepPlugin, and encodes replies in the Go shapes the controller's client expects.
 
 import type { GobValue } from '../goplugin/gob/index.ts';
-import type { RpcReply as TransportReply } from '../goplugin/index.ts';
+import type { RpcReply, RpcService } from '../goplugin/index.ts';
 import { notify, observed, type RpcObserver } from './rpc-observer.ts';
-import type { RpcReply, RpcService } from './rpc-types.ts';
 import { rpcErrorSchema, stepResponseSchema, stringSchema } from './schemas.ts';
+import { errorMessage, initFailureReply, rpcErrorOutcome, type ServiceHooks } from './service-replies.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from './types.ts';
 import { rolloutView } from './views.ts';
 import { unwrapInterface } from './wire-read.ts';
@@ -13,34 +13,6 @@ import { unwrapInterface } from './wire-read.ts';
 export const stepDispenseName = 'RpcStepPlugin';
 
 const validPhases = new Set(['Running', 'Successful', 'Failed']);
-
-export interface ServiceHooks {
-  /**
-   * Called after InitPlugin failed, once its error reply is on the wire (or could not be delivered): the
-   * controller never retries InitPlugin on the same process, so the hook may end the process.
-   */
-  onInitFailure(error: Error): void;
-}
-
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** The RpcError reply of a failed InitPlugin; the hook runs only after the reply was written (netrpc afterSent). */
-export function initFailureReply(err: unknown, hooks: ServiceHooks): RpcReply {
-  const error = err instanceof Error ? err : new Error(String(err));
-  const reply: TransportReply = {
-    schema: rpcErrorSchema,
-    value: { ErrorString: errorMessage(err) },
-    afterSent: () => hooks.onInitFailure(error),
-  };
-  return reply;
-}
-
-/** A reply of Go type RpcError (InitPlugin, GarbageCollect) carries ErrorString only on failure. */
-export function rpcErrorOutcome(reply: RpcReply): string {
-  return (reply.value as { ErrorString?: string }).ErrorString === undefined ? 'ok' : 'error';
-}
 
 export function stepService(plugin: StepPlugin, hooks: ServiceHooks, observer?: RpcObserver): RpcService {
   const call =
