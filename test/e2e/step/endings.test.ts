@@ -156,6 +156,27 @@ test('promote --full during a pause after zone-a was changed: zone-a comes back 
     { ...before, 'zone-a': '7s' },
     'zone-a keeps the change; zone-b and zone-c keep their spec',
   );
+  // The ending is told in events, on the real API server: on the Rollout and on zone-a's VMCluster.
+  const events = (await kube.list('events.k8s.io/v1', 'Event', ns)) as unknown as {
+    reason?: string;
+    note?: string;
+    regarding?: { kind?: string; name?: string };
+  }[];
+  const about = (kind: string, objectName: string) =>
+    events.filter((e) => e.regarding?.kind === kind && e.regarding.name === objectName).map((e) => e.reason);
+  for (const reason of ['ZoneDrained', 'ZoneChanged', 'ZoneWalkEnded', 'ZoneFinished']) {
+    assert.ok(
+      about('Rollout', name).includes(reason),
+      `event ${reason} on the Rollout: ${about('Rollout', name).join(', ')}`,
+    );
+  }
+  assert.ok(about('VMCluster', 'vm-zone-a').includes('ZoneWalkEnded'), 'and on the VMCluster');
+  const ended = events.find((e) => e.reason === 'ZoneWalkEnded' && e.regarding?.kind === 'Rollout');
+  assert.match(
+    ended?.note ?? '',
+    /promoted to stable before zone zone-a was finished; vmzones finishes it with the change it has/,
+  );
+  report.push(`promote --full events on the Rollout: ${about('Rollout', name).join(', ')}`);
   await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns]);
 });
 
