@@ -129,8 +129,9 @@ export interface ZoneStatus {
   vmcluster: string;
   namespace: string;
   /** Where the zone's walk stands: before it, in it (the Rollout's current step lies within its steps), after it;
-   *  `unwalked` for a zone of the spec document that no step walks. */
-  walk: 'pending' | 'current' | 'done' | 'unwalked';
+   *  `unwalked` for a zone of the spec document that no step walks; `skipped` for a zone whose steps the Rollout
+   *  passed without running them (`promote --full`). */
+  walk: 'pending' | 'current' | 'done' | 'skipped' | 'unwalked';
   progress: ZoneProgress | undefined;
   state: ZoneStateName;
   since: string | undefined;
@@ -351,11 +352,18 @@ export function buildStatus(input: StatusInput): RolloutStatus {
     const row = states.zones.find((r) => r.namespace === namespace && r.vmcluster === vmcluster);
     const first = indices[0];
     const last = indices.at(-1);
+    // Steps the Rollout ran for this zone, by the controller's record of this revision's step runs.
+    const ran = indices.filter((i) =>
+      statuses.some((s) => s.index === i && s.operation === 'Run' && s.phase === 'Successful'),
+    );
+    const passed = outcome === 'healthy' || (last !== undefined && current > last);
     const walk: ZoneStatus['walk'] =
       first === undefined || last === undefined
         ? 'unwalked'
-        : outcome === 'healthy' || current > last
-          ? 'done'
+        : passed
+          ? ran.length === 0
+            ? 'skipped'
+            : 'done'
           : current >= first
             ? 'current'
             : 'pending';
@@ -363,7 +371,12 @@ export function buildStatus(input: StatusInput): RolloutStatus {
       indices.length === 0
         ? undefined
         : {
-            done: walk === 'done' ? indices.length : indices.filter((i) => i < current).length,
+            done:
+              walk === 'done'
+                ? indices.length
+                : walk === 'skipped'
+                  ? 0
+                  : indices.filter((i) => i < current).length,
             total: indices.length,
             doing: walk === 'current' ? stepKind(steps[current]) : undefined,
           };

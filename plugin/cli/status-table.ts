@@ -1,7 +1,7 @@
 // Drawing `vmzones status`: a header line about the Rollout, then one row per zone in walk order, kubectl-style
 // (left-aligned columns, two spaces apart). Plain ASCII, so it looks the same in any terminal, log or CI job.
 // The zone being walked is marked `>>` with a progress bar of its steps (and, under --watch on a terminal, a
-// spinner); walked zones `ok`, zones no step walks `!!`.
+// spinner); walked zones `ok`, zones whose steps were passed over (promote --full) `--`, zones no step walks `!!`.
 
 import type { RolloutStatus, ZoneStatus } from './status-model.ts';
 
@@ -50,6 +50,8 @@ function marker(zone: ZoneStatus): string {
       return '>>';
     case 'done':
       return 'ok';
+    case 'skipped':
+      return '--';
     case 'unwalked':
       return '!!';
     default:
