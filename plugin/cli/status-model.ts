@@ -10,6 +10,7 @@ import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import type { ZoneAction } from '../zones/actions.ts';
 import { parseSpecDocument, specAnnotation, type ZoneSpecDocument } from '../zones/spec.ts';
 import { StateError, zoneState } from '../zones/state.ts';
+import { InputError } from './io.ts';
 import { classifyStep } from './walk-steps.ts';
 
 const stepPluginStatusSchema = z.object({
@@ -174,9 +175,9 @@ export interface StatusInput {
   routing: { routed: readonly string[] } | { error: string };
 }
 
-export class StatusError extends Error {
-  override readonly name = 'StatusError';
-}
+/** A Rollout the command cannot show (no spec document, not a Rollout's shape): exit 1, one line, also under
+ *  --watch (waiting would not help). */
+export class StatusError extends InputError {}
 
 /** The Rollout, or a StatusError naming what is wrong with it. */
 export function parseStatusRollout(value: unknown): StatusRollout {

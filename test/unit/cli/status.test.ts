@@ -172,6 +172,10 @@ test('the walk’s end: Healthy at the new revision 0, aborted or Degraded 1, Pa
     undefined,
     'the new revision is not stable yet',
   );
+  const unseen = rollout({ currentStepIndex: 12, phase: 'Healthy', stableRS: 'rev2' });
+  unseen.metadata.generation = 5; // just applied: the controller still reports generation 4
+  const stale = buildStatus({ rollout: unseen, vmclusters: vmclusters(), analysisRuns: [], routing });
+  assert.equal(walkExitCode(stale), undefined, 'a Healthy the controller wrote before the new spec');
 });
 
 test('a missing VMCluster, a malformed annotation and unreadable routing are shown, not hidden', () => {
@@ -294,4 +298,41 @@ test('ages read like kubectl’s, bytes in binary units', () => {
   );
   assert.equal(age(undefined, now), '-');
   assert.deepEqual([0, 512, 12_800, 4 * 1024 * 1024].map(bytes), ['0B', '512B', '12.5KiB', '4.0MiB']);
+});
+
+test('--watch interrupted (Ctrl-C) stops at once with 130 and gives the cursor back', async () => {
+  const abort = new AbortController();
+  let out = '';
+  const code = await watchStatus({
+    read: async () => {
+      abort.abort();
+      return status({ phase: 'Paused' });
+    },
+    out: (t) => {
+      out += t;
+    },
+    inPlace: true,
+    format: 'table',
+    now: () => now,
+    pollMs: 60_000,
+    signal: abort.signal,
+  });
+  assert.equal(code, 130);
+  assert.ok(out.endsWith(showCursor));
+});
+
+test('a Rollout without a spec document ends --watch at once with one line, rather than waiting forever', async () => {
+  const bare = rollout();
+  delete (bare.spec as { template?: unknown }).template;
+  const kube = new MemoryKube().put(bare);
+  await assert.rejects(
+    watchStatus({
+      read: () => readStatus(kube, 'vm', 'walk'),
+      out: () => undefined,
+      inPlace: false,
+      format: 'table',
+      pollMs: 0,
+    }),
+    /Rollout vm\/walk carries no vmzones.io\/spec annotation on spec.template.metadata: it walks no zones/,
+  );
 });
