@@ -63,7 +63,7 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
 
   const label = `${program} ${command.name}`;
   try {
-    const flags = parseFlags(rest, commandOptions(command), false);
+    const flags = parseFlags(rest, commandOptions(command), command.positionals === true);
     if (command.dataOutput) flags.output(); // a bad -o is a usage error before any work
     if (command.talksToKubernetes) {
       const problem = runtimeProblem(label, 'cli', options.nodeVersion);

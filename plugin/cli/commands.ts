@@ -26,6 +26,8 @@ export interface Command {
   dataOutput: boolean;
   /** Takes --kubeconfig, --context, -n and needs the runtime the plugin needs (plugin/cli/runtime.ts). */
   talksToKubernetes: boolean;
+  /** Takes arguments that are not flags (`status ROLLOUT`); the others refuse them. */
+  positionals?: boolean;
   load(): Promise<CommandModule>;
 }
 
@@ -98,6 +100,20 @@ export const commands: readonly Command[] = [
     dataOutput: false,
     talksToKubernetes: true,
     load: () => import('./diff.ts'),
+  },
+  {
+    name: 'status',
+    summary:
+      "the Rollout's zones in walk order: state, VMCluster, routing, lease, gate, message; --watch follows the walk",
+    synopsis: 'status ROLLOUT [-n NS] [--watch] [-o json|wide] [--kubeconfig F] [--context C]',
+    flagHelp: `  -w, --watch        redraw until the walk ends: exit 0 when Healthy, 1 when aborted or Degraded
+  -o, --output F     wide (more columns, messages in full) or json`,
+    examples: '  kubectl vmzones status walk -n vm --watch\n  vmzones status walk -n vm -o json',
+    options: { watch: { type: 'boolean', short: 'w' }, output: { type: 'string', short: 'o' } },
+    dataOutput: false,
+    talksToKubernetes: true,
+    positionals: true,
+    load: () => import('./status.ts'),
   },
   {
     name: 'version',

@@ -179,12 +179,16 @@ export function diffExitCode(diffs: readonly ZoneDiff[]): number {
 }
 
 /** The user's kubeconfig (--kubeconfig, else KUBECONFIG / ~/.kube/config) and context (--context, else current). */
-function kubeFor(target: KubeTarget): KubeObjects {
+export function kubeConfigFor(target: KubeTarget): KubeConfig {
   const kc = new KubeConfig();
   if (target.kubeconfig === undefined) kc.loadFromDefault();
   else kc.loadFromFile(target.kubeconfig);
   if (target.context !== undefined) kc.setCurrentContext(target.context);
-  return kubeObjects(kc);
+  return kc;
+}
+
+function kubeFor(target: KubeTarget): KubeObjects {
+  return kubeObjects(kubeConfigFor(target));
 }
 
 /** `vmzones diff --spec FILE [--rollout NAME]`: objects live in the spec's namespace, else -n, else `default`. */

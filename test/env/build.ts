@@ -208,6 +208,41 @@ function buildTarget(target: Target, out: string): void {
   log(`built ${target.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
+/** `apt-get update && apt-get install PACKAGE`; undefined when it worked, else the tail of apt's stderr. */
+function aptGetInstall(pkg: string): string | undefined {
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const update = spawnSync('apt-get', ['update'], { env, encoding: 'utf8' });
+  const install =
+    update.status === 0
+      ? spawnSync('apt-get', ['install', '-y', '--no-install-recommends', pkg], { env, encoding: 'utf8' })
+      : update;
+  if (install.status === 0) return undefined;
+  return (install.stderr ?? String(install.error ?? `exit ${install.status}`))
+    .split('\n')
+    .slice(-5)
+    .join('\n');
+}
+
+/**
+ * tmux, the terminal the `vmzones status --watch` test (test/e2e/cli/status.test.ts) draws in: installed with apt
+ * if missing. Where apt cannot, the build goes on and that test fails saying tmux is missing.
+ */
+export function ensureTmux(): boolean {
+  const present = () => spawnSync('tmux', ['-V'], { encoding: 'utf8' }).status === 0;
+  if (present()) return true;
+  if (process.env.VMZONES_SKIP_APT === '1' || process.getuid?.() !== 0) {
+    log('tmux is not installed and apt is not usable here: the status --watch test will fail until it is');
+    return false;
+  }
+  log('apt-get install tmux (the terminal of the status --watch test) ...');
+  const failed = aptGetInstall('tmux');
+  if (failed !== undefined || !present()) {
+    log(`apt-get install tmux failed; the status --watch test will fail:\n${failed ?? ''}`);
+    return false;
+  }
+  return true;
+}
+
 /** Installs Debian's victoria-metrics package (1.79.5) if missing; returns undefined where apt cannot. */
 export function ensureDebianVictoriaMetrics(): DebianBinaries | undefined {
   const bins: DebianBinaries = {
@@ -224,19 +259,9 @@ export function ensureDebianVictoriaMetrics(): DebianBinaries | undefined {
     return undefined;
   }
   log('apt-get install victoria-metrics (1.79.5, the oldest version the sandbox offers) ...');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const update = spawnSync('apt-get', ['update'], { env, encoding: 'utf8' });
-  const install =
-    update.status === 0
-      ? spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'victoria-metrics'], {
-          env,
-          encoding: 'utf8',
-        })
-      : update;
-  if (install.status !== 0 || !present()) {
-    log(
-      `apt-get failed, continuing without 1.79.5:\n${(install.stderr ?? '').split('\n').slice(-5).join('\n')}`,
-    );
+  const install = aptGetInstall('victoria-metrics');
+  if (install !== undefined || !present()) {
+    log(`apt-get failed, continuing without 1.79.5:\n${install ?? ''}`);
     return undefined;
   }
   // The package enables a victoria-metrics service; the sandbox starts its own processes.
@@ -267,6 +292,7 @@ export function buildAll(): BuiltBinaries {
     built[target.name] = out;
   }
   const debian = ensureDebianVictoriaMetrics();
+  ensureTmux();
   return debian ? { ...built, debianVictoriaMetrics: debian } : built;
 }
 
