@@ -107,16 +107,16 @@ async function ensureEndpointSlices(sandbox: Sandbox, done: Set<string>): Promis
   }
 }
 
-/** Starts the real config-reloader with the arguments the operator gave the sidecar, pointed at the sandbox's vmauth. */
+/**
+ * Starts the real config-reloader with the arguments the operator gave the sidecar, pointed at the sandbox's vmauth
+ * process; undefined while the operator has not written the VMAuth Deployment or the data plane not started vmauth.
+ */
 async function startConfigReloader(sandbox: Sandbox, log: (line: string) => void) {
   const kube = sandboxKube(sandbox);
-  const deployment = await waitFor(
-    () =>
-      kube
-        .get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name: `vmauth-${name}` })
-        .catch(() => undefined),
-    120_000,
-  );
+  const deployment = await kube
+    .get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: ns, name: `vmauth-${name}` })
+    .catch(() => undefined);
+  if (deployment === undefined) return undefined;
   type Container = { name: string; args?: string[] };
   const containers = (deployment.spec as { template: { spec: { containers: Container[] } } }).template.spec
     .containers;
@@ -125,13 +125,12 @@ async function startConfigReloader(sandbox: Sandbox, log: (line: string) => void
     throw new Error(
       `Deployment vmauth-${name} has no config-reloader container: ${containers.map((c) => c.name).join(', ')}`,
     );
-  const auth = await waitFor(async () => {
-    try {
-      return sandbox.endpoint('VMAuth', name);
-    } catch {
-      return undefined;
-    }
-  }, 120_000);
+  let auth: ReturnType<Sandbox['endpoint']>;
+  try {
+    auth = sandbox.endpoint('VMAuth', name);
+  } catch {
+    return undefined;
+  }
   const configFile = auth.args.find((a) => a.startsWith('-auth.config='))?.slice('-auth.config='.length);
   if (!configFile)
     throw new Error(`the sandbox's vmauth ${name} has no -auth.config: ${auth.args.join(' ')}`);
@@ -185,17 +184,18 @@ export async function runVmdistributed(sandbox: Sandbox, log: (line: string) => 
   const slices = new Set<string>();
   await sandbox.kubectl.apply([await vmdistributed(sandbox)]);
   log('VMDistributed: created; waiting for it to be operational');
-  const reloader = startConfigReloader(sandbox, log);
+  let reloader: Awaited<ReturnType<typeof startConfigReloader>>;
   try {
-    await reloader;
     await waitFor(async () => {
       await ensureEndpointSlices(sandbox, slices);
+      reloader ??= await startConfigReloader(sandbox, log);
       const vmd = (await kube.get(vmdRef)) as unknown as VmdState;
       if (vmd.status?.updateStatus === 'failed')
         throw new Error(`VMDistributed failed: ${vmd.status.reason}`);
       return vmd.status?.updateStatus === 'operational' &&
         (vmd.status.observedGeneration ?? 0) >= (vmd.metadata.generation ?? 1) &&
-        slices.size === benchZones.length
+        slices.size === benchZones.length &&
+        reloader !== undefined
         ? true
         : undefined;
     }, 10 * 60_000);
@@ -256,7 +256,6 @@ export async function runVmdistributed(sandbox: Sandbox, log: (line: string) => 
       samplesChecked: Math.max(0, seqAfter - seqBefore),
     };
   } finally {
-    const record = await reloader.catch(() => undefined);
-    if (record) await stopDaemon(record);
+    if (reloader) await stopDaemon(reloader);
   }
 }
