@@ -203,7 +203,7 @@ export async function runVmdistributed(sandbox: Sandbox, log: (line: string) => 
     await sleep(15_000);
     const vmauth = sandbox.endpoint('VMAuth', name).url;
     const seqBefore = (await loadgenStatus(sandbox)).lastSeq;
-    const prober = startReadProber(vmauth, { username: 'bench-unused', password: 'unused' });
+    const prober = startReadProber(vmauth, undefined);
     const generations = await Promise.all(
       benchZones.map(async (z) => (await cluster(kube, z.vmcluster)).metadata.generation ?? 0),
     );
