@@ -60,7 +60,10 @@ async function vmdistributed(sandbox: Sandbox): Promise<object> {
         name,
         spec: {
           port: String(await freePort()),
-          image: { tag: sandbox.state.binaries ? versionTag(sandbox) : '' },
+          image: { tag: versionTag(sandbox) },
+          // The operator renders its read and write routes as named defaultTargetRefs that only a VMUser or the
+          // unauthorized user can use; the probe reads through "read" without credentials.
+          unauthorizedUserAccessSpec: { targetRefs: [{ name: 'read' }] },
         },
       },
       zones,
