@@ -58,6 +58,8 @@ func TestDifferentialFuzz(t *testing.T) {
 		safeInts bool
 	}{{"JSSafeIntegers", true}, {"FullRangeIntegers", false}} {
 		t.Run(c.name, func(t *testing.T) {
+			// Each range has its own plugin processes and sessions: on two cores both run at once.
+			t.Parallel()
 			fuzzOnce(t, count, seed, c.safeInts)
 		})
 	}
