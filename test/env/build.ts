@@ -37,7 +37,15 @@ export type BinaryName =
 
 interface Target {
   name: BinaryName;
-  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmalert' | 'vmoperator' | 'image' | 'kustomize' | 'configreloader';
+  module:
+    | 'kube'
+    | 'etcd'
+    | 'victoriametrics'
+    | 'vmalert'
+    | 'vmoperator'
+    | 'image'
+    | 'kustomize'
+    | 'configreloader';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
