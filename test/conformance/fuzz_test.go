@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	metricrpc "github.com/argoproj/argo-rollouts/metricproviders/plugin/rpc"
 	steprpc "github.com/argoproj/argo-rollouts/rollout/steps/plugin/rpc"
 	"github.com/argoproj/argo-rollouts/utils/plugin/types"
+	"sigs.k8s.io/randfill"
 
 	"vmzones/test/conformance/gobjson"
 	"vmzones/test/conformance/payloads"
@@ -58,6 +60,8 @@ func TestDifferentialFuzz(t *testing.T) {
 		safeInts bool
 	}{{"JSSafeIntegers", true}, {"FullRangeIntegers", false}} {
 		t.Run(c.name, func(t *testing.T) {
+			// Each range has its own plugin processes and sessions: on two cores both run at once.
+			t.Parallel()
 			fuzzOnce(t, count, seed, c.safeInts)
 		})
 	}
@@ -67,14 +71,39 @@ func TestDifferentialFuzz(t *testing.T) {
 // ones say everything; hundreds of identical diffs say nothing).
 const fuzzFailureLimit = 5
 
+// fuzzChunk iterations share one pair of plugin processes. A bigger count runs in chunks, each a subtest with
+// fresh processes, so that no session outlives the harness watchdog (sessionWatchdog).
+const fuzzChunk = 1000
+
+type fuzzTally struct {
+	stepRuns, metricRuns, skipped, stepFailures, metricFailures int
+}
+
 func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
 	filler := payloads.NewFiller(seed, safeInts)
+	var f fuzzTally
+	if count <= fuzzChunk {
+		fuzzRange(t, filler, 0, count, &f)
+	} else {
+		for from := 0; from < count; from += fuzzChunk {
+			to := min(from+fuzzChunk, count)
+			t.Run(fmt.Sprintf("iterations%d-%d", from, to-1), func(t *testing.T) { fuzzRange(t, filler, from, to, &f) })
+		}
+	}
+	t.Logf("ran %d step Run and %d metric Resume comparisons; %d random values gob itself refuses were skipped", f.stepRuns, f.metricRuns, f.skipped)
+	if f.stepFailures >= fuzzFailureLimit || f.metricFailures >= fuzzFailureLimit {
+		t.Errorf("stopped comparing after %d failing iterations (step %d, metric %d)", fuzzFailureLimit, f.stepFailures, f.metricFailures)
+	}
+	if f.skipped > count/2 {
+		t.Errorf("%d of %d random values were not gob-encodable: the filler needs fixing", f.skipped, 2*count)
+	}
+}
+
+func fuzzRange(t *testing.T, filler *randfill.Filler, from, to int, f *fuzzTally) {
 	stepSess, step := stepSession(t, fixtureTarget(t))
 	metricSess, metric := metricSession(t, fixtureTarget(t))
 	rawConfig := json.RawMessage(`{"echo":"raw"}`)
-
-	var stepRuns, metricRuns, skipped, stepFailures, metricFailures int
-	for i := range count {
+	for i := from; i < to; i++ {
 		rollout := payloads.RandomRollout(filler)
 		var status json.RawMessage
 		filler.Fill(&status)
@@ -82,16 +111,16 @@ func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
 		stepArgs := steprpc.RunArgs{Rollout: rollout, Context: context}
 		switch {
 		case !gobEncodable(stepArgs):
-			skipped++
-		case stepFailures < fuzzFailureLimit:
-			stepRuns++
+			f.skipped++
+		case f.stepFailures < fuzzFailureLimit:
+			f.stepRuns++
 			ping(t, stepSess)
 			result, rpcErr := step.Run(rollout, context)
 			if rpcErr.HasError() {
-				stepFailures++
+				f.stepFailures++
 				t.Errorf("iteration %d: step Run returned RpcError %q", i, rpcErr.ErrorString)
 			} else if !sameRaw(t, i, "step Run", gobjson.Interface("step.RunArgs", stepArgs), result.Status) {
-				stepFailures++
+				f.stepFailures++
 			}
 		}
 
@@ -102,25 +131,18 @@ func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
 		metricArgs := metricrpc.TerminateAndResumeArgs{AnalysisRun: run, Metric: m, Measurement: measurement}
 		switch {
 		case !gobEncodable(metricArgs):
-			skipped++
-		case metricFailures < fuzzFailureLimit:
-			metricRuns++
+			f.skipped++
+		case f.metricFailures < fuzzFailureLimit:
+			f.metricRuns++
 			ping(t, metricSess)
 			got := metric.Resume(run, m, measurement)
 			if got.Phase != "Successful" {
-				metricFailures++
+				f.metricFailures++
 				t.Errorf("iteration %d: metric Resume returned {%q %q}", i, got.Phase, got.Message)
 			} else if !sameRaw(t, i, "metric Resume", gobjson.Interface("TerminateAndResumeArgs", metricArgs), []byte(`{"raw":`+got.Value+`}`)) {
-				metricFailures++
+				f.metricFailures++
 			}
 		}
-	}
-	t.Logf("ran %d step Run and %d metric Resume comparisons; %d random values gob itself refuses were skipped", stepRuns, metricRuns, skipped)
-	if stepFailures >= fuzzFailureLimit || metricFailures >= fuzzFailureLimit {
-		t.Errorf("stopped comparing after %d failing iterations (step %d, metric %d)", fuzzFailureLimit, stepFailures, metricFailures)
-	}
-	if skipped > count/2 {
-		t.Errorf("%d of %d random values were not gob-encodable: the filler needs fixing", skipped, 2*count)
 	}
 }
 

@@ -32,11 +32,20 @@ export type BinaryName =
   | 'vm-operator'
   | 'crane'
   | 'ociimage'
-  | 'kustomize';
+  | 'kustomize'
+  | 'config-reloader';
 
 interface Target {
   name: BinaryName;
-  module: 'kube' | 'etcd' | 'victoriametrics' | 'vmalert' | 'vmoperator' | 'image' | 'kustomize';
+  module:
+    | 'kube'
+    | 'etcd'
+    | 'victoriametrics'
+    | 'vmalert'
+    | 'vmoperator'
+    | 'image'
+    | 'kustomize'
+    | 'configreloader';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -129,6 +138,14 @@ export const targets: Target[] = [
     module: 'kustomize',
     pkg: 'sigs.k8s.io/kustomize/kustomize/v5',
     ldflags: `-X sigs.k8s.io/kustomize/api/provenance.version=kustomize/${versions.kustomize}`,
+  },
+  {
+    // The operator's config-reloader sidecar, in its own module (it needs a dependency the operator binary does
+    // not): the rollout benchmark runs it beside the VMAuth a VMDistributed creates.
+    name: 'config-reloader',
+    module: 'configreloader',
+    pkg: 'github.com/VictoriaMetrics/operator/cmd/config-reloader',
+    ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=config-reloader-${versions.vmOperator}`,
   },
 ];
 

@@ -178,31 +178,39 @@ export interface ReadFigures {
   backendErrors: number;
 }
 
-async function backendErrorCount(vmauthUrl: string, username: string): Promise<number> {
+async function backendErrorCount(vmauthUrl: string, username: string | undefined): Promise<number> {
   const text = await (await fetch(`${vmauthUrl}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`vmauth_user_request_backend_errors_total{username="${username}"}`));
+  const prefix =
+    username === undefined
+      ? 'vmauth_unauthorized_user_request_backend_errors_total'
+      : `vmauth_user_request_backend_errors_total{username="${username}"}`;
+  const line = text.split('\n').find((l) => l.startsWith(prefix));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-/** Sends an instant query through vmauth every `intervalMs` until stopped; every non-2xx answer is a failure. */
+/**
+ * Sends an instant query through vmauth every `intervalMs` until stopped; every non-2xx answer is a failure. Without
+ * `user`, the queries carry no credentials (a vmauth whose routes are for its unauthorized_user).
+ */
 export function startReadProber(
   vmauthUrl: string,
-  user: { username: string; password: string },
+  user: { username: string; password: string } | undefined,
   path = '/select/0/prometheus/api/v1/query',
   intervalMs = 50,
 ) {
   const figures: ReadFigures = { sent: 0, failed: 0, failures: [], backendErrors: 0 };
-  const authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
+  const headers: Record<string, string> =
+    user === undefined
+      ? {}
+      : { authorization: `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}` };
   let stopped = false;
-  const baseline = backendErrorCount(vmauthUrl, user.username).catch(() => 0);
+  const baseline = backendErrorCount(vmauthUrl, user?.username).catch(() => 0);
   const loop = (async () => {
     while (!stopped) {
       figures.sent++;
       try {
         const response = await fetch(`${vmauthUrl}${path}?query=vector(1)`, {
-          headers: { authorization },
+          headers,
           signal: AbortSignal.timeout(5000),
         });
         await response.arrayBuffer();
@@ -223,7 +231,7 @@ export function startReadProber(
       stopped = true;
       result ??= (async () => {
         await loop;
-        figures.backendErrors = (await backendErrorCount(vmauthUrl, user.username)) - (await baseline);
+        figures.backendErrors = (await backendErrorCount(vmauthUrl, user?.username)) - (await baseline);
         return figures;
       })();
       return result;

@@ -406,6 +406,48 @@ test('vmagentQueueDrained keeps its rounds in the measurement and passes after K
   assert.equal(measurement.metadata?.[metadataKeys.readings], '4');
 });
 
+test('vmagentQueueDrained looks again after 2 s while the zone is not ready; counted rounds stay ≥ roundSpacing apart', async () => {
+  const { dirs, server, kube } = await drainWorld();
+  kube.put(vmcluster('vm-zone-a', 3, { updateStatus: 'expanding', observedGeneration: 3 }));
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => kube, now: time.now });
+  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' });
+
+  server.set(agentPage(dirs, flowing(0)));
+  let measurement = await provider.run(run, config);
+  assert.equal(measurement.phase, 'Running');
+  assert.match(measurement.message ?? '', /rounds count only once the zone is ready/);
+  assert.equal(measurement.resumeAt, '2026-05-01T12:00:02.000Z', 'not ready: the next look 2 s later');
+  let view = stored(measurement);
+
+  time.advance(2_000);
+  kube.put(vmcluster('vm-zone-a', 3, { updateStatus: 'operational', observedGeneration: 3 }));
+  server.set(agentPage(dirs, flowing(1)));
+  measurement = await provider.resume(run, config, view);
+  view = stored(measurement, view);
+  assert.equal(measurement.phase, 'Running');
+  assert.equal(
+    measurement.resumeAt,
+    '2026-05-01T12:00:12.000Z',
+    'ready: rounds are roundSpacing apart again',
+  );
+  assert.equal(JSON.parse(measurement.value ?? '').consecutiveGoodRounds, 1);
+
+  const phases: string[] = [];
+  for (let round = 2; round <= 3; round++) {
+    time.advance(10_000);
+    server.set(agentPage(dirs, flowing(round)));
+    measurement = await provider.resume(run, config, view);
+    view = stored(measurement, view);
+    phases.push(measurement.phase);
+  }
+  assert.deepEqual(phases, ['Running', 'Successful'], 'K = 3 counted rounds, 10 s apart');
+  assert.match(
+    measurement.message ?? '',
+    /3 consecutive rounds from 2026-05-01T12:00:02.000Z to 2026-05-01T12:00:22.000Z/,
+  );
+});
+
 test('vmagentQueueDrained: retries that grow, an unreachable pod, an edited remote-write list are not drained', async () => {
   const { dirs, server, kube } = await drainWorld();
   const time = clock();

@@ -1,0 +1,194 @@
+// Per-zone timeline of a vmzones walk, from the records the controller leaves: step plugin statuses (startedAt,
+// finishedAt and the step's own status document), AnalysisRuns (measurement startedAt/finishedAt and gate rounds)
+// and events. Splits each zone's wall time into real work, configured waits and dead time.
+
+import type { CanaryStep } from '../../plugin/zones/render.ts';
+import type { StepPluginStatus } from '../e2e/step/harness.ts';
+
+export interface TimelineRecords {
+  changedAtMs: number;
+  observed?: Record<string, ZoneObservations>;
+  finishedAtMs: number;
+  steps: CanaryStep[];
+  statuses: StepPluginStatus[];
+  analysisRuns: {
+    metadata: { name: string; creationTimestamp: string; labels?: Record<string, string> };
+    spec?: { args?: { name: string; value?: string }[] };
+    status?: {
+      phase?: string;
+      startedAt?: string;
+      metricResults?: {
+        name: string;
+        phase?: string;
+        measurements?: {
+          phase?: string;
+          startedAt?: string;
+          finishedAt?: string;
+          metadata?: Record<string, string>;
+        }[];
+      }[];
+    };
+  }[];
+  events: {
+    involvedObject?: { kind?: string; name?: string };
+    reason?: string;
+    message?: string;
+    firstTimestamp?: string;
+    lastTimestamp?: string;
+    eventTime?: string;
+  }[];
+}
+
+/** What the benchmark saw itself, polling every 250 ms: per zone, when its VMCluster was operational at the new
+ * generation after the change, and when vmagent's queue for it was empty after that. */
+export interface ZoneObservations {
+  operationalAtMs?: number;
+  queueEmptyAtMs?: number;
+}
+
+export interface ZoneTimeline {
+  zone: string;
+  wallS: number;
+  /** drainReads started → the VMUser was patched (drainedAt). */
+  drainCallS: number;
+  /** VMUser patched → every vmauth serves the config without the zone (reloadedAt). */
+  vmauthReloadS: number;
+  /** reloadedAt → graceUntil: the configured drainGracePeriod. */
+  drainGraceS: number;
+  /** graceUntil → apply succeeded (appliedAt): controller requeue beyond the grace. */
+  graceToApplyS: number;
+  /** appliedAt → the VMCluster operational at the new generation: the operator's rollout. */
+  operatorS: number;
+  /** operational → vmagent's queue for the zone empty. */
+  queueCatchUpS: number;
+  /** (K−1) × roundSpacing: the spacing K independent good readings need. */
+  evidenceS: number;
+  /** Analysis created → its first measurement started. */
+  analysisStartS: number;
+  /** queue empty → the drain gate's first counted good round (windowStart). */
+  firstGoodRoundS: number;
+  /** first good round → last one, beyond (K−1) × roundSpacing. */
+  roundOvershootS: number;
+  /** analysis done → restoreReads done. */
+  restoreS: number;
+  /** wall − (drain call + vmauth reload + grace + operator + catch-up + evidence). */
+  deadS: number;
+  gateReadings: number;
+}
+
+const ms = (iso: string | undefined) => (iso === undefined ? Number.NaN : Date.parse(iso));
+const s = (fromMs: number, toMs: number) => (toMs - fromMs) / 1000;
+
+interface DrainStatus {
+  drainedAt?: string;
+  reloadedAt?: string;
+  graceUntil?: string;
+}
+
+function zoneOf(step: CanaryStep | undefined): { zone: string; action: string } | undefined {
+  if (step === undefined) return undefined;
+  if ('plugin' in step) return step.plugin.config as { zone: string; action: string };
+  if ('analysis' in step) return { zone: String(step.analysis.args[0]?.value), action: 'analysis' };
+  return undefined;
+}
+
+/** The per-zone timeline; `observed` adds the benchmark's own 250 ms readings of operational and queue empty. */
+export function zoneTimelines(
+  records: TimelineRecords,
+  observed: Record<string, ZoneObservations> = records.observed ?? {},
+  drainRounds = 3,
+  roundSpacingS = 10,
+): ZoneTimeline[] {
+  const zones = [...new Set(records.steps.map((st) => zoneOf(st)?.zone).filter((z) => z !== undefined))];
+  return zones.map((zone) => {
+    const run = (action: string) => {
+      const index = records.steps.findIndex(
+        (st) => zoneOf(st)?.zone === zone && zoneOf(st)?.action === action,
+      );
+      return records.statuses.find((st) => st.index === index && st.operation === 'Run') as
+        | (StepPluginStatus & { startedAt?: string; finishedAt?: string })
+        | undefined;
+    };
+    const drain = run('drainReads');
+    const apply = run('apply');
+    const restore = run('restoreReads');
+    const drainStatus = (drain?.status ?? {}) as DrainStatus;
+    const appliedAt = ms((apply?.status as { appliedAt?: string } | undefined)?.appliedAt);
+    const analysis = records.analysisRuns.find((a) =>
+      a.spec?.args?.some((arg) => arg.name === 'zone' && arg.value === zone),
+    );
+    const drainMetric = analysis?.status?.metricResults?.find((m) => m.name === 'vmagent-queue-drained');
+    const measurement = drainMetric?.measurements?.at(-1) as
+      | { startedAt?: string; finishedAt?: string; value?: string; metadata?: Record<string, string> }
+      | undefined;
+    const value = (() => {
+      try {
+        return JSON.parse(measurement?.value ?? '{}') as {
+          agents?: Record<string, { windowStart?: string; latestRoundAt?: string }>;
+        };
+      } catch {
+        return {};
+      }
+    })();
+    const agent = Object.values(value.agents ?? {})[0];
+    const operationalAt = observed[zone]?.operationalAtMs ?? Number.NaN;
+    const queueEmptyAt = Math.max(observed[zone]?.queueEmptyAtMs ?? operationalAt, operationalAt);
+    const start = ms(drain?.startedAt);
+    const end = ms(restore?.finishedAt);
+    const analysisDone = ms(measurement?.finishedAt);
+    const line = {
+      zone,
+      wallS: s(start, end),
+      drainCallS: s(start, ms(drainStatus.drainedAt)),
+      vmauthReloadS: s(ms(drainStatus.drainedAt), ms(drainStatus.reloadedAt)),
+      drainGraceS: s(ms(drainStatus.reloadedAt), ms(drainStatus.graceUntil)),
+      graceToApplyS: s(ms(drainStatus.graceUntil), appliedAt),
+      operatorS: s(appliedAt, operationalAt),
+      queueCatchUpS: s(operationalAt, queueEmptyAt),
+      evidenceS: (drainRounds - 1) * roundSpacingS,
+      analysisStartS: s(ms(analysis?.metadata.creationTimestamp), ms(measurement?.startedAt)),
+      firstGoodRoundS: s(queueEmptyAt, ms(agent?.windowStart)),
+      roundOvershootS:
+        s(ms(agent?.windowStart), ms(agent?.latestRoundAt)) - (drainRounds - 1) * roundSpacingS,
+      restoreS: s(analysisDone, end),
+      gateReadings: Number(measurement?.metadata?.['vmzones.io/readings'] ?? Number.NaN),
+    };
+    const work =
+      line.drainCallS +
+      line.vmauthReloadS +
+      line.drainGraceS +
+      line.operatorS +
+      line.queueCatchUpS +
+      line.evidenceS;
+    return { ...line, deadS: line.wallS - work };
+  });
+}
+
+export function printTimeline(timelines: ZoneTimeline[]): string[] {
+  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '?');
+  const rows: [string, (t: ZoneTimeline) => number][] = [
+    ['wall (drainReads start → restoreReads done)', (t) => t.wallS],
+    ['  drainReads call → VMUser patched', (t) => t.drainCallS],
+    ['  vmauth reload (patched → served)', (t) => t.vmauthReloadS],
+    ['  drain grace (configured)', (t) => t.drainGraceS],
+    ['  operator rollout (applied → operational)', (t) => t.operatorS],
+    ['  queue catch-up (operational → empty)', (t) => t.queueCatchUpS],
+    ['  evidence: (K−1) × roundSpacing', (t) => t.evidenceS],
+    ['  dead time (the rest)', (t) => t.deadS],
+    ['    of which graceUntil → apply', (t) => t.graceToApplyS],
+    ['    of which analysis created → 1st reading', (t) => t.analysisStartS],
+    ['    of which queue empty → 1st good round', (t) => t.firstGoodRoundS],
+    ['    of which round spacing overshoot', (t) => t.roundOvershootS],
+    ['    of which analysis done → restoreReads done', (t) => t.restoreS],
+    ['  drain gate readings', (t) => t.gateReadings],
+  ];
+  const lines = [
+    '\n---- vmzones per-zone timeline (s; step statuses, AnalysisRuns, 250 ms observations) ----',
+  ];
+  lines.push(`${''.padEnd(48)}${timelines.map((t) => t.zone.padStart(9)).join('')}`);
+  for (const [label, pick] of rows)
+    lines.push(`${label.padEnd(48)}${timelines.map((t) => f(pick(t)).padStart(9)).join('')}`);
+  const dead = [...timelines.map((t) => t.deadS)].sort((a, b) => a - b);
+  lines.push(`dead_time_per_zone_s ${f(dead[Math.floor(dead.length / 2)] ?? Number.NaN)}`);
+  return lines;
+}

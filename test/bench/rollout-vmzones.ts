@@ -1,0 +1,185 @@
+// Run (a) of the side-by-side rollout benchmark: vmzones walks three zones under the real Argo Rollouts controller
+// with the project's default analysis templates (analysis-templates/, the vmzones-zone-healthy gate between zones)
+// and no pause between zones. Returns the figures and the raw records the timeline (rollout-timeline.ts) reads.
+
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stringify } from 'yaml';
+import { vmclusterReadiness } from '../../plugin/vm/vmcluster.ts';
+import { renderSteps } from '../../plugin/zones/render.ts';
+import { parseSpecDocument } from '../../plugin/zones/spec.ts';
+import {
+  cluster,
+  pluginStatuses,
+  rolloutObject,
+  rolloutState,
+  type SpecDocument,
+  sandboxKube,
+  startReadProber,
+  zoneSpec,
+} from '../e2e/step/harness.ts';
+import type { Sandbox } from '../sandbox/helper.ts';
+import { readUser, vmagentName, vmauthName } from '../sandbox/manifests.ts';
+import { repoRoot } from '../sandbox/sandbox.ts';
+import { loadgenStatus, type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
+import type { TimelineRecords, ZoneObservations } from './rollout-timeline.ts';
+
+export const benchZones = [
+  { zone: 'zone-a', vmcluster: 'vm-zone-a' },
+  { zone: 'zone-b', vmcluster: 'vm-zone-b' },
+  { zone: 'zone-c', vmcluster: 'vm-zone-c' },
+];
+
+/** The change both products make: a vmstorage flag, so every zone's process restarts. */
+export const benchChange = { vmstorage: { extraArgs: { 'search.latencyOffset': '6s' } } };
+
+/** The spec document with the product's defaults (drainGracePeriod 30s, readyTimeout 15m) except the change. */
+function benchSpec(overrideSpec: object): SpecDocument {
+  const spec = zoneSpec(overrideSpec);
+  const vmauth = { ...(spec.vmauth as Record<string, unknown>) };
+  delete vmauth.drainGracePeriod; // the harness shortens it for tests; the benchmark keeps the default
+  return { ...spec, vmauth };
+}
+
+export async function runVmzones(
+  sandbox: Sandbox,
+  log: (line: string) => void,
+): Promise<{ figures: RunFigures; records: TimelineRecords }> {
+  const kube = sandboxKube(sandbox);
+  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  const name = 'bench';
+  const steps = renderSteps(parseSpecDocument(stringify(benchSpec({}))), { pauseBetweenZones: 'none' });
+  await sandbox.kubectl.apply([rolloutObject(name, benchSpec({}), steps)]);
+  const first = await waitFor(async () => {
+    const s = await rolloutState(kube, name).catch(() => undefined);
+    return s?.status.phase === 'Healthy' ? s : undefined;
+  }, 180_000);
+  const firstRevision = first.status.currentPodHash;
+
+  const seqBefore = (await loadgenStatus(sandbox)).lastSeq;
+  const prober = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
+  const observer = observeZones(sandbox);
+  const changedAt = Date.now();
+  await sandbox.kubectl.apply([rolloutObject(name, benchSpec(benchChange), steps)]);
+  log(`vmzones: change committed; ${steps.length} steps`);
+  let lastIndex = -1;
+  const done = await waitFor(async () => {
+    const s = await rolloutState(kube, name);
+    if (s.status.currentPodHash === firstRevision) return undefined;
+    if (s.status.abort || s.status.phase === 'Degraded')
+      throw new Error(`vmzones rollout stopped: ${s.status.phase} ${s.status.message ?? ''}`);
+    const index = s.status.currentStepIndex ?? 0;
+    if (index !== lastIndex) {
+      log(`vmzones: step ${index + 1}/${steps.length} at ${seconds(Date.now() - changedAt).toFixed(1)} s`);
+      lastIndex = index;
+    }
+    return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
+  }, 30 * 60_000);
+  const finishedAt = Date.now();
+  const observed = await observer.stop();
+  const reads = await prober.stop();
+  const seqAfter = (await loadgenStatus(sandbox)).lastSeq - 3;
+
+  const statuses = pluginStatuses(done);
+  const analysisRuns = (
+    await sandbox.kubectl.getJson<{ items: TimelineRecords['analysisRuns'] }>(['analysisruns', '-n', 'vm'])
+  ).items;
+  const events = (await sandbox.kubectl.getJson<{ items: TimelineRecords['events'] }>(['events', '-n', 'vm']))
+    .items;
+  const zones = benchZones.map(({ zone }) => {
+    const forZone = statuses.filter(
+      (s) =>
+        s.operation === 'Run' &&
+        (steps[s.index] as { plugin?: { config: { zone: string } } }).plugin?.config.zone === zone,
+    );
+    const started = forZone.map((s) => Date.parse(String((s as { startedAt?: string }).startedAt)));
+    const finished = forZone.map((s) => Date.parse(String((s as { finishedAt?: string }).finishedAt)));
+    return { zone, startMs: Math.min(...started), endMs: Math.max(...finished) };
+  });
+  const lost = await samplesLost(sandbox, benchZones, seqBefore, seqAfter);
+  return {
+    figures: {
+      product: 'vmzones',
+      settings:
+        'default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 10s), pauseBetweenZones none, drainGracePeriod 30s (default), readyTimeout 15m (default)',
+      zones,
+      totalS: seconds(finishedAt - changedAt),
+      reads,
+      samplesLost: lost,
+      samplesChecked: Math.max(0, seqAfter - seqBefore),
+    },
+    records: {
+      changedAtMs: changedAt,
+      observed,
+      finishedAtMs: finishedAt,
+      steps,
+      statuses,
+      analysisRuns,
+      events,
+    },
+  };
+}
+
+function pendingBytes(metrics: string, index: number): number | undefined {
+  const line = metrics
+    .split('\n')
+    .find((l) => l.startsWith('vmagent_remotewrite_pending_data_bytes{') && l.includes(`url="${index}:`));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/**
+ * Every 250 ms: each zone's VMCluster (operational at a generation above the one before the change?) and
+ * vmagent's pending bytes for the zone's queue. Records when each zone became operational after its change and
+ * when its queue was empty after that.
+ */
+function observeZones(sandbox: Sandbox) {
+  const kube = sandboxKube(sandbox);
+  const agentUrl = sandbox.endpoint('VMAgent', vmagentName).url;
+  const observed: Record<string, ZoneObservations> = {};
+  let stopped = false;
+  const loop = (async () => {
+    const initial = await Promise.all(
+      benchZones.map(async (z) => (await cluster(kube, z.vmcluster)).metadata.generation ?? 0),
+    );
+    while (!stopped) {
+      try {
+        const metrics = await (await fetch(`${agentUrl}/metrics`)).text();
+        for (const [i, z] of benchZones.entries()) {
+          const o = observed[z.zone] ?? {};
+          observed[z.zone] = o;
+          if (o.queueEmptyAtMs !== undefined) continue;
+          if (o.operationalAtMs === undefined) {
+            const vmc = await cluster(kube, z.vmcluster);
+            if (
+              (vmc.metadata.generation ?? 0) > (initial[i] ?? 0) &&
+              vmclusterReadiness(vmc).state === 'ready'
+            )
+              o.operationalAtMs = Date.now();
+          }
+          if (o.operationalAtMs !== undefined && pendingBytes(metrics, i + 1) === 0)
+            o.queueEmptyAtMs = Date.now();
+        }
+      } catch {
+        // a failed poll (vmagent or the API busy) leaves the figures as they were
+      }
+      await sleep(250);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      return observed;
+    },
+  };
+}
+
+export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
