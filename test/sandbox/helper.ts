@@ -8,6 +8,7 @@ import { cacheDir } from '../env/build.ts';
 import { Kubectl } from './kubectl.ts';
 import { isAlive } from './processes.ts';
 import {
+  crashAndRestartController,
   type DownReport,
   down,
   type Endpoint,
@@ -24,6 +25,8 @@ export interface Sandbox {
   /** The real `kubectl argo rollouts` promote|abort|retry|status commands. */
   rollouts(args: string[]): Promise<string>;
   endpoint(kind: 'VMCluster' | 'VMAgent' | 'VMAuth', name: string): Endpoint;
+  /** SIGKILL of the Argo Rollouts controller with the plugins it started, then the same controller again. */
+  crashController(): Promise<void>;
   stop(): Promise<DownReport>;
 }
 
@@ -35,7 +38,10 @@ function pruneOldTestDirs(root: string): void {
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
   for (const dir of dirs.slice(1)) {
     const state = readState(dir);
-    if (!state?.daemons.some((d) => isAlive(d.pid))) rmSync(dir, { recursive: true, force: true });
+    // A folder without state yet may be a sandbox another test process is starting right now (parallel lanes).
+    const starting = state === undefined && Date.now() - statSync(dir).mtimeMs < 10 * 60_000;
+    if (!starting && !state?.daemons.some((d) => isAlive(d.pid)))
+      rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -72,6 +78,9 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
       const found = endpointOf(state, kind, name);
       if (!found) throw new Error(`no ${kind} ${name} endpoint in ${state.endpointsFile}`);
       return found;
+    },
+    crashController: async () => {
+      Object.assign(state, await crashAndRestartController(stateDir));
     },
     stop: async () => {
       process.off('SIGINT', onSignal);

@@ -127,6 +127,17 @@ export async function stopDaemon(record: DaemonRecord, graceMs = 15_000): Promis
   while (groupAlive(record.pid) && Date.now() < killDeadline) await sleep(100);
 }
 
+/** SIGKILL of the whole process group at once (a crash: nothing gets to clean up), then waits until it is gone. */
+export async function killDaemon(record: DaemonRecord): Promise<void> {
+  try {
+    process.kill(-record.pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 5_000;
+  while (groupAlive(record.pid) && Date.now() < deadline) await sleep(50);
+}
+
 export interface WaitOptions {
   part: string;
   log?: string;

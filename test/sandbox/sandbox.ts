@@ -35,7 +35,16 @@ import {
   zonesFor,
 } from './manifests.ts';
 import { freePort, isPortFree } from './ports.ts';
-import { type DaemonRecord, isAlive, StartError, startDaemon, stopDaemon, waitFor } from './processes.ts';
+import {
+  type DaemonRecord,
+  type DaemonSpec,
+  isAlive,
+  killDaemon,
+  StartError,
+  startDaemon,
+  stopDaemon,
+  waitFor,
+} from './processes.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -476,33 +485,10 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     }
 
     if (options.rolloutsController !== false) {
-      const rolloutsDir = join(stateDir, 'rollouts-controller');
-      mkdirSync(rolloutsDir, { recursive: true });
-      const metricsPort = await freePort();
-      const healthzPort = await freePort();
-      const controller = daemon({
-        name: 'rollouts-controller',
-        command: binaries['rollouts-controller'],
-        args: [
-          `--kubeconfig=${kubeconfig}`,
-          `--metricsport=${metricsPort}`,
-          `--healthzPort=${healthzPort}`,
-          '--leader-elect=false',
-          '--loglevel=info',
-        ],
-        // plugin-bin/ is created relative to the working directory; the plugin inherits KUBECONFIG (the
-        // controller's own client uses --kubeconfig, which wins over KUBECONFIG in client-go).
-        cwd: rolloutsDir,
-        env: { ...process.env, POD_NAMESPACE: controllerNamespace, KUBECONFIG: pluginKubeconfig },
-        log: join(logDir, 'rollouts-controller.log'),
-        ports: [metricsPort, healthzPort],
-      });
-      await waitFor(() => httpOk(`http://127.0.0.1:${healthzPort}/healthz`), {
-        part: 'rollouts-controller',
-        log: controller.log,
-        pid: controller.pid,
-        timeoutMs: 60_000,
-      });
+      mkdirSync(join(stateDir, 'rollouts-controller'), { recursive: true });
+      const spec = controllerSpec(state, pluginKubeconfig, await freePort(), await freePort());
+      const controller = daemon(spec);
+      await controllerHealthy(controller, spec);
     }
 
     const simConfig = join(stateDir, 'vmoperator-sim.json');
@@ -618,6 +604,67 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     await stopAll(state);
     throw error;
   }
+}
+
+/** The Argo Rollouts controller's daemon: the same spec at start and at a restart (same ports, same folder). */
+function controllerSpec(
+  state: SandboxState,
+  pluginKubeconfig: string,
+  metricsPort: number,
+  healthzPort: number,
+): DaemonSpec {
+  return {
+    name: controllerDaemon,
+    command: state.binaries['rollouts-controller'],
+    args: [
+      `--kubeconfig=${state.kubeconfig}`,
+      `--metricsport=${metricsPort}`,
+      `--healthzPort=${healthzPort}`,
+      '--leader-elect=false',
+      '--loglevel=info',
+    ],
+    // plugin-bin/ is created relative to the working directory; the plugin inherits KUBECONFIG (the
+    // controller's own client uses --kubeconfig, which wins over KUBECONFIG in client-go).
+    cwd: join(state.stateDir, 'rollouts-controller'),
+    env: { ...process.env, POD_NAMESPACE: controllerNamespace, KUBECONFIG: pluginKubeconfig },
+    log: join(state.stateDir, 'logs', 'rollouts-controller.log'),
+    ports: [metricsPort, healthzPort],
+  };
+}
+
+const controllerDaemon = 'rollouts-controller';
+
+async function controllerHealthy(record: DaemonRecord, spec: DaemonSpec): Promise<void> {
+  await waitFor(() => httpOk(`http://127.0.0.1:${spec.ports?.[1]}/healthz`), {
+    part: controllerDaemon,
+    log: record.log,
+    pid: record.pid,
+    timeoutMs: 60_000,
+  });
+}
+
+/**
+ * A crash of the controller's pod: SIGKILL of its whole process group (the controller and the plugin processes
+ * it started, as a container's processes die together), then the same controller starts again and is healthy.
+ */
+export async function crashAndRestartController(stateDir: string): Promise<SandboxState> {
+  const state = readState(resolve(stateDir));
+  const index = state?.daemons.findIndex((d) => d.name === controllerDaemon) ?? -1;
+  const old = state?.daemons[index];
+  if (state === undefined || old === undefined) throw new Error(`no ${controllerDaemon} runs in ${stateDir}`);
+  await killDaemon(old);
+  const [metricsPort = 0, healthzPort = 0] = old.ports;
+  const spec = controllerSpec(
+    state,
+    state.faultProxy?.pluginKubeconfig ?? state.kubeconfig,
+    metricsPort,
+    healthzPort,
+  );
+  const record = startDaemon(spec);
+  state.daemons[index] = record;
+  writeState(state);
+  await controllerHealthy(record, spec);
+  return state;
 }
 
 async function stopAll(state: SandboxState): Promise<void> {
