@@ -221,11 +221,14 @@ export function formatTable(rows: readonly Row[]): string {
   return [header, line, ...body].join('\n');
 }
 
-/** The scenarios of reliability.test.ts, in the order of the table. */
+/** The scenarios of reliability.test.ts and crashes.test.ts, in the order of the table. */
 export const scenarioOrder = [
   '10% API faults, whole walk',
   '10% API faults, whole abort',
   'SIGKILL of the plugin at each step boundary',
+  'SIGKILL of the plugin inside its actions (write applied, answer lost)',
+  'SIGKILL of the controller at each step boundary',
+  'VMCluster edited by someone else, then an Abort with a controller crash',
 ];
 
 const beginMarker = '<!-- reliability-table:begin (written by test/e2e/reliability) -->';
