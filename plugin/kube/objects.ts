@@ -2,6 +2,7 @@
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
 import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { redactText } from './redact.ts';
 
 export const fieldManager = 'vmzones';
 
@@ -79,7 +80,8 @@ function apiMessage(body: unknown): string {
 export function toKubeError(err: unknown, what: string): KubeError {
   if (err instanceof KubeError) return err;
   if (err instanceof ApiException) {
-    const detail = apiMessage(err.body);
+    // The API server's message may quote the invalid value it refused (a URL with its password, a token).
+    const detail = redactText(apiMessage(err.body));
     const text = `${what}: HTTP ${err.code}${detail ? `: ${detail}` : ''}`;
     switch (err.code) {
       case 404:
@@ -96,7 +98,10 @@ export function toKubeError(err: unknown, what: string): KubeError {
         return new KubeError('unavailable', text, err.code);
     }
   }
-  return new KubeError('unavailable', `${what}: ${err instanceof Error ? err.message : String(err)}`);
+  return new KubeError(
+    'unavailable',
+    `${what}: ${redactText(err instanceof Error ? err.message : String(err))}`,
+  );
 }
 
 export interface PatchOptions {

@@ -6,7 +6,7 @@
 // not model (escapes inside IPv6 zones), is a RemoteWriteUrlError rather than a guessed hash.
 
 import { isIPv6 } from 'node:net';
-import { redactUrl } from './redact.ts';
+import { redactUrl } from '../kube/redact.ts';
 
 export class RemoteWriteUrlError extends Error {
   constructor(url: string, problem: string) {

@@ -4,7 +4,7 @@
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
-import { redactUrl } from './redact.ts';
+import { redactUrl } from '../kube/redact.ts';
 import { vmApiVersion } from './vmcluster.ts';
 
 export function vmagentRef(namespace: string, name: string): ObjectRef {

@@ -8,7 +8,7 @@
 import { isMap, isPair, isScalar, isSeq, type Node, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
-import { redactText, redactUrl } from './redact.ts';
+import { redactText, redactUrl } from '../kube/redact.ts';
 
 export type ConfigPath = (string | number)[];
 

@@ -6,7 +6,7 @@
 
 import { z } from 'zod';
 import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
-import { redactText } from './redact.ts';
+import { redactText } from '../kube/redact.ts';
 
 export type TargetRef = Record<string, unknown>;
 

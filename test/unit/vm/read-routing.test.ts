@@ -14,7 +14,7 @@ import {
   reloadBaselineAnnotation,
   restoreZone,
 } from '../../../plugin/vm/read-routing.ts';
-import { redactText } from '../../../plugin/vm/redact.ts';
+import { redactText } from '../../../plugin/kube/redact.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];

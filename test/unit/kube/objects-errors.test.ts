@@ -1,0 +1,39 @@
+// API errors become KubeErrors whose text can reach step messages, events and logs: what the API server quotes
+// back from a refused request (an invalid URL with its password, a token) must not survive into that text.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ApiException } from '@kubernetes/client-node';
+import { toKubeError } from '../../../plugin/kube/objects.ts';
+
+const refused = JSON.stringify({
+  kind: 'Status',
+  message:
+    'VMUser.operator.victoriametrics.com "vmauth-read" is invalid: spec.targetRefs[0].static.url: Invalid value: "http://reader:s3cret@vmselect:8481/select?authKey=k3y": bad, bearer_token: t0ken',
+  code: 422,
+});
+
+test('an API server refusal that quotes credentials keeps its meaning and loses the credentials', () => {
+  const error = toKubeError(
+    new ApiException(422, 'Unprocessable Entity', refused, {}),
+    'patching VMUser vm/vmauth-read',
+  );
+  assert.equal(error.kind, 'invalid');
+  for (const secret of ['s3cret', 'k3y', 't0ken', 'reader:'])
+    assert.ok(!error.message.includes(secret), error.message);
+  assert.match(
+    error.message,
+    /^patching VMUser vm\/vmauth-read: HTTP 422: .*spec\.targetRefs\[0\]\.static\.url: Invalid value/,
+  );
+  assert.match(error.message, /http:\/\/\*\*\*@vmselect:8481\/select\?authKey=\*\*\*/);
+});
+
+test('a transport error naming a URL with user info is redacted too', () => {
+  const error = toKubeError(
+    new Error('connect ECONNREFUSED for https://admin:pw@10.0.0.1:6443/apis'),
+    'listing VMCluster',
+  );
+  assert.equal(error.kind, 'unavailable');
+  assert.ok(!error.message.includes('admin:pw'), error.message);
+  assert.match(error.message, /https:\/\/\*\*\*@10\.0\.0\.1:6443/);
+});
