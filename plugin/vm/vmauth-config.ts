@@ -7,8 +7,8 @@
 
 import { isMap, isPair, isScalar, isSeq, type Node, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
 import { redactText, redactUrl } from '../kube/redact.ts';
+import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
 
 export type ConfigPath = (string | number)[];
 

@@ -5,8 +5,8 @@
 // or as a `static.url` / `static.urls` entry whose host is the zone's vmselect Service.
 
 import { z } from 'zod';
-import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
 import { redactText } from '../kube/redact.ts';
+import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
 
 export type TargetRef = Record<string, unknown>;
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
+import { redactText } from '../../../plugin/kube/redact.ts';
 import {
   defaultVmselectHosts,
   type ReadBalancerConfig,
@@ -14,7 +15,6 @@ import {
   reloadBaselineAnnotation,
   restoreZone,
 } from '../../../plugin/vm/read-routing.ts';
-import { redactText } from '../../../plugin/kube/redact.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];
