@@ -1,15 +1,18 @@
 // Every ending of a walk that no step finishes, under the real Argo Rollouts controller on the sandbox: promote
-// --full during a pause, a new revision (a new commit) during a pause, the template reverted to the stable one,
+// --full during a pause, a new revision (a new commit) during a pause and during a zone's health analysis, the
+// template reverted to the stable one,
 // the Rollout deleted mid-walk. Each must end with every zone serving reads from a healthy, known spec, released
 // and out of maintenance — finished by the plugin's background reconciler (plugin/zones/walk.ts). Reads go
 // through vmauth all along; a routed zone must never be unhealthy. One sandbox (3 zones) for the file.
 
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { CanaryStep } from '../../../plugin/zones/render.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import { repoRoot } from '../../sandbox/sandbox.ts';
 import {
   cluster,
   eventually,
@@ -35,6 +38,7 @@ const report: string[] = [];
 before(async () => {
   sandbox = await startSandbox({ zones: 3, podRestartSeconds: 2, plugin: true });
   kube = sandboxKube(sandbox);
+  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
 });
 
 after(async () => {
@@ -200,6 +204,70 @@ test('a new revision (a new commit) during the pause at zone-b: the walk starts 
     );
     report.push(
       `new revision mid-walk: every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after Healthy`,
+    );
+  });
+  assert.deepEqual(await offsets(), { 'zone-a': '9s', 'zone-b': '9s', 'zone-c': '9s' });
+  await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns]);
+});
+
+test('a new revision (a new commit) while zone-b’s health analysis runs: the run is terminated, the new walk takes zone-b over and every zone ends on the newest spec', async () => {
+  const name = 'superseded-in-analysis';
+  await healthyFirstRevision(name);
+  const withGates = (spec: ReturnType<typeof zoneSpec>) => stepsFor(spec, 'none', 'vmzones-zone-healthy');
+  const analysisOfZoneB = withGates(zoneSpec({})).findIndex(
+    (s, i, all) =>
+      'analysis' in s &&
+      i > 0 &&
+      'plugin' in (all[i - 1] ?? {}) &&
+      JSON.stringify(all[i - 1]).includes('zone-b'),
+  );
+  assert.ok(analysisOfZoneB > 0, 'the rendered steps have an analysis after zone-b’s apply');
+  await withProbes(async () => {
+    await startRollout(name, '8s', withGates);
+    const run = await eventually(
+      `${name}: zone-b's analysis running (step ${analysisOfZoneB})`,
+      async () => {
+        const s = await rolloutState(kube, name);
+        if (s.status.currentStepIndex !== analysisOfZoneB) return undefined;
+        const runs = await kube.list('argoproj.io/v1alpha1', 'AnalysisRun', ns);
+        const running = runs.find(
+          (r) =>
+            r.metadata.ownerReferences?.some((o) => o.name === name) &&
+            (r as { status?: { phase?: string } }).status?.phase === 'Running' &&
+            JSON.stringify((r as { spec?: unknown }).spec).includes('zone-b'),
+        );
+        return running?.metadata.name;
+      },
+      420_000,
+      1000,
+    );
+    await startRollout(name, '9s', withGates);
+    await eventually(
+      `${name}: the newest revision Healthy`,
+      async () => {
+        const s = await rolloutState(kube, name);
+        return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash
+          ? true
+          : undefined;
+      },
+      720_000,
+      1000,
+    );
+    const abandoned = (await kube.get({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'AnalysisRun',
+      namespace: ns,
+      name: run,
+    })) as {
+      status?: { phase?: string };
+    };
+    report.push(
+      `new revision during an analysis: run ${run} ended ${abandoned.status?.phase ?? '?'}; every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after Healthy`,
+    );
+    assert.notEqual(
+      abandoned.status?.phase,
+      'Running',
+      'the abandoned revision’s analysis must not keep running',
     );
   });
   assert.deepEqual(await offsets(), { 'zone-a': '9s', 'zone-b': '9s', 'zone-c': '9s' });

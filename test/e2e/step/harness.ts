@@ -68,8 +68,13 @@ export function zoneSpec(overrideSpec: object, extra: Partial<SpecDocument> = {}
   };
 }
 
-export function stepsFor(spec: SpecDocument, pauseBetweenZones: 'none' | 'manual'): CanaryStep[] {
-  return renderSteps(parseSpecDocument(stringify(spec)), { healthTemplate: '', pauseBetweenZones });
+/** The steps `vmzones render` writes; without a health template (the default here) no analysis runs. */
+export function stepsFor(
+  spec: SpecDocument,
+  pauseBetweenZones: 'none' | 'manual',
+  healthTemplate = '',
+): CanaryStep[] {
+  return renderSteps(parseSpecDocument(stringify(spec)), { healthTemplate, pauseBetweenZones });
 }
 
 let revisions = 0;
