@@ -2,7 +2,8 @@
 // --full during a pause, a new revision (a new commit) during a pause and during a zone's health analysis, the
 // template reverted to the stable one, the Rollout deleted mid-walk. Each must end with every zone serving reads
 // from a healthy, known spec, released and out of maintenance — finished by the plugin's background reconciler
-// (plugin/zones/walk.ts). Reads go through vmauth all along; a routed zone must never be unhealthy. One sandbox (3 zones) for the file.
+// (plugin/zones/walk.ts). Reads go through vmauth all along; a routed zone must never be unhealthy.
+// One sandbox (3 zones) for the file.
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
