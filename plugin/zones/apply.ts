@@ -12,7 +12,6 @@ import { describeCluster, leasedByOther } from './messages.ts';
 import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
 import {
   annotationValue,
-  changeRecords,
   describeHolder,
   fieldChanges,
   type RollbackRecord,
@@ -21,6 +20,7 @@ import {
   sameRollout,
   timestamp,
 } from './state.ts';
+import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
 import type { ZoneTarget } from './target.ts';
 import { loadCluster, patchCluster } from './vmcluster-state.ts';
 
@@ -64,7 +64,14 @@ function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boo
     changes.length === 0
       ? `zone ${target.config.zone}: ${name} already matches the overrides (generation ${record.generation}); nothing changed`
       : `zone ${target.config.zone}: ${name} changed at generation ${record.generation}: ${describeChanges(changes)}. The operator rolls it out; restoreReads waits until it is operational`;
-  return successful(replayed ? `${message} (already applied at ${record.appliedAt})` : message, status);
+  const chained =
+    record.overRevision === undefined
+      ? ''
+      : `; an undo goes back to stable revision ${record.stableRevision ?? '?'}'s values, past the unfinished walk of revision ${record.overRevision}`;
+  return successful(
+    replayed ? `${message}${chained} (already applied at ${record.appliedAt})` : `${message}${chained}`,
+    status,
+  );
 }
 
 export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
@@ -116,7 +123,17 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     appliedAt: timestamp(now),
     // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.
     generation: cluster.generation + (changes.length > 0 ? 1 : 0),
-    changes: changeRecords(changes),
+    changes: rollbackChanges(
+      changes,
+      (cluster.object.spec ?? {}) as JsonObject,
+      state.rollback,
+      target.who,
+      target.stableRevision,
+    ),
+    ...(target.stableRevision === undefined ? {} : { stableRevision: target.stableRevision }),
+    ...(overUnfinishedWalk(state.rollback, target.who, target.stableRevision)
+      ? { overRevision: state.rollback.revision }
+      : {}),
     reads: target.reads,
     drainGracePeriod: target.drainGracePeriod,
     vmagents: target.vmagents,

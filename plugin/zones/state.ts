@@ -70,6 +70,10 @@ const rollbackSchema = z.object({
   changes: z.array(
     z.object({ path: z.array(z.string()), before: jsonValue.optional(), after: jsonValue.optional() }),
   ),
+  /** The Rollout's stable revision when the change was applied (zones/superseded-changes.ts). */
+  stableRevision: z.string().optional(),
+  /** The unfinished walk this change was made over, whose "before" values the changes carry. */
+  overRevision: z.string().optional(),
   requestedAt: z.string().optional(),
   revertedAt: z.string().optional(),
   ...readsFields,

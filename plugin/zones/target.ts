@@ -61,6 +61,8 @@ export interface ZoneTarget {
   /** The VMAgents that write to the zones. */
   vmagents: string[];
   who: RolloutIdentity;
+  /** The Rollout's `status.stableRS`: the revision a rollback goes back to. */
+  stableRevision: string | undefined;
 }
 
 export function vmagentsOf(spec: ZoneSpecDocument): string[] {
@@ -140,5 +142,6 @@ export function resolveTarget(
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     vmagents: vmagentsOf(spec),
     who: rolloutIdentity(rollout),
+    stableRevision: rollout.status.stableRS,
   };
 }

@@ -445,3 +445,77 @@ test('events on the Rollout and the VMCluster for each transition, once even whe
     ['ZoneDrained Rollout', 'ZoneChanged Rollout', 'ZoneWalkEnded Rollout', 'ZoneFinished Rollout'],
   );
 });
+
+/** A new commit: the Rollout's template carries `version`, its walk starts again at step 0. */
+function newRevision(kube: MemoryCluster, revision: string, version: string): void {
+  kube.put(
+    rolloutObject(
+      'walk',
+      { currentPodHash: revision, stableRS: stable, currentStepIndex: 0 },
+      specDocument({ clusterVersion: version }),
+    ),
+  );
+}
+
+test('after a superseded walk, the new walk records how to get back to the stable spec, and a Git revert gets there', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  assert.equal((await step('zone-a', 'restoreReads')).phase, 'Successful');
+  await drainAndApply(step, 'zone-b');
+  newRevision(kube, 'rev-r2', 'v1.153.0-cluster');
+  await untilSettled(reconciler);
+  assert.equal(kube.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
+
+  await drainAndApply(step, 'zone-a');
+  const record = stateOf(kube, 'zone-a').rollback;
+  assert.equal(record?.overRevision, revisionR);
+  assert.deepEqual(record?.changes, [
+    { path: ['clusterVersion'], before: 'v1.151.0-cluster', after: 'v1.153.0-cluster' },
+  ]);
+  assert.equal((await step('zone-a', 'restoreReads')).phase, 'Successful');
+
+  // The template goes back to the stable one: every zone either walk changed goes back to the stable spec.
+  kube.setStatus('Rollout', 'walk', { currentPodHash: stable, currentStepIndex: 9 });
+  await untilSettled(reconciler, 30);
+  for (const zone of ['zone-a', 'zone-b', 'zone-c']) {
+    assert.equal(kube.getStored('VMCluster', `vm-${zone}`).spec?.clusterVersion, 'v1.151.0-cluster', zone);
+    assert.equal(stateOf(kube, zone).lease, undefined, `${zone} released`);
+  }
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+});
+
+test('an abort of the new walk takes a zone the superseded walk changed back to the stable spec', async () => {
+  const { kube, step, reconciler } = setup();
+  await drainAndApply(step, 'zone-a');
+  newRevision(kube, 'rev-r2', 'v1.153.0-cluster');
+  await untilSettled(reconciler);
+  await drainAndApply(step, 'zone-a');
+  kube.setStatus('Rollout', 'walk', { abort: true });
+  for (const action of ['apply', 'drainReads']) {
+    const aborted = await step('zone-a', action, 'abort');
+    assert.notEqual(aborted.phase, 'Failed', aborted.message);
+  }
+  await untilSettled(reconciler, 30);
+  assert.equal(kube.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion, 'v1.151.0-cluster');
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
+});
+
+test('a walk that became stable is not chained: the next walk undoes only its own change', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  assert.equal((await step('zone-a', 'restoreReads')).phase, 'Successful');
+  // revision R finished and became stable; the next commit walks from it.
+  kube.put(
+    rolloutObject(
+      'walk',
+      { currentPodHash: 'rev-r2', stableRS: revisionR, currentStepIndex: 0 },
+      specDocument({ clusterVersion: 'v1.153.0-cluster' }),
+    ),
+  );
+  await drainAndApply(step, 'zone-a');
+  const record = stateOf(kube, 'zone-a').rollback;
+  assert.equal(record?.overRevision, undefined);
+  assert.deepEqual(record?.changes, [
+    { path: ['clusterVersion'], before: 'v1.152.0-cluster', after: 'v1.153.0-cluster' },
+  ]);
+});
