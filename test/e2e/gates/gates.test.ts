@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -543,4 +543,107 @@ test('through the real controller: a terminated run ends a waiting gate Inconclu
   assert.equal(last?.message, 'Metric Terminated');
   assert.equal(JSON.parse(last?.value ?? '{}').gate, 'vmagentQueueDrained', 'the last figures are kept');
   assert.equal(run.status?.phase, 'Inconclusive');
+});
+
+/** Pids of this sandbox's vmagent processes (the simulated operator plays its Deployment's pod with one). */
+function vmagentPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv[0] === sandbox.state.binaries.vmagent && argv.some((a) => a.includes(sandbox.state.stateDir)))
+        pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+test('a vmagent restarted mid-gate (its counters reset) is not drained until fresh rounds after the restart', async () => {
+  const name = 'gates-vmagent-restart';
+  const agentUrl = sandbox.endpoint('VMAgent', 'vmagent').url;
+  await sandbox.kubectl.apply([
+    {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'AnalysisRun',
+      metadata: { name, namespace: ns },
+      spec: {
+        metrics: [
+          {
+            name: 'drained',
+            provider: {
+              plugin: {
+                'vmzones/gates': {
+                  gate: 'vmagentQueueDrained',
+                  vmcluster: 'vm-zone-b',
+                  vmagent: 'vmagent',
+                  consecutiveRounds: 3,
+                  roundSpacing: '2s',
+                  timeout: '5m',
+                },
+              },
+            },
+          },
+        ],
+      },
+    },
+  ]);
+  const lastMeasurement = async () =>
+    (
+      await sandbox.kubectl.getJson<AnalysisRunJson>(['analysisrun', name, '-n', ns])
+    ).status?.metricResults?.[0]?.measurements?.at(-1);
+  let message = '';
+  await eventually(
+    'the gate counting good rounds',
+    async () => {
+      const last = await lastMeasurement();
+      message = `${last?.phase ?? 'no measurement'}: ${last?.message ?? ''}`;
+      return last?.phase === 'Running' && /looks drained in [12] of the 3/.test(last.message ?? '')
+        ? true
+        : undefined;
+    },
+    180_000,
+    500,
+  ).catch((error: unknown) => assert.fail(`${String(error)}; last measurement ${message}`));
+  const killed = vmagentPids();
+  assert.equal(killed.length, 1, 'one vmagent process plays the VMAgent pod');
+  for (const pid of killed) process.kill(pid, 'SIGKILL');
+  const killedAt = Date.now();
+  // The simulated operator notices the dead process on its next resync (≤ 15 s) and starts it again; the new
+  // process's counters start from 0.
+  const seen: { at: number; phase: string | undefined }[] = [];
+  const restartedAt = await eventually(
+    'vmagent answering again after the restart',
+    async () => {
+      seen.push({ at: Date.now(), phase: (await lastMeasurement())?.phase });
+      const pids = vmagentPids();
+      if (pids.length === 0 || pids.some((p) => killed.includes(p))) return undefined;
+      return (await rawQueue(agentUrl, 1).catch(() => undefined)) === undefined ? undefined : Date.now();
+    },
+    60_000,
+    500,
+  );
+  const run = await eventually(
+    'the run to finish',
+    async () => {
+      const ar = await sandbox.kubectl.getJson<AnalysisRunJson>(['analysisrun', name, '-n', ns]);
+      return ['', 'Running'].includes(ar.status?.phase ?? '') ? undefined : ar;
+    },
+    180_000,
+  );
+  const last = run.status?.metricResults?.[0]?.measurements?.at(-1);
+  assert.equal(run.status?.phase, 'Successful', last?.message);
+  assert.deepEqual(
+    seen.filter((s) => s.phase === 'Successful'),
+    [],
+    'drained reported while vmagent was down or had just restarted',
+  );
+  const figures = JSON.parse(last?.value ?? '{}') as { agents?: Record<string, { windowStart?: string }> };
+  const windowStart = Date.parse(figures.agents?.vmagent?.windowStart ?? '');
+  assert.ok(
+    windowStart >= restartedAt - 2_000,
+    `the counted rounds (from ${figures.agents?.vmagent?.windowStart}) all came after vmagent restarted (${new Date(restartedAt).toISOString()}; killed ${new Date(killedAt).toISOString()})`,
+  );
 });
