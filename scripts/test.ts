@@ -1,7 +1,7 @@
 // `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests, the sandbox build
 // (cached), each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default
-// 2). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
-// ports), and most of a sandbox phase's time is waiting on controllers, so two lanes share the 2 cores well.
+// 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
+// ports), and most of a sandbox phase's time is waiting on controllers, so three lanes share the 2 cores well.
 // The longest phases (by the durations the previous run on this machine recorded) start first. A parallel phase's output is
 // kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so phases don't
 // interleave. Each phase's duration is printed as it ends, then a table of all phases; closing line:
@@ -34,7 +34,7 @@ interface Outcome {
 
 const node = process.execPath;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '2') || 1);
+const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '3') || 1);
 const logDir = '.cache/test-logs';
 // Kept beside the build cache, so a fresh clone on the same machine still starts the longest phases first.
 const durationsFile = join(
