@@ -2,9 +2,9 @@
 // (cached), each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default
 // 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
 // ports), and most of a sandbox phase's time is waiting on controllers, so three lanes share the 2 cores well.
-// The longest phases (by the durations the previous run on this machine recorded) start first. A parallel phase's output is
-// kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so phases don't
-// interleave. Each phase's duration is printed as it ends, then a table of all phases; closing line:
+// The longest phases (by the durations the previous run on this machine recorded) start first. A parallel
+// phase's output is kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so
+// phases don't interleave. Each phase's duration is printed as it ends, then a table of all phases; closing line:
 // `npm test: N passed, M failed` (tests of node's runner and of the conformance suite, summed). Every phase
 // runs even after a failure; the exit code is non-zero when any failed.
 
