@@ -1,5 +1,5 @@
-// go-peer drives a TypeScript go-plugin server (test/unit/goplugin/fixtures/echo-plugin.ts) the way the
-// Argo Rollouts controller drives its plugins: hashicorp/go-plugin v1.8.0's client (net/rpc over yamux),
+// go-peer drives a TypeScript go-plugin server (test/fixtures/fixture-plugin.ts, its EchoPlugin service) the
+// way the Argo Rollouts controller drives its plugins: hashicorp/go-plugin v1.8.0's client (net/rpc over yamux),
 // plus hand-rolled sessions that check behaviour go-plugin's client does not expose (yamux pings,
 // protocol violations, exit codes). It prints "PASS <check>" / "FAIL <check>: <why>" lines and
 // "METRIC <name>=<value>" lines, and exits 1 if any check failed.
@@ -63,7 +63,7 @@ func (echoPlugin) Client(_ *plugin.MuxBroker, c *rpc.Client) (interface{}, error
 
 var (
 	nodePath    = flag.String("node", "", "Node 24 binary")
-	fixturePath = flag.String("fixture", "", "echo plugin entry (.ts or .mjs)")
+	fixturePath = flag.String("fixture", "", "fixture plugin entry (.ts or .mjs)")
 	failures    = 0
 	wedged      = false
 )
@@ -114,7 +114,7 @@ func randomBytes(n int) []byte {
 func main() {
 	flag.Parse()
 	if *nodePath == "" || *fixturePath == "" {
-		fmt.Fprintln(os.Stderr, "usage: go-peer -node <node24> -fixture <echo-plugin.ts>")
+		fmt.Fprintln(os.Stderr, "usage: go-peer -node <node24> -fixture <fixture-plugin.ts>")
 		os.Exit(2)
 	}
 	gob.Register(EchoArgs{})

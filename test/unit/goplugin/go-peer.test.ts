@@ -1,5 +1,5 @@
 // Real-peer test: builds test/go-peer (hashicorp/go-plugin v1.8.0 + yamux v0.1.2) and lets it drive the
-// echo fixture plugin through the same client code the Argo Rollouts controller uses. Go is required:
+// fixture plugin (test/fixtures/fixture-plugin.ts, its EchoPlugin service) through the same client code the Argo Rollouts controller uses. Go is required:
 // without it this test fails, it does not skip.
 
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const peerSource = join(repo, 'test/go-peer');
 const peerBinary = join(repo, '.cache/go-peer/go-peer');
-const fixture = join(repo, 'test/unit/goplugin/fixtures/echo-plugin.ts');
+const fixture = join(repo, 'test/fixtures/fixture-plugin.ts');
 
 function run(
   command: string,
@@ -97,7 +97,7 @@ describe('go-plugin transport against the real Go client', () => {
 
     // go-plugin's client re-logs the plugin's stderr; a JSON line with a valid 6-digit @timestamp keeps
     // its level and message, anything else would be logged as a raw [DEBUG] line.
-    assert.match(result.stderr, /\[WARN\] +plugin\.node: echo plugin starting:/);
+    assert.match(result.stderr, /\[WARN\] +plugin\.node: fixture plugin starting:/);
     // Kill was graceful (Quit answered, process gone before the 2 s deadline).
     assert.doesNotMatch(result.stderr, /plugin failed to exit gracefully/);
     for (const line of lines.filter((l) => l.startsWith('METRIC '))) console.log(line);
