@@ -9,7 +9,7 @@
 //   remote-write queues is the one it had at the start.
 // - Across the window, every pod delivered something (2xx requests or bytes sent grew), unless the gate is
 //   configured for "no ingestion expected": pending == 0 proves nothing while a sender retries a block it
-//   took off the queue (§4.3).
+//   took off the queue (same section).
 // - Any growth of a drop counter at any time → `dataLost`, a verdict of its own: waiting longer won't help.
 //
 // Rounds are judged as given; the caller decides which rounds count (e.g. only those after the zone became

@@ -14,7 +14,7 @@ import (
 	"vmzones/test/conformance/payloads"
 )
 
-// Facts about encoding/gob that the protocol doc states and the TS codec relies on, checked with
+// Facts about encoding/gob that docs/protocol.md ("Wire facts") states and the TS codec relies on, checked with
 // the real Go encoder/decoder.
 
 // TestGobDropsQuantityMagnitude: resource.Quantity has no GobEncoder/BinaryMarshaler and only one
@@ -91,10 +91,10 @@ func gobInt(t *testing.T, b []byte) (int64, int) {
 	return int64(u >> 1), width
 }
 
-// TestGobFramesInterfaceBodiesAsTheDocSays checks protocol doc §5.7 with Go's own encoder: the
-// first Plugin.Run body on a stream is split into several messages, the first holding the interface
-// name and the first type definition, the last holding the concrete type id and the value; the
-// second body on the same stream is one message.
+// TestGobFramesInterfaceBodiesAsTheDocSays checks docs/protocol.md ("Interface bodies split across
+// messages") with Go's own encoder: the first Plugin.Run body on a stream is split into several
+// messages, the first holding the interface name and the first type definition, the last holding the
+// concrete type id and the value; the second body on the same stream is one message.
 func TestGobFramesInterfaceBodiesAsTheDocSays(t *testing.T) {
 	var buf bytes.Buffer
 	encoder := gob.NewEncoder(&buf)
@@ -133,7 +133,8 @@ func TestGobFramesInterfaceBodiesAsTheDocSays(t *testing.T) {
 	}
 }
 
-// TestGobSmallBodiesMatchTheDoc checks the byte strings of protocol doc §4.5 with Go's encoder.
+// TestGobSmallBodiesMatchTheDoc checks the byte strings of docs/protocol.md ("net/rpc: the first call, byte
+// by byte") with Go's encoder.
 func TestGobSmallBodiesMatchTheDoc(t *testing.T) {
 	encode := func(v any) []byte {
 		var buf bytes.Buffer
@@ -161,8 +162,8 @@ func TestGobSmallBodiesMatchTheDoc(t *testing.T) {
 	}
 }
 
-// TestGobPointerTimeFieldsHaveNamelessWireType: protocol doc §6 says *metav1.Time travels as a
-// GobEncoderT named "Time". Go actually describes a pointer field's type with a GobEncoderT whose
+// TestGobPointerTimeFieldsHaveNamelessWireType: the write-up we started from said *metav1.Time travels as a
+// GobEncoderT named "Time" (docs/protocol.md, correction 2). Go actually describes a pointer field's type with a GobEncoderT whose
 // CommonType has no Name (reflect's Name() of a pointer type is ""), so decoders must recognise
 // times by the 15/16-byte layout in any GobEncoderT, not by the name.
 func TestGobPointerTimeFieldsHaveNamelessWireType(t *testing.T) {

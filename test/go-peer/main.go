@@ -138,7 +138,7 @@ func fixtureCommand(extraEnv ...string) *exec.Cmd {
 	return cmd
 }
 
-// goPluginClient uses go-plugin's client with the controller's ClientConfig (protocol doc §1.3).
+// goPluginClient uses go-plugin's client with the controller's ClientConfig (docs/protocol.md, "The controller's plugin client").
 func goPluginClient(network string) {
 	prefix := "goplugin-" + network + "/"
 	wedged = false

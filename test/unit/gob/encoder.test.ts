@@ -1,5 +1,6 @@
-// The encoder: byte-exact against the hand-derived examples of the protocol doc (§4.5, §5.2, §6.1), and
-// accepted by Go's encoding/gob, which must decode the intended Go values (test/vectors/gob decode-check).
+// The encoder: byte-exact against the worked examples of docs/protocol.md ("Wire facts": the first call byte by
+// byte, gob primitive encodings, Go and Kubernetes types, a Measurement reply, a step Run reply), and accepted by
+// Go's encoding/gob, which must decode the intended Go values (test/vectors/gob decode-check).
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -16,7 +17,7 @@ import {
 import { goDecode } from './go-vectors.ts';
 import { fromTagged } from './tagged.ts';
 
-/** Bytes from the doc's notation: hex pairs and "quoted ASCII". */
+/** Bytes from docs/protocol.md's notation: hex pairs and "quoted ASCII". */
 function docBytes(text: string): Uint8Array {
   const out: number[] = [];
   for (const token of text.match(/"[^"]*"|[0-9A-Fa-f]{2}/g) ?? []) {
@@ -114,8 +115,8 @@ const inner: GobSchema = {
 };
 const t1700000000 = encodeGoTime({ unixSeconds: 1700000000n, nanos: 0, offsetSeconds: null });
 
-describe('byte-exact against the protocol doc', () => {
-  it('§4.5: InitPlugin reply (Response typedef, header, RpcError typedef, RpcError{})', () => {
+describe('byte-exact against docs/protocol.md', () => {
+  it('the first call: InitPlugin reply (Response typedef, header, RpcError typedef, RpcError{})', () => {
     const e = new GobEncoder();
     const header = e.encode(responseHeader, { ServiceMethod: 'Plugin.InitPlugin' });
     const body = e.encode(rpcError, {});
@@ -135,7 +136,7 @@ describe('byte-exact against the protocol doc', () => {
           01 0B 45 72 72 6F 72 53 74 72 69 6E 67 01 0C 00 00 00   03 FF 84 00`),
       ),
     );
-    // The table of §4.5, continuing on the same stream (ids 65 and 66 known, 67 next).
+    // The table of other small messages, continuing on the same stream (ids 65 and 66 known, 67 next).
     assert.equal(
       hex(e.encode(rpcError, { ErrorString: 'boom' })),
       hex(docBytes('09 FF 84 01 04 62 6F 6F 6D 00')),
@@ -160,7 +161,7 @@ describe('byte-exact against the protocol doc', () => {
     );
   });
 
-  it('§4.5: singleton bodies', () => {
+  it('the first call: singleton bodies', () => {
     const e = new GobEncoder();
     assert.equal(hex(e.encode({ kind: 'uint' }, 1)), '03 06 00 01');
     assert.equal(hex(e.encode({ kind: 'bool' }, true)), '03 02 00 01');
@@ -173,7 +174,7 @@ describe('byte-exact against the protocol doc', () => {
     assert.equal(hex(e.encode(str, '')), '03 0C 00 00');
   });
 
-  it('§5.2: primitive encodings', () => {
+  it('gob primitive encodings', () => {
     const e = new GobEncoder();
     const single = (schema: GobSchema, v: unknown) => hex(e.encode(schema, v).subarray(3));
     assert.equal(single({ kind: 'uint' }, 256), 'FE 01 00');
@@ -188,13 +189,13 @@ describe('byte-exact against the protocol doc', () => {
     assert.equal(single({ kind: 'int' }, -(2n ** 63n)), 'F8 FF FF FF FF FF FF FF FF');
   });
 
-  it('§6.1: time.Time binary of 2023-11-14T22:13:20Z in UTC', () => {
+  it('time layout: time.Time binary of 2023-11-14T22:13:20Z in UTC', () => {
     assert.equal(hex(t1700000000), '01 00 00 00 0E DC E5 E8 00 00 00 00 00 FF FF');
   });
 });
 
 describe('Go decodes the doc examples and the encoder output to the same Go values', () => {
-  it('§6.2 Measurement reply', () => {
+  it('a Measurement reply', () => {
     const doc = docBytes(`10 FF 8B 05 01 01 04 54 69 6D 65 01 FF 8C 00 00 00
       0E FF 8D 04 01 02 FF 8E 00 01 0C 01 0C 00 00
       74 FF 8F 03 01 01 0B "Measurement" 01 FF 90 00 01 07
@@ -224,7 +225,7 @@ describe('Go decodes the doc examples and the encoder output to the same Go valu
     assert.deepStrictEqual(a.StartedAt, b.StartedAt);
   });
 
-  it('§6.3 step Run reply (after the RpcError definition of §4.5)', () => {
+  it('a step Run reply (after the RpcError definition of the InitPlugin reply)', () => {
     const rpcErrorDef = docBytes(`26 FF 83 03 01 01 08 52 70 63 45 72 72 6F 72 01 FF 84 00 01 01
       01 0B 45 72 72 6F 72 53 74 72 69 6E 67 01 0C 00 00 00   03 FF 84 00`);
     const doc = docBytes(`4D FF 87 03 01 01 0D "RpcStepResult" 01 FF 88 00 01 04
@@ -258,7 +259,7 @@ describe('Go decodes the doc examples and the encoder output to the same Go valu
     });
   });
 
-  it('§4.5 InitPlugin request as the controller sends it', () => {
+  it('the first call: InitPlugin request as the controller sends it', () => {
     const doc = docBytes(`2F FF 81 03 01 01 07 52 65 71 75 65 73 74 01 FF 82 00 01 02
       01 0D 53 65 72 76 69 63 65 4D 65 74 68 6F 64 01 0C 00  01 03 53 65 71 01 06 00 00 00
       16 FF 82 01 11 "Plugin.InitPlugin" 00

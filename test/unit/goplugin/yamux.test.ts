@@ -62,7 +62,7 @@ describe('yamux framing', () => {
       [...encodeFrameHeader(FrameType.WindowUpdate, Flag.ACK, 7, 0)],
       [0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00],
     );
-    // Data, stream 7, 75 payload bytes (protocol doc §3.7).
+    // Data, stream 7, 75 payload bytes (docs/protocol.md, "yamux: the InitPlugin request frame").
     assert.deepEqual(
       [...encodeFrameHeader(FrameType.Data, 0, 7, 75)],
       [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x4b],
