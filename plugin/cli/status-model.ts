@@ -6,58 +6,18 @@
 import { z } from 'zod';
 import type { KubeObject } from '../kube/objects.ts';
 import { deriveZoneStates, type ZoneStateName } from '../observe/zone-states.ts';
+import {
+  type RolloutObject,
+  rolloutObjectSchema,
+  rolloutShapeProblem,
+  type StepPluginStatus,
+} from '../rollouts/rollout-object.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import type { ZoneAction } from '../zones/actions.ts';
 import { parseSpecDocument, specAnnotation, type ZoneSpecDocument } from '../zones/spec.ts';
 import { StateError, zoneState } from '../zones/state.ts';
 import { InputError } from './io.ts';
 import { classifyStep } from './walk-steps.ts';
-
-const stepPluginStatusSchema = z.object({
-  index: z.number().int().optional(),
-  name: z.string().optional(),
-  operation: z.string().optional(),
-  phase: z.string().optional(),
-  message: z.string().optional(),
-  startedAt: z.string().optional(),
-  updatedAt: z.string().optional(),
-});
-
-/** The parts of a Rollout (as the API server returns it) that the status command reads. */
-export const statusRolloutSchema = z.object({
-  metadata: z.object({
-    name: z.string(),
-    namespace: z.string(),
-    uid: z.string().optional(),
-    generation: z.number().optional(),
-  }),
-  spec: z
-    .object({
-      template: z
-        .object({
-          metadata: z.object({ annotations: z.record(z.string(), z.string()).optional() }).optional(),
-        })
-        .optional(),
-      strategy: z
-        .object({ canary: z.object({ steps: z.array(z.unknown()).optional() }).optional() })
-        .optional(),
-    })
-    .optional(),
-  status: z
-    .object({
-      currentStepIndex: z.number().int().optional(),
-      currentPodHash: z.string().optional(),
-      stableRS: z.string().optional(),
-      phase: z.string().optional(),
-      message: z.string().optional(),
-      abort: z.boolean().optional(),
-      /** Argo Rollouts writes the generation it acted on as a string. */
-      observedGeneration: z.union([z.string(), z.number()]).optional(),
-      canary: z.object({ stepPluginStatuses: z.array(stepPluginStatusSchema).optional() }).optional(),
-    })
-    .optional(),
-});
-export type StatusRollout = z.infer<typeof statusRolloutSchema>;
 
 const measurementSchema = z.object({
   phase: z.string().optional(),
@@ -180,19 +140,14 @@ export interface StatusInput {
 export class StatusError extends InputError {}
 
 /** The Rollout, or a StatusError naming what is wrong with it. */
-export function parseStatusRollout(value: unknown): StatusRollout {
-  const parsed = statusRolloutSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new StatusError(
-      `the Rollout is not what Argo Rollouts writes (${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''})`,
-    );
-  }
+export function parseStatusRollout(value: unknown): RolloutObject {
+  const parsed = rolloutObjectSchema.safeParse(value);
+  if (!parsed.success) throw new StatusError(rolloutShapeProblem(parsed.error));
   return parsed.data;
 }
 
 /** The spec document of the Rollout's pod template (where the plugin reads it). */
-export function rolloutSpec(rollout: StatusRollout): ZoneSpecDocument {
+export function rolloutSpec(rollout: RolloutObject): ZoneSpecDocument {
   const text = rollout.spec?.template?.metadata?.annotations?.[specAnnotation];
   const id = `${rollout.metadata.namespace}/${rollout.metadata.name}`;
   if (text === undefined) {
@@ -232,7 +187,7 @@ function stepKind(step: unknown): ZoneProgress['doing'] {
   return step === undefined ? undefined : 'other';
 }
 
-function outcomeOf(rollout: StatusRollout, total: number): WalkOutcome {
+function outcomeOf(rollout: RolloutObject, total: number): WalkOutcome {
   const status = rollout.status ?? {};
   if (status.abort === true) return 'aborted';
   if (status.phase === 'Degraded') return 'degraded';
@@ -288,14 +243,12 @@ function gateReading(run: AnalysisRunObject): GateReadingView {
   };
 }
 
-type StepStatus = z.infer<typeof stepPluginStatusSchema>;
-
 /** The newest step status among the zone's steps (Abort and Terminate entries too). */
 function latestStepStatus(
-  statuses: readonly StepStatus[],
+  statuses: readonly StepPluginStatus[],
   indices: readonly number[],
-): StepStatus | undefined {
-  let best: StepStatus | undefined;
+): StepPluginStatus | undefined {
+  let best: StepPluginStatus | undefined;
   for (const s of statuses) {
     if (!indices.includes(s.index ?? -1)) continue;
     const at = s.updatedAt ?? s.startedAt ?? '';

@@ -5,6 +5,11 @@
 
 import { z } from 'zod';
 import type { KubeObject } from '../kube/objects.ts';
+import {
+  canaryPluginStepSchema,
+  type RolloutObject,
+  rolloutObjectSchema,
+} from '../rollouts/rollout-object.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from '../vm/vmcluster.ts';
 import { maintenanceOf } from '../zones/maintenance.ts';
 import { parseSpecDocument, specAnnotation } from '../zones/spec.ts';
@@ -28,42 +33,6 @@ export const zoneStateNames = [
   'unknown',
 ] as const;
 export type ZoneStateName = (typeof zoneStateNames)[number];
-
-/** The parts of a Rollout this module reads (the API returns more). */
-export const rolloutSchema = z.object({
-  metadata: z.object({ name: z.string(), namespace: z.string(), uid: z.string().optional() }),
-  spec: z
-    .object({
-      template: z
-        .object({
-          metadata: z.object({ annotations: z.record(z.string(), z.string()).optional() }).optional(),
-        })
-        .optional(),
-      strategy: z
-        .object({
-          canary: z
-            .object({
-              steps: z
-                .array(
-                  z.object({
-                    plugin: z.object({ name: z.string().optional(), config: z.unknown() }).optional(),
-                  }),
-                )
-                .optional(),
-            })
-            .optional(),
-        })
-        .optional(),
-    })
-    .optional(),
-  status: z
-    .object({
-      currentStepIndex: z.number().optional(),
-      abort: z.boolean().optional(),
-    })
-    .optional(),
-});
-export type RolloutObject = z.infer<typeof rolloutSchema>;
 
 const stepConfigSchema = z.object({ zone: z.string(), action: z.string() });
 
@@ -134,7 +103,9 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
 /** The vmzones/step config of the holder's current step, when it is one. */
 function currentStep(rollout: RolloutObject | undefined): z.infer<typeof stepConfigSchema> | undefined {
   if (rollout === undefined || rollout.status?.abort === true) return undefined;
-  const step = rollout.spec?.strategy?.canary?.steps?.[rollout.status?.currentStepIndex ?? 0];
+  const step = canaryPluginStepSchema.safeParse(
+    rollout.spec?.strategy?.canary?.steps?.[rollout.status?.currentStepIndex ?? 0],
+  ).data;
   if (step?.plugin?.name !== stepPluginType) return undefined;
   const parsed = stepConfigSchema.safeParse(step.plugin.config);
   return parsed.success ? parsed.data : undefined;
@@ -189,7 +160,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
   const problems: string[] = [];
   const rollouts: RolloutObject[] = [];
   for (const item of input.rollouts) {
-    const parsed = rolloutSchema.safeParse(item);
+    const parsed = rolloutObjectSchema.safeParse(item);
     if (parsed.success) rollouts.push(parsed.data);
     else problems.push(`a listed Rollout has an unexpected shape (${parsed.error.issues[0]?.message})`);
   }
