@@ -6,6 +6,7 @@ import type { KubeObjects } from '../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../plugin/vm/vmcluster.ts';
 import { cluster } from '../e2e/step/harness.ts';
 import type { Sandbox } from '../sandbox/helper.ts';
+import { exportedSeqs } from '../sandbox/loadgen-client.ts';
 
 export interface ZoneWindow {
   zone: string;
@@ -25,26 +26,6 @@ export interface RunFigures {
   /** Per zone: sequence numbers of the load generator's stream missing in the zone, within the walk's window. */
   samplesLost: Record<string, number>;
   samplesChecked: number;
-}
-
-export interface LoadgenStatus {
-  lastSeq: number;
-  sent: number;
-  failed: number;
-}
-
-export async function loadgenStatus(sandbox: Sandbox): Promise<LoadgenStatus> {
-  return (await (await fetch(sandbox.state.loadgenUrl ?? '')).json()) as LoadgenStatus;
-}
-
-async function exportedSeqs(zoneUrl: string): Promise<Set<number>> {
-  const match = encodeURIComponent('vmzones_sandbox_seq{series="0"}');
-  const text = await (await fetch(`${zoneUrl}/api/v1/export?match[]=${match}`)).text();
-  const seqs = new Set<number>();
-  for (const line of text.split('\n').filter(Boolean)) {
-    for (const v of (JSON.parse(line) as { values: number[] }).values) seqs.add(v);
-  }
-  return seqs;
 }
 
 /**

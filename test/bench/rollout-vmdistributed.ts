@@ -12,16 +12,11 @@ import type { KubeObject } from '../../plugin/kube/objects.ts';
 import { vmApiVersion } from '../../plugin/vm/vmcluster.ts';
 import { cluster, sandboxKube, startReadProber } from '../e2e/step/harness.ts';
 import type { Sandbox } from '../sandbox/helper.ts';
+import { loadgenStatus } from '../sandbox/loadgen-client.ts';
 import { vmagentName } from '../sandbox/manifests.ts';
 import { freePort, isPortFree } from '../sandbox/ports.ts';
 import { startDaemon, stopDaemon } from '../sandbox/processes.ts';
-import {
-  loadgenStatus,
-  operationalAtGeneration,
-  type RunFigures,
-  samplesLost,
-  seconds,
-} from './rollout-sandbox.ts';
+import { operationalAtGeneration, type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
 import { benchChange, benchZones, waitFor } from './rollout-vmzones.ts';
 
 const ns = 'vm';

@@ -19,9 +19,10 @@ import {
   zoneSpec,
 } from '../e2e/step/harness.ts';
 import type { Sandbox } from '../sandbox/helper.ts';
+import { loadgenStatus } from '../sandbox/loadgen-client.ts';
 import { readUser, vmagentName, vmauthName } from '../sandbox/manifests.ts';
 import { repoRoot } from '../sandbox/sandbox.ts';
-import { loadgenStatus, type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
+import { type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
 import type { TimelineRecords, ZoneObservations } from './rollout-timeline.ts';
 
 export const benchZones = [

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { eventually } from './eventually.ts';
 import { type Sandbox, startSandbox } from './helper.ts';
+import { exportedSeqs, loadgenStatus } from './loadgen-client.ts';
 import { vmagentName, vmNamespace } from './manifests.ts';
 import { isAlive } from './processes.ts';
 
@@ -92,16 +93,6 @@ function pendingBytes(metrics: string, index: number): number {
   return Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-async function exportedSeqs(zoneUrl: string): Promise<Set<number>> {
-  const url = `${zoneUrl}/api/v1/export?match[]=${encodeURIComponent('vmzones_sandbox_seq{series="0"}')}`;
-  const text = await (await fetch(url)).text();
-  const seqs = new Set<number>();
-  for (const line of text.split('\n').filter(Boolean)) {
-    for (const v of (JSON.parse(line) as { values: number[] }).values) seqs.add(v);
-  }
-  return seqs;
-}
-
 test('a VMCluster change restarts its zone; vmagent queues for it, then drains with no sample lost', async () => {
   const zone = sandbox.state.zones[0]!;
   const agentUrl = sandbox.endpoint('VMAgent', vmagentName).url;
@@ -122,8 +113,6 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
   /** The load generator's last accepted sample when a read first failed: a sample vmagent had to queue. */
   let seqWhileDown: number | undefined;
   let maxPending = 0;
-  const loadgenStatus = async () =>
-    (await (await fetch(sandbox.state.loadgenUrl!)).json()) as { lastSeq: number; failed: number };
   const done = await eventually(
     'the zone to restart and its queue to drain',
     async () => {
@@ -136,7 +125,7 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
       const read = await fetch(`${before.url}/api/v1/query?query=1`).catch(() => undefined);
       if (!read?.ok && !sawZoneDown) {
         sawZoneDown = true;
-        seqWhileDown = (await loadgenStatus()).lastSeq;
+        seqWhileDown = (await loadgenStatus(sandbox)).lastSeq;
       }
       const pending = pendingBytes(await (await fetch(`${agentUrl}/metrics`)).text(), 1);
       maxPending = Math.max(maxPending, pending);
@@ -156,7 +145,7 @@ test('a VMCluster change restarts its zone; vmagent queues for it, then drains w
   assert.ok(after.args.includes('-search.latencyOffset=5s'), 'with the new flag');
 
   // Every sample the load generator pushed before the restart ended reached the zone.
-  const loadgen = await loadgenStatus();
+  const loadgen = await loadgenStatus(sandbox);
   const upTo = loadgen.lastSeq - 3;
   // What the wait below cannot vouch for: that the range it checks is the one that matters. It must
   // reach past the outage (samples queued while the zone was down), and no batch may have been lost

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { exportedSeqs } from '../../sandbox/loadgen-client.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import { eventually, gateMetric, measure, providerFor, type Reading, rawQueue } from './support.ts';
 
@@ -159,15 +160,6 @@ interface Observation {
   raw: { pendingDataBytes: number; onDiskBytes: number } | undefined;
   runPhase: string | undefined;
   drain: MeasurementJson | undefined;
-}
-
-async function exportedSeqs(zoneUrl: string): Promise<Set<number>> {
-  const url = `${zoneUrl}/api/v1/export?match[]=${encodeURIComponent('vmzones_sandbox_seq{series="0"}')}`;
-  const seqs = new Set<number>();
-  for (const line of (await (await fetch(url)).text()).split('\n').filter(Boolean)) {
-    for (const value of (JSON.parse(line) as { values: number[] }).values) seqs.add(value);
-  }
-  return seqs;
 }
 
 test('through the real controller: the drain gate waits while the zone is down and while its queue holds data', async (t) => {

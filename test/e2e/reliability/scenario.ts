@@ -8,6 +8,7 @@ import { after, test } from 'node:test';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { ProxyStats } from '../../sandbox/fault-proxy.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import {
   eventually,
@@ -27,7 +28,6 @@ import {
   formatTable,
   latencyOffset,
   leftovers,
-  loadgenStatus,
   type Row,
   samplesLost,
   specValue,

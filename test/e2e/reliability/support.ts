@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { duplicateSpecPatches, FaultControl, type ProxyStats } from '../../sandbox/fault-proxy.ts';
 import type { Sandbox } from '../../sandbox/helper.ts';
+import { exportedSeqs, loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import {
   cluster,
@@ -74,27 +75,6 @@ export function killStepPlugin(sandbox: Sandbox): number[] {
 
 // ---- samples of the load generator's stream, per zone ----
 
-interface LoadgenStatus {
-  lastSeq: number;
-  failed: number;
-}
-
-export async function loadgenStatus(sandbox: Sandbox): Promise<LoadgenStatus> {
-  const url = sandbox.state.loadgenUrl;
-  if (url === undefined) throw new Error('the sandbox has no load generator');
-  return (await (await fetch(url)).json()) as LoadgenStatus;
-}
-
-async function exportedSeqs(zoneUrl: string): Promise<Set<number>> {
-  const url = `${zoneUrl}/api/v1/export?match[]=${encodeURIComponent('vmzones_sandbox_seq{series="0"}')}`;
-  const text = await (await fetch(url, { signal: AbortSignal.timeout(10_000) })).text();
-  const seqs = new Set<number>();
-  for (const line of text.split('\n').filter(Boolean)) {
-    for (const v of (JSON.parse(line) as { values: number[] }).values) seqs.add(v);
-  }
-  return seqs;
-}
-
 /**
  * Samples (sequence numbers of series 0) in [from, to] missing from each zone, after waiting up to `waitMs` for
  * vmagent's queues to deliver them; plus the batches the load generator could not hand to vmagent.
@@ -109,7 +89,7 @@ export async function samplesLost(
   const missing = async () => {
     const perZone: Record<string, number[]> = {};
     for (const z of zones) {
-      const seqs = await exportedSeqs(sandbox.endpoint('VMCluster', z.vmcluster).url);
+      const seqs = await exportedSeqs(sandbox.endpoint('VMCluster', z.vmcluster).url, 10_000);
       const gaps: number[] = [];
       for (let seq = from; seq <= to; seq++) if (!seqs.has(seq)) gaps.push(seq);
       perZone[z.zone] = gaps;
