@@ -11,6 +11,7 @@ import {
   readStatus,
   renderStatus,
   showCursor,
+  type WatchOptions,
   walkExitCode,
   watchStatus,
 } from '../../../plugin/cli/status.ts';
@@ -37,6 +38,26 @@ function status(options: RolloutFixture = {}, clusters = vmclusters()): RolloutS
     analysisRuns: analysisRuns(),
     routing,
   });
+}
+
+/** Runs --watch over `sequence` (the last reading repeats), capturing the output; table format, fixed clock. */
+async function watchSequence(
+  sequence: readonly RolloutStatus[],
+  options: Pick<WatchOptions, 'inPlace' | 'framesPerPoll'>,
+): Promise<{ code: number; reads: number; out: string }> {
+  let reads = 0;
+  let out = '';
+  const code = await watchStatus({
+    read: async () => sequence[Math.min(reads++, sequence.length - 1)] as RolloutStatus,
+    out: (t) => {
+      out += t;
+    },
+    format: 'table',
+    now: () => now,
+    pollMs: 0,
+    ...options,
+  });
+  return { code, reads, out };
 }
 
 test('zones come in walk order, the zone no step walks last; the one being walked is current, with its progress', () => {
@@ -228,18 +249,7 @@ test('--watch without a terminal appends a snapshot when something changed and e
     status({ currentStepIndex: 7, phase: 'Progressing' }),
     status({ currentStepIndex: 12, phase: 'Healthy', stableRS: 'rev2' }),
   ];
-  let reads = 0;
-  let out = '';
-  const code = await watchStatus({
-    read: async () => sequence[Math.min(reads++, sequence.length - 1)] as RolloutStatus,
-    out: (t) => {
-      out += t;
-    },
-    inPlace: false,
-    format: 'table',
-    now: () => now,
-    pollMs: 0,
-  });
+  const { code, reads, out } = await watchSequence(sequence, { inPlace: false });
   assert.equal(code, 0);
   assert.equal(reads, 4);
   assert.equal(out.match(/^Rollout vm\/walk/gm)?.length, 3, 'the repeated snapshot is not printed again');
@@ -249,19 +259,7 @@ test('--watch without a terminal appends a snapshot when something changed and e
 
 test('--watch on a terminal redraws in place with a spinner, restores the cursor, and exits 1 on abort', async () => {
   const sequence = [status(), status({ abort: true, phase: 'Degraded' })];
-  let reads = 0;
-  let out = '';
-  const code = await watchStatus({
-    read: async () => sequence[Math.min(reads++, sequence.length - 1)] as RolloutStatus,
-    out: (t) => {
-      out += t;
-    },
-    inPlace: true,
-    format: 'table',
-    now: () => now,
-    pollMs: 0,
-    framesPerPoll: 4,
-  });
+  const { code, out } = await watchSequence(sequence, { inPlace: true, framesPerPoll: 4 });
   assert.equal(code, 1);
   const frames = out.split('\x1b[H').slice(1);
   assert.equal(frames.length, 5, 'four spinner frames of the first reading, one of the last');
