@@ -10,6 +10,9 @@ export type ObserveRole = 'step' | 'metricprovider';
 
 const zoneLabels = ['namespace', 'vmcluster', 'zone', 'rollout'] as const;
 
+/** Buckets of the step and gate durations: a second to an hour. */
+const walkBuckets = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
+
 export interface ObserveMetrics {
   registry: Registry;
   rpcDuration: Histogram<'service' | 'method' | 'outcome'>;
@@ -29,36 +32,39 @@ export function createMetrics(role: ObserveRole): ObserveMetrics {
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
+  const histogram = <L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    buckets: number[],
+  ) => new Histogram<L>({ name, help, labelNames, buckets, registers });
+
   return {
     registry,
-    rpcDuration: new Histogram({
-      name: 'vmzones_rpc_duration_seconds',
-      help: 'Plugin RPCs served to the Argo Rollouts controller, by method and outcome (_count is the number of calls)',
-      labelNames: ['service', 'method', 'outcome'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    }),
-    stepDuration: new Histogram({
-      name: 'vmzones_step_duration_seconds',
-      help: 'vmzones/step steps that ended (Successful or Failed), from the step start the Rollout records',
-      labelNames: ['action', 'phase'],
-      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
-      registers,
-    }),
-    gateDuration: new Histogram({
-      name: 'vmzones_gate_duration_seconds',
-      help: 'vmzones/gates measurements that ended, from the measurement start, by gate and phase',
-      labelNames: ['gate', 'phase'],
-      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
-      registers,
-    }),
-    vmauthReloadWait: new Histogram({
-      name: 'vmzones_vmauth_reload_wait_seconds',
-      help: 'How long vmauth took to serve a changed read routing, by the step or gate that waited for it',
-      labelNames: ['source'],
-      buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
-      registers,
-    }),
+    rpcDuration: histogram(
+      'vmzones_rpc_duration_seconds',
+      'Plugin RPCs served to the Argo Rollouts controller, by method and outcome (_count is the number of calls)',
+      ['service', 'method', 'outcome'],
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    ),
+    stepDuration: histogram(
+      'vmzones_step_duration_seconds',
+      'vmzones/step steps that ended (Successful or Failed), from the step start the Rollout records',
+      ['action', 'phase'],
+      walkBuckets,
+    ),
+    gateDuration: histogram(
+      'vmzones_gate_duration_seconds',
+      'vmzones/gates measurements that ended, from the measurement start, by gate and phase',
+      ['gate', 'phase'],
+      walkBuckets,
+    ),
+    vmauthReloadWait: histogram(
+      'vmzones_vmauth_reload_wait_seconds',
+      'How long vmauth took to serve a changed read routing, by the step or gate that waited for it',
+      ['source'],
+      [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
+    ),
     queuePendingBytes: new Gauge({
       name: 'vmzones_gate_queue_pending_bytes',
       help: "The vmagentQueueDrained gate's latest reading of an agent's queue for the zone (in memory + on disk)",
