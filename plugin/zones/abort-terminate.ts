@@ -86,11 +86,16 @@ function undoable(cluster: LoadedCluster, target: ZoneTarget): RollbackRecord | 
     : undefined;
 }
 
-export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+/** What Abort and Terminate start from: the zone, its VMCluster as messages name it, its state now. */
+async function loadZone(deps: ZoneDeps, target: ZoneTarget) {
   const zone = target.config.zone;
-  const name = describeCluster(target.cluster);
   const cluster = await loadCluster(deps.kube, target.cluster, zone);
-  const { state } = cluster;
+  return { zone, name: describeCluster(target.cluster), cluster, state: cluster.state };
+}
+
+export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+  const { zone, name, cluster, state } = await loadZone(deps, target);
+  const { action } = target.config;
   if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
     // Another Rollout took the zone after us; it changes the zone next, and waiting for it could deadlock.
     return successful(
@@ -99,29 +104,20 @@ export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     );
   }
   const rollback = undoable(cluster, target);
-  const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational and its vmagent queues have drained, then restores its reads and releases the lease`;
 
-  if (target.config.action === 'apply') {
-    if (rollback === undefined) {
-      const record = state.rollback;
-      const why =
-        record === undefined
-          ? 'no change of this revision is recorded'
-          : !sameRevision(record, target.who)
-            ? `the recorded change belongs to ${describeHolder(record)}`
-            : record.phase !== 'applied'
-              ? `its rollback was already ${record.phase} (${record.requestedAt ?? record.revertedAt ?? ''})`
-              : 'apply changed no field';
-      return successful(`zone ${zone}: nothing to roll back on ${name}: ${why}`, status(target, 'Abort'));
-    }
-    await handTargetOver(deps, target, cluster, `Abort of apply by ${describeHolder(target.who)}`, rollback);
-    return successful(
-      `zone ${zone}: rollback requested: ${how}`,
-      status(target, 'Abort', { rollback: 'requested' }),
-    );
+  if (action === 'apply' && rollback === undefined) {
+    const record = state.rollback;
+    const why =
+      record === undefined
+        ? 'no change of this revision is recorded'
+        : !sameRevision(record, target.who)
+          ? `the recorded change belongs to ${describeHolder(record)}`
+          : record.phase !== 'applied'
+            ? `its rollback was already ${record.phase} (${record.requestedAt ?? record.revertedAt ?? ''})`
+            : 'apply changed no field';
+    return successful(`zone ${zone}: nothing to roll back on ${name}: ${why}`, status(target, 'Abort'));
   }
-
-  if (target.config.action === 'drainReads') {
+  if (action === 'drainReads') {
     if (state.handoff !== undefined && (state.handoff.rollback || rollback === undefined)) {
       return successful(
         `zone ${zone}: already handed to the vmzones reconciler (${state.handoff.by}); it restores reads once ${name} is operational`,
@@ -134,33 +130,40 @@ export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
         status(target, 'Abort'),
       );
     }
-    await handTargetOver(
-      deps,
-      target,
-      cluster,
-      `Abort of drainReads by ${describeHolder(target.who)}`,
-      rollback,
-    );
+  }
+  if (action !== 'apply' && action !== 'drainReads') {
     return successful(
-      rollback
-        ? `zone ${zone}: rollback requested (apply had not reported success): ${how}`
-        : `zone ${zone}: handed to the vmzones reconciler, which restores its reads once ${name} is operational and releases the lease`,
-      status(target, 'Abort', { handoff: 'requested' }),
+      `zone ${zone}: nothing to undo for restoreReads; the aborts of apply and drainReads hand the zone over`,
+      status(target, 'Abort'),
     );
   }
 
+  // apply with a change to undo, or drainReads while this Rollout holds the zone: the reconciler takes it over.
+  await handTargetOver(
+    deps,
+    target,
+    cluster,
+    `Abort of ${action} by ${describeHolder(target.who)}`,
+    rollback,
+  );
+  const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational and its vmagent queues have drained, then restores its reads and releases the lease`;
+  if (action === 'apply') {
+    return successful(
+      `zone ${zone}: rollback requested: ${how}`,
+      status(target, 'Abort', { rollback: 'requested' }),
+    );
+  }
   return successful(
-    `zone ${zone}: nothing to undo for restoreReads; the aborts of apply and drainReads hand the zone over`,
-    status(target, 'Abort'),
+    rollback
+      ? `zone ${zone}: rollback requested (apply had not reported success): ${how}`
+      : `zone ${zone}: handed to the vmzones reconciler, which restores its reads once ${name} is operational and releases the lease`,
+    status(target, 'Abort', { handoff: 'requested' }),
   );
 }
 
 /** `promote --full` while this zone's step runs: the zone keeps the change it has and comes back to reads. */
 export async function terminateStep(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
-  const zone = target.config.zone;
-  const name = describeCluster(target.cluster);
-  const cluster = await loadCluster(deps.kube, target.cluster, zone);
-  const { state } = cluster;
+  const { zone, name, cluster, state } = await loadZone(deps, target);
   if (target.config.action === 'apply' || !sameRollout(state.lease, target.who)) {
     return successful(`zone ${zone}: nothing to hand over on ${name}`, status(target, 'Terminate'));
   }
