@@ -23,6 +23,8 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const runtimeDir = join(repoRoot, 'dist', 'runtime');
+/** The pinned Node 24 (the `node` devDependency `npm ci` installs), which every npm script runs on. */
+export const pinnedNode = join(repoRoot, 'node_modules', 'node', 'bin', 'node');
 /** Where the runtime lives in the controller's container (the init container fills this volume). */
 export const installedAt = '/opt/vmzones';
 export const loaderName = 'ld-linux-x86-64.so.2';
@@ -125,7 +127,7 @@ export interface RuntimeManifest {
 export function packageRuntime(): RuntimeManifest {
   const bundle = join(repoRoot, 'dist', 'vmzones.mjs');
   if (!existsSync(bundle)) throw new PackageError(`${bundle} is missing: run "npm run build" first`);
-  const node = realpathSync(join(repoRoot, 'node_modules', 'node', 'bin', 'node'));
+  const node = realpathSync(pinnedNode);
   // node_modules/node/bin/node is a hard link into its platform package, which holds Node's LICENSE.
   const nodePackageDir = join(repoRoot, 'node_modules', 'node', 'node_modules', `node-linux-${process.arch}`);
   const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {

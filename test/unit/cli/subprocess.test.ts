@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { pinnedNode } from '../../../scripts/package.ts';
 import { rollout, spec, zoneSteps } from './run.ts';
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
@@ -71,18 +72,17 @@ test('the bundles exist and are newer than the sources', () => {
   }
 });
 
-const pinned = join(repo, 'node_modules/.bin/node');
 const runtimes: [string, () => string][] = [
   ["the machine's Node 20", findNode20],
   [
     'the pinned Node 24',
     () => {
       assert.match(
-        versionOf(pinned) ?? 'missing',
+        versionOf(pinnedNode) ?? 'missing',
         /^v24\./,
-        `${pinned} should be the pinned Node 24 (npm ci)`,
+        `${pinnedNode} should be the pinned Node 24 (npm ci)`,
       );
-      return realpathSync(pinned);
+      return realpathSync(pinnedNode);
     },
   ],
 ];
@@ -155,7 +155,7 @@ test("under the machine's Node 20 the plugin role says in one line that it needs
 });
 
 test('under the pinned Node 24 the plugin role still starts and prints the go-plugin handshake', async () => {
-  const child = spawn(realpathSync(pinned), [vmzones], {
+  const child = spawn(realpathSync(pinnedNode), [vmzones], {
     env: { PATH: process.env.PATH, ARGO_ROLLOUTS_RPC_PLUGIN: 'step' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
