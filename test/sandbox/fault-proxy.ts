@@ -14,6 +14,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { Agent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
+import { seededRandom } from '../fixtures/seeded-random.ts';
 
 export const faultKinds = ['status500', 'status503', 'status429', 'status409', 'hang', 'reset'] as const;
 export type FaultKind = (typeof faultKinds)[number];
@@ -84,18 +85,6 @@ export interface ProxyStats {
 
 function emptyStats(): ProxyStats {
   return { requestsTotal: 0, faultsTotal: 0, requests: {}, faults: {}, userAgents: {}, specPatches: [] };
-}
-
-/** mulberry32: small, seedable, good enough to spread faults. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const verbByMethod: Record<string, string> = {

@@ -13,8 +13,8 @@ import {
   GobOpaque,
   type GobValue,
 } from '../../../plugin/goplugin/gob/index.ts';
+import { seededRandom } from '../../fixtures/seeded-random.ts';
 import { readCase } from './go-vectors.ts';
-import { prng } from './helpers.ts';
 import { fromTagged } from './tagged.ts';
 
 type Part = number | bigint | string | Part[] | { int: number | bigint } | { raw: number[] };
@@ -103,7 +103,7 @@ describe('random byte flips', () => {
   for (const name of ['realistic', 'interfaces', 'basics']) {
     it(`${name}: each corrupted stream ends in values, undefined or a GobError`, () => {
       const { stream } = readCase(name);
-      const random = prng(0x5eed + name.length);
+      const random = seededRandom(0x5eed + name.length);
       const outcomes = { complete: 0, pending: 0, error: 0 };
       for (let round = 0; round < 1500; round++) {
         const bad = stream.slice();
