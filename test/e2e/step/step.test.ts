@@ -1,6 +1,8 @@
 // The vmzones/step plugin on the sandbox: the real Argo Rollouts controller (v1.10.1) execs the built plugin
 // (dist/vmzones.mjs) against a real API server, real vmauth/vmagent and one real VictoriaMetrics process per zone.
-// Run `npm run build` first. One sandbox (3 zones) for the whole file; the tests run in order.
+// Run `npm run build` first. One sandbox (3 zones) for the whole file. Each test works on Rollouts of its own
+// and leaves every zone serving and released, so none needs another's state; the one check that reads what other
+// tests did (RBAC against the recorded calls) is a subtest of the group that records them.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -400,217 +402,6 @@ async function untilDone(
   );
 }
 
-test('in the plugin, on the real API server: an invalid merged spec fails with nothing changed; a 409 is retried in the call; Abort hands the zone to the reconciler, which rolls back and restores reads once operational', async (t) => {
-  const recorded = recordingKube(kube, calls);
-  const plugin = createZoneStepPlugin({
-    kube: recorded,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 5000,
-  });
-  const reconciler = new ZoneReconciler({ kube: recorded, logger: silentLogger });
-  const ctx = (action: string) => ({
-    pluginName: 'vmzones/step',
-    config: { zone: 'zone-c', action },
-    status: undefined,
-  });
-  const specOf = (override: object) =>
-    zoneSpec(override, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } });
-  const parked = await parkedRollout(sandbox, kube, 'inproc', 'zone-c', specOf({}));
-  const view = (override: object) => ({
-    ...parked,
-    spec: { ...parked.spec, template: rolloutView('inproc', '', '', specOf(override)).spec.template },
-  });
-  const cValue = await specValue('vm-zone-c');
-  const watcher = startRoutingWatcher(kube, zones);
-  t.after(() => watcher.stop());
-
-  await untilDone('drainReads zone-c', () => plugin.run(view({}), ctx('drainReads')));
-  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b']);
-  await reconciler.tick();
-  assert.deepEqual(
-    maintenanceOf(await kube.list(vmApiVersion, 'VMCluster', ns)).map((z) => [
-      z.zone,
-      z.vmcluster,
-      z.namespace,
-    ]),
-    [['zone-c', 'vm-zone-c', 'vm']],
-    'the maintenance metric comes from the annotation',
-  );
-
-  const before = await cluster(kube, 'vm-zone-c');
-  const invalid = await plugin.run(view({ vmstorage: { replicaCount: 'many' } }), ctx('apply'));
-  assert.equal(invalid.phase, 'Failed');
-  assert.match(
-    invalid.message ?? '',
-    /the API server rejects the overrides for VMCluster vm\/vm-zone-c \(zone zone-c\): .*replicaCount.*; nothing was changed/,
-  );
-  let now = await cluster(kube, 'vm-zone-c');
-  assert.equal(now.metadata.generation, before.metadata.generation);
-  assert.equal(
-    now.metadata.annotations?.['vmzones.io/rollback'],
-    before.metadata.annotations?.['vmzones.io/rollback'],
-  );
-
-  // A concurrent write between read and write (a real 409) is re-read and retried inside the call: the change
-  // lands exactly once, computed from what the VMCluster holds after the other write.
-  const racing = conflictingKube(recorded, 'vm-zone-c');
-  const racingPlugin = createZoneStepPlugin({ kube: racing, reconciler: false, logger: silentLogger });
-  const applied = await racingPlugin.run(view(latencyOffset('9s')), ctx('apply'));
-  assert.equal(racing.conflicts, 1, 'the API server refused the first write with 409');
-  assert.equal(applied.phase, 'Successful', applied.message);
-  assert.deepEqual(applied.status?.changed, {
-    'spec.vmstorage.extraArgs.search.latencyOffset': { from: cValue ?? '(unset)', to: '9s' },
-  });
-  now = await cluster(kube, 'vm-zone-c');
-  assert.equal(now.metadata.generation, (before.metadata.generation ?? 0) + 1, 'changed exactly once');
-  assert.equal(now.metadata.annotations?.['e2e.vmzones.io/concurrent-writer'], 'x', 'the other write kept');
-  const replay = await plugin.run(view(latencyOffset('9s')), ctx('apply'));
-  assert.match(replay.message ?? '', /\(already applied at /);
-  assert.equal((await cluster(kube, 'vm-zone-c')).metadata.generation, now.metadata.generation);
-
-  const abortApply = await plugin.abort(view(latencyOffset('9s')), ctx('apply'));
-  const abortDrain = await plugin.abort(view(latencyOffset('9s')), ctx('drainReads'));
-  assert.equal(abortApply.phase, 'Successful');
-  assert.match(
-    abortApply.message ?? '',
-    new RegExp(
-      `rollback requested: .*puts back spec\\.vmstorage\\.extraArgs\\.search\\.latencyOffset=${String(cValue ?? '\\(unset\\)')}`,
-    ),
-  );
-  assert.match(abortDrain.message ?? '', /already handed to the vmzones reconciler/);
-  // The plugin process the controller started runs its reconciler too: whichever gets there first finishes the
-  // zone, the other finds nothing to do (all writes are guarded).
-  await eventually(
-    'the reconciler to roll zone-c back and restore its reads',
-    async () => {
-      await reconciler.tick();
-      const c = await cluster(kube, 'vm-zone-c');
-      return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
-    },
-    120_000,
-    2000,
-  );
-  assert.equal(await specValue('vm-zone-c'), cValue);
-  assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-c')), {});
-  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
-  await reconciler.tick();
-  assert.deepEqual(maintenanceOf(await kube.list(vmApiVersion, 'VMCluster', ns)), []);
-  const routing = await watcher.stop();
-  assert.deepEqual(routing.violations, []);
-});
-
-test('Terminate (promote --full while a step runs) hands "restore reads, release the lease" to the reconciler', async () => {
-  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 5000 });
-  const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
-  const view = await parkedRollout(
-    sandbox,
-    kube,
-    'term',
-    'zone-a',
-    zoneSpec({}, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } }),
-  );
-  const ctx = (action: string) => ({
-    pluginName: 'vmzones/step',
-    config: { zone: 'zone-a', action },
-    status: undefined,
-  });
-  await untilDone('drainReads zone-a', () => plugin.run(view, ctx('drainReads')));
-  assert.deepEqual(await routedZones(kube), ['zone-b', 'zone-c']);
-  const terminated = await plugin.terminate(view, ctx('restoreReads'));
-  assert.equal(terminated.phase, 'Successful');
-  assert.match(
-    terminated.message ?? '',
-    /stopped waiting \(full promotion\); the vmzones reconciler restores reads once VMCluster vm\/vm-zone-a is operational/,
-  );
-  await eventually(
-    'the reconciler to restore zone-a and release it',
-    async () => {
-      await reconciler.tick();
-      const c = await cluster(kube, 'vm-zone-a');
-      return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
-    },
-    60_000,
-    1000,
-  );
-  assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
-  assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-a')), {});
-});
-
-test('a helm-managed vmauth: the zone leaves the raw config in a Secret and comes back byte for byte, comments kept', async (t) => {
-  const vmclusters = zones.map((z) => z.vmcluster);
-  const helm = await startHelmVmauth(sandbox, kube, vmclusters);
-  try {
-    const recorded = recordingKube(kube, calls);
-    const plugin = createZoneStepPlugin({
-      kube: recorded,
-      reconciler: false,
-      logger: silentLogger,
-      inCallWaitMs: 5000,
-    });
-    const spec = zoneSpec(
-      {},
-      {
-        vmauth: {
-          secret: helmSecret,
-          pods: [{ labelSelector: 'app=helm-vmauth', port: 'http' }],
-          drainGracePeriod: '1s',
-        },
-      },
-    );
-    const view = await parkedRollout(sandbox, kube, 'helm', 'zone-b', spec);
-    const ctx = (action: string) => ({
-      pluginName: 'vmzones/step',
-      config: { zone: 'zone-b', action },
-      status: undefined,
-    });
-    const prober = startReadProber(helm.url, helmUser, '/api/v1/query');
-    t.after(() => prober.stop());
-    const original = helmConfig(vmclusters);
-    const secretText = async () => {
-      const s = (await kube.get({
-        apiVersion: 'v1',
-        kind: 'Secret',
-        namespace: ns,
-        name: helmSecret.name,
-      })) as unknown as {
-        data: Record<string, string>;
-      };
-      return Buffer.from(s.data[helmSecret.key] ?? '', 'base64').toString('utf8');
-    };
-
-    const drained = await untilDone('drainReads zone-b (helm)', () => plugin.run(view, ctx('drainReads')));
-    assert.match(drained.message ?? '', /taken out of Secret vm\/helm-vmauth key auth\.yml/);
-    const without = await secretText();
-    assert.equal(
-      without,
-      original.replace(
-        '        - "http://vmselect-vm-zone-b.vm.svc:8481/select/0/prometheus/"   # second zone, quoted\n',
-        '',
-      ),
-    );
-    for (const line of original.split('\n').filter((l) => l.includes('#') && !l.includes('zone-b'))) {
-      assert.ok(without.includes(line), `kept: ${line}`);
-    }
-    await sleep(2000); // queries keep flowing through the helm vmauth without zone-b
-
-    await untilDone('restoreReads zone-b (helm)', () => plugin.run(view, ctx('restoreReads')));
-    assert.equal(await secretText(), original, 'byte for byte the config as it was');
-    assert.deepEqual(
-      vmzonesAnnotations(await cluster(kube, 'vm-zone-b')),
-      {},
-      'lease and maintenance released',
-    );
-    const reads = await prober.stop();
-    report.push(
-      `helm-managed vmauth: queries sent ${reads.sent}, failed ${reads.failed}, backend errors ${reads.backendErrors}`,
-    );
-    assert.equal(reads.failed, 0);
-  } finally {
-    await helm.stop();
-  }
-});
-
 const serviceAccount = 'system:serviceaccount:argo-rollouts:argo-rollouts';
 const resources: Record<string, string> = {
   VMCluster: 'vmclusters.operator.victoriametrics.com',
@@ -643,66 +434,314 @@ function canI(verb: string, resource: string, namespace: string, name?: string):
   });
 }
 
-test('manifests/kustomize/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more', async () => {
-  const manifest = readFileSync(new URL('../../../manifests/kustomize/rbac.yaml', import.meta.url), 'utf8')
-    .replaceAll('VMAUTH_NAMESPACE', ns)
-    .replaceAll('VMAUTH_CONFIG_SECRET', helmSecret.name);
-  await sandbox.kubectl.run(['apply', '-f', '-'], manifest);
-  const used = new Map<string, KubeCall>();
-  for (const call of calls) {
-    if (call.kind === 'Rollout') continue; // the controller's own role covers Rollouts
-    used.set(`${call.verb} ${call.kind} ${call.namespace} ${call.verb === 'list' ? '' : call.name}`, call);
-  }
-  assert.ok(
-    used.size >= 6,
-    `the in-process tests recorded the plugin's calls (${[...used.keys()].join('; ')})`,
-  );
-  for (const call of used.values()) {
-    const resource = resources[call.kind];
-    assert.ok(resource, `unexpected kind ${call.kind}`);
-    const name = call.verb === 'list' ? undefined : call.name;
-    assert.ok(
-      await canI(call.verb, resource, call.namespace, name),
-      `allowed: ${call.verb} ${resource} ${call.namespace} ${name ?? ''}`,
-    );
-  }
-  // And nothing more: every verb the step ClusterRole grants was used by the plugin.
-  const stepRole = parseAllDocuments(manifest)
-    .map(
-      (d) =>
-        d.toJS() as {
-          kind?: string;
-          metadata?: { name?: string };
-          rules?: { resources: string[]; verbs: string[] }[];
+// The in-process tests record the plugin's Kubernetes calls; the RBAC check that ends this group compares the
+// role with what they used. Subtests of one test, so the group runs whole and in this order whatever is filtered.
+test('in the plugin, on the real API server, its Kubernetes calls recorded; then the RBAC check against them', async (t) => {
+  await t.test(
+    'in the plugin, on the real API server: an invalid merged spec fails with nothing changed; a 409 is retried in the call; Abort hands the zone to the reconciler, which rolls back and restores reads once operational',
+    async (t) => {
+      const recorded = recordingKube(kube, calls);
+      const plugin = createZoneStepPlugin({
+        kube: recorded,
+        reconciler: false,
+        logger: silentLogger,
+        inCallWaitMs: 5000,
+      });
+      const reconciler = new ZoneReconciler({ kube: recorded, logger: silentLogger });
+      const ctx = (action: string) => ({
+        pluginName: 'vmzones/step',
+        config: { zone: 'zone-c', action },
+        status: undefined,
+      });
+      const specOf = (override: object) =>
+        zoneSpec(override, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } });
+      const parked = await parkedRollout(sandbox, kube, 'inproc', 'zone-c', specOf({}));
+      const view = (override: object) => ({
+        ...parked,
+        spec: { ...parked.spec, template: rolloutView('inproc', '', '', specOf(override)).spec.template },
+      });
+      const cValue = await specValue('vm-zone-c');
+      const watcher = startRoutingWatcher(kube, zones);
+      t.after(() => watcher.stop());
+
+      await untilDone('drainReads zone-c', () => plugin.run(view({}), ctx('drainReads')));
+      assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b']);
+      await reconciler.tick();
+      assert.deepEqual(
+        maintenanceOf(await kube.list(vmApiVersion, 'VMCluster', ns)).map((z) => [
+          z.zone,
+          z.vmcluster,
+          z.namespace,
+        ]),
+        [['zone-c', 'vm-zone-c', 'vm']],
+        'the maintenance metric comes from the annotation',
+      );
+
+      const before = await cluster(kube, 'vm-zone-c');
+      const invalid = await plugin.run(view({ vmstorage: { replicaCount: 'many' } }), ctx('apply'));
+      assert.equal(invalid.phase, 'Failed');
+      assert.match(
+        invalid.message ?? '',
+        /the API server rejects the overrides for VMCluster vm\/vm-zone-c \(zone zone-c\): .*replicaCount.*; nothing was changed/,
+      );
+      let now = await cluster(kube, 'vm-zone-c');
+      assert.equal(now.metadata.generation, before.metadata.generation);
+      assert.equal(
+        now.metadata.annotations?.['vmzones.io/rollback'],
+        before.metadata.annotations?.['vmzones.io/rollback'],
+      );
+
+      // A concurrent write between read and write (a real 409) is re-read and retried inside the call: the change
+      // lands exactly once, computed from what the VMCluster holds after the other write.
+      const racing = conflictingKube(recorded, 'vm-zone-c');
+      const racingPlugin = createZoneStepPlugin({ kube: racing, reconciler: false, logger: silentLogger });
+      const applied = await racingPlugin.run(view(latencyOffset('9s')), ctx('apply'));
+      assert.equal(racing.conflicts, 1, 'the API server refused the first write with 409');
+      assert.equal(applied.phase, 'Successful', applied.message);
+      assert.deepEqual(applied.status?.changed, {
+        'spec.vmstorage.extraArgs.search.latencyOffset': { from: cValue ?? '(unset)', to: '9s' },
+      });
+      now = await cluster(kube, 'vm-zone-c');
+      assert.equal(now.metadata.generation, (before.metadata.generation ?? 0) + 1, 'changed exactly once');
+      assert.equal(
+        now.metadata.annotations?.['e2e.vmzones.io/concurrent-writer'],
+        'x',
+        'the other write kept',
+      );
+      const replay = await plugin.run(view(latencyOffset('9s')), ctx('apply'));
+      assert.match(replay.message ?? '', /\(already applied at /);
+      assert.equal((await cluster(kube, 'vm-zone-c')).metadata.generation, now.metadata.generation);
+
+      const abortApply = await plugin.abort(view(latencyOffset('9s')), ctx('apply'));
+      const abortDrain = await plugin.abort(view(latencyOffset('9s')), ctx('drainReads'));
+      assert.equal(abortApply.phase, 'Successful');
+      assert.match(
+        abortApply.message ?? '',
+        new RegExp(
+          `rollback requested: .*puts back spec\\.vmstorage\\.extraArgs\\.search\\.latencyOffset=${String(cValue ?? '\\(unset\\)')}`,
+        ),
+      );
+      assert.match(abortDrain.message ?? '', /already handed to the vmzones reconciler/);
+      // The plugin process the controller started runs its reconciler too: whichever gets there first finishes the
+      // zone, the other finds nothing to do (all writes are guarded).
+      await eventually(
+        'the reconciler to roll zone-c back and restore its reads',
+        async () => {
+          await reconciler.tick();
+          const c = await cluster(kube, 'vm-zone-c');
+          return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
         },
-    )
-    .find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'vmzones-step');
-  assert.ok(stepRole?.rules, 'the vmzones-step ClusterRole');
-  const kindOf = Object.fromEntries(
-    Object.entries(resources).map(([kind, resource]) => [resource.split('.')[0], kind]),
+        120_000,
+        2000,
+      );
+      assert.equal(await specValue('vm-zone-c'), cValue);
+      assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-c')), {});
+      assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
+      await reconciler.tick();
+      assert.deepEqual(maintenanceOf(await kube.list(vmApiVersion, 'VMCluster', ns)), []);
+      const routing = await watcher.stop();
+      assert.deepEqual(routing.violations, []);
+    },
   );
-  for (const rule of stepRole.rules) {
-    for (const resource of rule.resources) {
-      for (const verb of rule.verbs) {
-        assert.ok(
-          [...used.values()].some((call) => call.verb === verb && call.kind === kindOf[resource]),
-          `granted but never used: ${verb} ${resource}`,
+
+  await t.test(
+    'Terminate (promote --full while a step runs) hands "restore reads, release the lease" to the reconciler',
+    async () => {
+      const plugin = createZoneStepPlugin({
+        kube,
+        reconciler: false,
+        logger: silentLogger,
+        inCallWaitMs: 5000,
+      });
+      const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
+      const view = await parkedRollout(
+        sandbox,
+        kube,
+        'term',
+        'zone-a',
+        zoneSpec({}, { vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '1s' } }),
+      );
+      const ctx = (action: string) => ({
+        pluginName: 'vmzones/step',
+        config: { zone: 'zone-a', action },
+        status: undefined,
+      });
+      await untilDone('drainReads zone-a', () => plugin.run(view, ctx('drainReads')));
+      assert.deepEqual(await routedZones(kube), ['zone-b', 'zone-c']);
+      const terminated = await plugin.terminate(view, ctx('restoreReads'));
+      assert.equal(terminated.phase, 'Successful');
+      assert.match(
+        terminated.message ?? '',
+        /stopped waiting \(full promotion\); the vmzones reconciler restores reads once VMCluster vm\/vm-zone-a is operational/,
+      );
+      await eventually(
+        'the reconciler to restore zone-a and release it',
+        async () => {
+          await reconciler.tick();
+          const c = await cluster(kube, 'vm-zone-a');
+          return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
+        },
+        60_000,
+        1000,
+      );
+      assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
+      assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-a')), {});
+    },
+  );
+
+  await t.test(
+    'a helm-managed vmauth: the zone leaves the raw config in a Secret and comes back byte for byte, comments kept',
+    async (t) => {
+      const vmclusters = zones.map((z) => z.vmcluster);
+      const helm = await startHelmVmauth(sandbox, kube, vmclusters);
+      try {
+        const recorded = recordingKube(kube, calls);
+        const plugin = createZoneStepPlugin({
+          kube: recorded,
+          reconciler: false,
+          logger: silentLogger,
+          inCallWaitMs: 5000,
+        });
+        const spec = zoneSpec(
+          {},
+          {
+            vmauth: {
+              secret: helmSecret,
+              pods: [{ labelSelector: 'app=helm-vmauth', port: 'http' }],
+              drainGracePeriod: '1s',
+            },
+          },
+        );
+        const view = await parkedRollout(sandbox, kube, 'helm', 'zone-b', spec);
+        const ctx = (action: string) => ({
+          pluginName: 'vmzones/step',
+          config: { zone: 'zone-b', action },
+          status: undefined,
+        });
+        const prober = startReadProber(helm.url, helmUser, '/api/v1/query');
+        t.after(() => prober.stop());
+        const original = helmConfig(vmclusters);
+        const secretText = async () => {
+          const s = (await kube.get({
+            apiVersion: 'v1',
+            kind: 'Secret',
+            namespace: ns,
+            name: helmSecret.name,
+          })) as unknown as {
+            data: Record<string, string>;
+          };
+          return Buffer.from(s.data[helmSecret.key] ?? '', 'base64').toString('utf8');
+        };
+
+        const drained = await untilDone('drainReads zone-b (helm)', () =>
+          plugin.run(view, ctx('drainReads')),
+        );
+        assert.match(drained.message ?? '', /taken out of Secret vm\/helm-vmauth key auth\.yml/);
+        const without = await secretText();
+        assert.equal(
+          without,
+          original.replace(
+            '        - "http://vmselect-vm-zone-b.vm.svc:8481/select/0/prometheus/"   # second zone, quoted\n',
+            '',
+          ),
+        );
+        for (const line of original.split('\n').filter((l) => l.includes('#') && !l.includes('zone-b'))) {
+          assert.ok(without.includes(line), `kept: ${line}`);
+        }
+        await sleep(2000); // queries keep flowing through the helm vmauth without zone-b
+
+        await untilDone('restoreReads zone-b (helm)', () => plugin.run(view, ctx('restoreReads')));
+        assert.equal(await secretText(), original, 'byte for byte the config as it was');
+        assert.deepEqual(
+          vmzonesAnnotations(await cluster(kube, 'vm-zone-b')),
+          {},
+          'lease and maintenance released',
+        );
+        const reads = await prober.stop();
+        report.push(
+          `helm-managed vmauth: queries sent ${reads.sent}, failed ${reads.failed}, backend errors ${reads.backendErrors}`,
+        );
+        assert.equal(reads.failed, 0);
+      } finally {
+        await helm.stop();
+      }
+    },
+  );
+
+  await t.test(
+    'manifests/kustomize/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more',
+    async () => {
+      const manifest = readFileSync(
+        new URL('../../../manifests/kustomize/rbac.yaml', import.meta.url),
+        'utf8',
+      )
+        .replaceAll('VMAUTH_NAMESPACE', ns)
+        .replaceAll('VMAUTH_CONFIG_SECRET', helmSecret.name);
+      await sandbox.kubectl.run(['apply', '-f', '-'], manifest);
+      const used = new Map<string, KubeCall>();
+      for (const call of calls) {
+        if (call.kind === 'Rollout') continue; // the controller's own role covers Rollouts
+        used.set(
+          `${call.verb} ${call.kind} ${call.namespace} ${call.verb === 'list' ? '' : call.name}`,
+          call,
         );
       }
-    }
-  }
-  for (const [verb, resource, name] of [
-    ['delete', 'vmclusters.operator.victoriametrics.com', 'vm-zone-a'],
-    ['create', 'vmclusters.operator.victoriametrics.com', undefined],
-    ['update', 'vmusers.operator.victoriametrics.com', 'vmauth-read'],
-    ['patch', 'vmauths.operator.victoriametrics.com', 'vmauth'],
-    ['list', 'secrets', undefined],
-    ['get', 'secrets', 'some-other-secret'],
-    ['patch', 'configmaps', 'some-other-config'],
-    ['delete', 'pods', 'helm-vmauth-0'],
-  ] as const) {
-    assert.equal(await canI(verb, resource, ns, name), false, `denied: ${verb} ${resource} ${name ?? ''}`);
-  }
+      assert.ok(
+        used.size >= 6,
+        `the in-process tests recorded the plugin's calls (${[...used.keys()].join('; ')})`,
+      );
+      for (const call of used.values()) {
+        const resource = resources[call.kind];
+        assert.ok(resource, `unexpected kind ${call.kind}`);
+        const name = call.verb === 'list' ? undefined : call.name;
+        assert.ok(
+          await canI(call.verb, resource, call.namespace, name),
+          `allowed: ${call.verb} ${resource} ${call.namespace} ${name ?? ''}`,
+        );
+      }
+      // And nothing more: every verb the step ClusterRole grants was used by the plugin.
+      const stepRole = parseAllDocuments(manifest)
+        .map(
+          (d) =>
+            d.toJS() as {
+              kind?: string;
+              metadata?: { name?: string };
+              rules?: { resources: string[]; verbs: string[] }[];
+            },
+        )
+        .find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'vmzones-step');
+      assert.ok(stepRole?.rules, 'the vmzones-step ClusterRole');
+      const kindOf = Object.fromEntries(
+        Object.entries(resources).map(([kind, resource]) => [resource.split('.')[0], kind]),
+      );
+      for (const rule of stepRole.rules) {
+        for (const resource of rule.resources) {
+          for (const verb of rule.verbs) {
+            assert.ok(
+              [...used.values()].some((call) => call.verb === verb && call.kind === kindOf[resource]),
+              `granted but never used: ${verb} ${resource}`,
+            );
+          }
+        }
+      }
+      for (const [verb, resource, name] of [
+        ['delete', 'vmclusters.operator.victoriametrics.com', 'vm-zone-a'],
+        ['create', 'vmclusters.operator.victoriametrics.com', undefined],
+        ['update', 'vmusers.operator.victoriametrics.com', 'vmauth-read'],
+        ['patch', 'vmauths.operator.victoriametrics.com', 'vmauth'],
+        ['list', 'secrets', undefined],
+        ['get', 'secrets', 'some-other-secret'],
+        ['patch', 'configmaps', 'some-other-config'],
+        ['delete', 'pods', 'helm-vmauth-0'],
+      ] as const) {
+        assert.equal(
+          await canI(verb, resource, ns, name),
+          false,
+          `denied: ${verb} ${resource} ${name ?? ''}`,
+        );
+      }
+    },
+  );
 });
 
 test('negative control: the probes do see a zone that restarts while it serves reads (a change without vmzones)', async (t) => {
