@@ -434,6 +434,31 @@ function canI(verb: string, resource: string, namespace: string, name?: string):
   });
 }
 
+/** The step plugin in this process, its own reconciler off (the test ticks one), short in-call waits. */
+function inProcessPlugin(objects: KubeObjects) {
+  return createZoneStepPlugin({ kube: objects, reconciler: false, logger: silentLogger, inCallWaitMs: 5000 });
+}
+
+/** Ticks the reconciler until the VMCluster carries no pending work (the handoff finished). */
+async function reconcilerFinishes(
+  reconciler: ZoneReconciler,
+  vmcluster: string,
+  what: string,
+  timeoutMs: number,
+  intervalMs: number,
+): Promise<void> {
+  await eventually(
+    `the reconciler to ${what}`,
+    async () => {
+      await reconciler.tick();
+      const c = await cluster(kube, vmcluster);
+      return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
+    },
+    timeoutMs,
+    intervalMs,
+  );
+}
+
 // The in-process tests record the plugin's Kubernetes calls; the RBAC check that ends this group compares the
 // role with what they used. Subtests of one test, so the group runs whole and in this order whatever is filtered.
 test('in the plugin, on the real API server, its Kubernetes calls recorded; then the RBAC check against them', async (t) => {
@@ -441,12 +466,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
     'in the plugin, on the real API server: an invalid merged spec fails with nothing changed; a 409 is retried in the call; Abort hands the zone to the reconciler, which rolls back and restores reads once operational',
     async (t) => {
       const recorded = recordingKube(kube, calls);
-      const plugin = createZoneStepPlugin({
-        kube: recorded,
-        reconciler: false,
-        logger: silentLogger,
-        inCallWaitMs: 5000,
-      });
+      const plugin = inProcessPlugin(recorded);
       const reconciler = new ZoneReconciler({ kube: recorded, logger: silentLogger });
       const ctx = (action: string) => ({
         pluginName: 'vmzones/step',
@@ -524,13 +544,10 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       assert.match(abortDrain.message ?? '', /already handed to the vmzones reconciler/);
       // The plugin process the controller started runs its reconciler too: whichever gets there first finishes the
       // zone, the other finds nothing to do (all writes are guarded).
-      await eventually(
-        'the reconciler to roll zone-c back and restore its reads',
-        async () => {
-          await reconciler.tick();
-          const c = await cluster(kube, 'vm-zone-c');
-          return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
-        },
+      await reconcilerFinishes(
+        reconciler,
+        'vm-zone-c',
+        'roll zone-c back and restore its reads',
         120_000,
         2000,
       );
@@ -547,12 +564,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
   await t.test(
     'Terminate (promote --full while a step runs) hands "restore reads, release the lease" to the reconciler',
     async () => {
-      const plugin = createZoneStepPlugin({
-        kube,
-        reconciler: false,
-        logger: silentLogger,
-        inCallWaitMs: 5000,
-      });
+      const plugin = inProcessPlugin(kube);
       const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
       const view = await parkedRollout(
         sandbox,
@@ -574,16 +586,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
         terminated.message ?? '',
         /stopped waiting \(full promotion\); the vmzones reconciler restores reads once VMCluster vm\/vm-zone-a is operational/,
       );
-      await eventually(
-        'the reconciler to restore zone-a and release it',
-        async () => {
-          await reconciler.tick();
-          const c = await cluster(kube, 'vm-zone-a');
-          return c.metadata.labels?.['vmzones.io/pending'] === undefined ? true : undefined;
-        },
-        60_000,
-        1000,
-      );
+      await reconcilerFinishes(reconciler, 'vm-zone-a', 'restore zone-a and release it', 60_000, 1000);
       assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
       assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-a')), {});
     },
@@ -596,12 +599,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       const helm = await startHelmVmauth(sandbox, kube, vmclusters);
       try {
         const recorded = recordingKube(kube, calls);
-        const plugin = createZoneStepPlugin({
-          kube: recorded,
-          reconciler: false,
-          logger: silentLogger,
-          inCallWaitMs: 5000,
-        });
+        const plugin = inProcessPlugin(recorded);
         const spec = zoneSpec(
           {},
           {
