@@ -38,7 +38,7 @@ test('decodeGoTime reads back every encoded second, sign and offset', () => {
   }
 });
 
-test('small []byte values decoded from one stream stay intact while the stream goes on', () => {
+test('[]byte values decoded from one stream stay intact while the stream goes on', () => {
   // gob of []byte: a singleton value of type id 5 (bytes): [length][typeId=5 → 0x0a][delta 0][n][bytes]
   const message = (bytes: number[]) => [bytes.length + 3, 0x0a, 0x00, bytes.length, ...bytes];
   const decoder = new GobDecoder();
