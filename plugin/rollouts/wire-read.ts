@@ -2,6 +2,7 @@
 // present with an unexpected shape is a protocol error that names the Go path, never a silent default.
 
 import {
+  civilFromDays,
   decodeGoTime,
   GobInterface,
   GobOpaque,
@@ -170,21 +171,10 @@ export function formatKubernetesTime(unixSeconds: bigint): string {
   if (t < minKubernetesSeconds || t > maxKubernetesSeconds) {
     throw new Error(`time out of the range Kubernetes can represent: ${unixSeconds} s since 1970`);
   }
-  // Civil date from days since 1970 (the proleptic Gregorian calendar, as Go's time package uses), computed
-  // directly: a Date object and toISOString per time were a tenth of a field-heavy Run.
+  // Computed directly: a Date object and toISOString per time were a tenth of a field-heavy Run.
   const days = Math.floor(t / 86400);
   const secOfDay = t - days * 86400;
-  const z = days + 719468;
-  const era = Math.floor(z / 146097);
-  const doe = z - era * 146097;
-  const yoe = Math.floor(
-    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365,
-  );
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const month = mp < 10 ? mp + 3 : mp - 9;
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const { year, month, day } = civilFromDays(days);
   const hh = Math.floor(secOfDay / 3600);
   const mm = Math.floor((secOfDay % 3600) / 60);
   return `${String(year).padStart(4, '0')}-${two(month)}-${two(day)}T${two(hh)}:${two(mm)}:${two(secOfDay % 60)}Z`;

@@ -80,41 +80,29 @@ const bundle = (await import(pathToFileURL(join(work, 'targets.mjs')).href)) as 
 const counters = () =>
   (globalThis as Record<string, unknown>)[coverageVariable] as Record<string, FileCounters>;
 
+/** Counts (statement, function, or one branch's arms) that ran since the last harvest: reset, new ones added. */
+function harvestCounts(counts: Record<string, number> | number[], prefix: string, seen: Set<string>): number {
+  let fresh = 0;
+  for (const id in counts) {
+    const k = id as keyof typeof counts;
+    if (counts[k] === 0) continue;
+    (counts as Record<string, number>)[id] = 0;
+    const key = `${prefix}${id}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      fresh++;
+    }
+  }
+  return fresh;
+}
+
 /** New coverage features since the last call (counters reset), added to `seen`. */
 function harvest(seen: Set<string>, files: (file: string) => boolean): number {
   let fresh = 0;
   for (const [file, c] of Object.entries(counters() ?? {})) {
     if (!files(file)) continue;
-    for (const id in c.s) {
-      if (c.s[id] === 0) continue;
-      c.s[id] = 0;
-      const key = `${file}:s${id}`;
-      if (!seen.has(key)) {
-        seen.add(key);
-        fresh++;
-      }
-    }
-    for (const id in c.b) {
-      const arms = c.b[id]!;
-      for (let i = 0; i < arms.length; i++) {
-        if (arms[i] === 0) continue;
-        arms[i] = 0;
-        const key = `${file}:b${id}.${i}`;
-        if (!seen.has(key)) {
-          seen.add(key);
-          fresh++;
-        }
-      }
-    }
-    for (const id in c.f) {
-      if (c.f[id] === 0) continue;
-      c.f[id] = 0;
-      const key = `${file}:f${id}`;
-      if (!seen.has(key)) {
-        seen.add(key);
-        fresh++;
-      }
-    }
+    fresh += harvestCounts(c.s, `${file}:s`, seen) + harvestCounts(c.f, `${file}:f`, seen);
+    for (const id in c.b) fresh += harvestCounts(c.b[id]!, `${file}:b${id}.`, seen);
   }
   return fresh;
 }

@@ -87,7 +87,7 @@ function pad(n: number, width: number): string {
 }
 
 /** Days since 1970-01-01 → proleptic Gregorian date (H. Hinnant's civil_from_days). */
-function civilFromDays(days: number): { year: number; month: number; day: number } {
+export function civilFromDays(days: number): { year: number; month: number; day: number } {
   const z = days + 719468;
   const era = Math.floor(z / 146097);
   const doe = z - era * 146097;
