@@ -11,7 +11,7 @@ test('formatKubernetesTime matches Date.toISOString over the whole Kubernetes ra
   const random = prng(7);
   const span = 253402300799 + 62135596800;
   const samples = [...edges];
-  for (let i = 0; i < 200_000; i++) samples.push(BigInt(Math.floor(-62135596800 + random() * span)));
+  for (let i = 0; i < 50_000; i++) samples.push(BigInt(Math.floor(-62135596800 + random() * span)));
   for (const s of samples) assert.equal(formatKubernetesTime(s), viaDate(s), `${s}`);
   assert.throws(() => formatKubernetesTime(-62135596801n), /out of the range/);
   assert.throws(() => formatKubernetesTime(253402300800n), /out of the range/);
