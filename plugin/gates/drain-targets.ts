@@ -14,6 +14,7 @@ import {
   vmagentRef,
   zoneQueueOf,
 } from '../vm/vmagent.ts';
+import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
 import { type DrainGateConfig, GateConfigError } from './config.ts';
 import type { GateContext } from './reading.ts';
 import { allowedGateNamespace, explicitNamespace, type SpecZone, zoneFromSpec } from './zone-target.ts';
@@ -38,6 +39,8 @@ function digest(urls: readonly string[]): string {
 export interface Targets {
   namespace: string;
   vmcluster: string | undefined;
+  /** The zone's kind: its object, and the Service the writer's queue for it sends to. */
+  kind: ZoneKind;
   agents: AgentTarget[];
 }
 
@@ -55,6 +58,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     config.namespace ?? zone?.namespace ?? explicitNamespace(context, undefined),
   );
   const vmcluster = config.vmcluster ?? zone?.vmcluster;
+  const kind = config.vmcluster === undefined ? (zone?.kind ?? defaultZoneKind) : defaultZoneKind;
   const agentSource = zone?.spec.vmagent;
   const agentNames =
     explicitAgents ??
@@ -80,7 +84,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
           ...(config.remoteWriteUrl === undefined ? {} : { remoteWriteUrl: config.remoteWriteUrl }),
           ...(config.remoteWriteIndex === undefined ? {} : { remoteWriteIndex: config.remoteWriteIndex }),
         })
-      : zoneQueueOf(vmagent, vmcluster as string, namespace);
+      : zoneQueueOf(vmagent, vmcluster as string, namespace, kind);
     agents.push({
       key: name,
       vmagent,
@@ -108,5 +112,5 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     });
   }
   if (agents.length === 0) throw new GateConfigError(['vmagent: no vmagent writes to the zone']);
-  return { namespace, vmcluster, agents };
+  return { namespace, vmcluster, kind, agents };
 }
