@@ -53,7 +53,7 @@ async function exportedSeqs(zoneUrl: string): Promise<Set<number>> {
  */
 export async function samplesLost(
   sandbox: Sandbox,
-  vmclusters: { zone: string; vmcluster: string }[],
+  vmclusters: { zone: string; vmcluster: string; kind?: 'VMCluster' | 'VMSingle' }[],
   fromSeq: number,
   toSeq: number,
   catchUpMs = 60_000,
@@ -62,7 +62,7 @@ export async function samplesLost(
   const lost: Record<string, number> = {};
   for (const z of vmclusters) {
     for (;;) {
-      const seqs = await exportedSeqs(sandbox.endpoint('VMCluster', z.vmcluster).url).catch(
+      const seqs = await exportedSeqs(sandbox.endpoint(z.kind ?? 'VMCluster', z.vmcluster).url).catch(
         () => new Set<number>(),
       );
       let missing = 0;
