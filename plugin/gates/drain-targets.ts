@@ -15,7 +15,7 @@ import {
   zoneQueueOf,
 } from '../vm/vmagent.ts';
 import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
-import { type DrainGateConfig, GateConfigError } from './config.ts';
+import { type DrainGateConfig, explicitZoneObject, GateConfigError } from './config.ts';
 import type { GateContext } from './reading.ts';
 import { allowedGateNamespace, explicitNamespace, type SpecZone, zoneFromSpec } from './zone-target.ts';
 
@@ -48,8 +48,9 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
   const selector = config.pods?.selector;
   const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
   const explicitQueue = config.remoteWriteUrl !== undefined || config.remoteWriteIndex !== undefined;
+  const explicit = explicitZoneObject(config);
   const needSpec =
-    (config.vmcluster === undefined && config.zone !== undefined) ||
+    (explicit === undefined && config.zone !== undefined) ||
     (explicitAgents === undefined && selector === undefined);
   let zone: SpecZone | undefined;
   if (needSpec) zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
@@ -57,8 +58,8 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     context,
     config.namespace ?? zone?.namespace ?? explicitNamespace(context, undefined),
   );
-  const vmcluster = config.vmcluster ?? zone?.vmcluster;
-  const kind = config.vmcluster === undefined ? (zone?.kind ?? defaultZoneKind) : defaultZoneKind;
+  const vmcluster = explicit?.name ?? zone?.vmcluster;
+  const kind = explicit?.kind ?? zone?.kind ?? defaultZoneKind;
   const agentSource = zone?.spec.vmagent;
   const agentNames =
     explicitAgents ??

@@ -3,7 +3,7 @@
 
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
-import type { ReadyGateConfig } from './config.ts';
+import { explicitZoneObject, type ReadyGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './reading.ts';
 import { allowedGateNamespace, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
@@ -19,8 +19,10 @@ export async function readVmclusterReady(
   let vmcluster: string;
   let kind: ZoneKind = defaultZoneKind;
   let timeoutMs = config.timeout ?? defaultReadyTimeoutMs;
-  if (config.vmcluster !== undefined) {
-    vmcluster = config.vmcluster;
+  const explicit = explicitZoneObject(config);
+  if (explicit !== undefined) {
+    vmcluster = explicit.name;
+    kind = explicit.kind;
     namespace = explicitNamespace(context, config.namespace);
   } else {
     const zone = await zoneFromSpec(context, config.zone, 'vmcluster');

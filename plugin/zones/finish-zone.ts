@@ -9,6 +9,7 @@ import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { defaultZoneKind, zoneKindOf } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
 import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
@@ -190,7 +191,12 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
       const reading = await deps.queueCheck(
         kube,
-        { namespace: ref.namespace, vmcluster: ref.name, vmagents: handoff.vmagents ?? [] },
+        {
+          namespace: ref.namespace,
+          vmcluster: ref.name,
+          kind: (zoneKindOf(ref.kind) ?? defaultZoneKind).kind,
+          vmagents: handoff.vmagents ?? [],
+        },
         handoff.queueState,
         deps.now().getTime(),
       );
