@@ -189,12 +189,14 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   if (routing.drained[zone] !== undefined) {
     // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence).
     if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
+      const kind = zoneKindOf(ref.kind) ?? defaultZoneKind;
       const reading = await deps.queueCheck(
         kube,
         {
           namespace: ref.namespace,
           vmcluster: ref.name,
-          kind: (zoneKindOf(ref.kind) ?? defaultZoneKind).kind,
+          // Absent means VMCluster, as in the records handed over before zone kinds.
+          ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
           vmagents: handoff.vmagents ?? [],
         },
         handoff.queueState,
