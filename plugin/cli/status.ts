@@ -13,7 +13,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { readRouting } from '../vm/read-routing.ts';
-import { vmclusterRef } from '../vm/vmcluster.ts';
+import { zoneObjectRef } from '../vm/zone-kinds.ts';
+import { zoneWorkload } from '../zones/spec.ts';
 import { readBalancerConfig } from '../zones/target.ts';
 import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './commands.ts';
@@ -41,10 +42,12 @@ export async function readStatus(kube: KubeObjects, namespace: string, name: str
   const [vmclusters, analysisRuns, routing] = await Promise.all([
     Promise.all(
       Object.values(spec.zones).map((zone) =>
-        kube.get(vmclusterRef(zoneNamespace, zone.vmcluster)).catch((err: unknown) => {
-          if (err instanceof KubeError && err.kind === 'notFound') return undefined;
-          throw err;
-        }),
+        kube
+          .get(zoneObjectRef(zoneWorkload(zone).kind, zoneNamespace, zoneWorkload(zone).name))
+          .catch((err: unknown) => {
+            if (err instanceof KubeError && err.kind === 'notFound') return undefined;
+            throw err;
+          }),
       ),
     ),
     kube.list('argoproj.io/v1alpha1', 'AnalysisRun', namespace),

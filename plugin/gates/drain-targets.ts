@@ -14,7 +14,8 @@ import {
   vmagentRef,
   zoneQueueOf,
 } from '../vm/vmagent.ts';
-import { type DrainGateConfig, GateConfigError } from './config.ts';
+import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
+import { type DrainGateConfig, explicitZoneObject, GateConfigError } from './config.ts';
 import type { GateContext } from './reading.ts';
 import { allowedGateNamespace, explicitNamespace, type SpecZone, zoneFromSpec } from './zone-target.ts';
 
@@ -38,6 +39,8 @@ function digest(urls: readonly string[]): string {
 export interface Targets {
   namespace: string;
   vmcluster: string | undefined;
+  /** The zone's kind: its object, and the Service the writer's queue for it sends to. */
+  kind: ZoneKind;
   agents: AgentTarget[];
 }
 
@@ -45,8 +48,9 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
   const selector = config.pods?.selector;
   const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
   const explicitQueue = config.remoteWriteUrl !== undefined || config.remoteWriteIndex !== undefined;
+  const explicit = explicitZoneObject(config);
   const needSpec =
-    (config.vmcluster === undefined && config.zone !== undefined) ||
+    (explicit === undefined && config.zone !== undefined) ||
     (explicitAgents === undefined && selector === undefined);
   let zone: SpecZone | undefined;
   if (needSpec) zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
@@ -54,7 +58,8 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     context,
     config.namespace ?? zone?.namespace ?? explicitNamespace(context, undefined),
   );
-  const vmcluster = config.vmcluster ?? zone?.vmcluster;
+  const vmcluster = explicit?.name ?? zone?.vmcluster;
+  const kind = explicit?.kind ?? zone?.kind ?? defaultZoneKind;
   const agentSource = zone?.spec.vmagent;
   const agentNames =
     explicitAgents ??
@@ -80,7 +85,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
           ...(config.remoteWriteUrl === undefined ? {} : { remoteWriteUrl: config.remoteWriteUrl }),
           ...(config.remoteWriteIndex === undefined ? {} : { remoteWriteIndex: config.remoteWriteIndex }),
         })
-      : zoneQueueOf(vmagent, vmcluster as string, namespace);
+      : zoneQueueOf(vmagent, vmcluster as string, namespace, kind);
     agents.push({
       key: name,
       vmagent,
@@ -108,5 +113,5 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     });
   }
   if (agents.length === 0) throw new GateConfigError(['vmagent: no vmagent writes to the zone']);
-  return { namespace, vmcluster, agents };
+  return { namespace, vmcluster, kind, agents };
 }

@@ -4,7 +4,8 @@
 // judgeQueueDrain (queue-drain.ts says what "drained" means); drain-figures.ts sums up the figures.
 
 import { resolveScrapeAccess } from '../vm/scrape-credentials.ts';
-import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
+import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { zoneObjectRef } from '../vm/zone-kinds.ts';
 import { type DrainGateConfig, GateConfigError } from './config.ts';
 import { drainFigures } from './drain-figures.ts';
 import { scrapeAgent } from './drain-scrape.ts';
@@ -70,7 +71,7 @@ export async function readVmagentDrained(
   let zoneReady: boolean | null = null;
   if (requireZoneReady) {
     const readiness = vmclusterReadiness(
-      await context.kube.get(vmclusterRef(targets.namespace, targets.vmcluster as string)),
+      await context.kube.get(zoneObjectRef(targets.kind, targets.namespace, targets.vmcluster as string)),
     );
     zoneReady = readiness.state === 'ready';
     if (!zoneReady) readinessMessage = readiness.message;

@@ -4,6 +4,7 @@
 import { NamespaceAllowanceError, requireNamespaceAllowed } from '../kube/allowed-namespaces.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { namespacedName } from '../kube/objects.ts';
+import type { ZoneKind } from '../vm/zone-kinds.ts';
 import { resolveZone, SpecError, type ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
@@ -12,7 +13,9 @@ import type { GateContext } from './reading.ts';
 export interface SpecZone {
   readonly zone: string;
   readonly namespace: string;
+  /** The zone's object, of `kind`. */
   readonly vmcluster: string;
+  readonly kind: ZoneKind;
   readonly spec: ZoneSpecDocument;
   readonly rollout: string;
   readonly readyTimeoutMs: number;
@@ -36,6 +39,7 @@ export async function zoneFromSpec(
       zone,
       namespace: resolved.namespace,
       vmcluster: resolved.vmcluster,
+      kind: resolved.kind,
       spec: owner.spec,
       rollout: owner.rollout,
       readyTimeoutMs: parseGoDurationMs(owner.spec.readyTimeout),

@@ -5,10 +5,13 @@
 // and is kept in the handoff annotation, so a plugin restart loses nothing.
 
 import type { KubeObjects } from '../kube/objects.ts';
+import type { ZoneKindName } from '../vm/zone-kinds.ts';
 
 export interface ZoneQueueRequest {
   namespace: string;
+  /** The zone's object, of `kind` (VMCluster when absent). */
   vmcluster: string;
+  kind?: ZoneKindName;
   /** The VMAgents that write to the zone (the spec document's vmagent / vmagents). */
   vmagents: string[];
 }

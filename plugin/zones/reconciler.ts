@@ -1,4 +1,4 @@
-// The background reconciler of the step-plugin process. Each pass lists the VMClusters once and
+// The background reconciler of the step-plugin process. Each pass lists the zone objects of every kind once and
 //   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/walk.ts: promoted past,
 //      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record alone;
 //   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
@@ -8,8 +8,9 @@
 
 import type { Logger } from '../goplugin/index.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
+import { KubeError } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
-import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
+import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
@@ -36,8 +37,19 @@ export interface ReconcilerOptions {
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
 
+/** `namespace/name` for a VMCluster (as before zone kinds), `Kind namespace/name` for the other kinds. */
 function key(cluster: KubeObject): string {
-  return `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+  const id = `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+  const kind = zoneKindOf(cluster.kind) ?? defaultZoneKind;
+  return kind === defaultZoneKind ? id : `${kind.kind} ${id}`;
+}
+
+function refOf(cluster: KubeObject) {
+  return zoneObjectRef(
+    zoneKindOf(cluster.kind) ?? defaultZoneKind,
+    cluster.metadata.namespace ?? '',
+    cluster.metadata.name ?? '',
+  );
 }
 
 function errorText(err: unknown): string {
@@ -92,7 +104,7 @@ export class ZoneReconciler {
   /** One pass; returns the progress of every handed-over zone, by `namespace/name`. */
   async tick(): Promise<Record<string, ZoneProgress>> {
     const listed = await Promise.all(
-      this.#namespaces.map((n) => this.#kube.list(vmApiVersion, 'VMCluster', n)),
+      this.#namespaces.flatMap((n) => Object.values(zoneKinds).map((kind) => this.#listKind(kind, n))),
     );
     const clusters = listed
       .flat()
@@ -107,10 +119,10 @@ export class ZoneReconciler {
       }
       return found;
     };
-    const pending: string[] = [];
+    const pending: KubeObject[] = [];
     for (const cluster of clusters) {
       try {
-        if (await this.#adopt(cluster, progressOf)) pending.push(key(cluster));
+        if (await this.#adopt(cluster, progressOf)) pending.push(cluster);
       } catch (err) {
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: key(cluster),
@@ -119,8 +131,8 @@ export class ZoneReconciler {
       }
     }
     const results = await Promise.all(
-      pending.map(async (id): Promise<[string, ZoneProgress]> => {
-        const [namespace = '', name = ''] = id.split('/');
+      pending.map(async (cluster): Promise<[string, ZoneProgress]> => {
+        const id = key(cluster);
         try {
           return [
             id,
@@ -131,7 +143,7 @@ export class ZoneReconciler {
                 now: this.#now,
                 ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
               },
-              vmclusterRef(namespace, name),
+              refOf(cluster),
             ),
           ];
         } catch (err) {
@@ -151,6 +163,27 @@ export class ZoneReconciler {
   }
 
   /** Whether the zone has handed-over work now: it had already, or its walk ended and it is handed over here. */
+  /**
+   * The zone objects of one kind in a namespace (`''`: all). A kind whose CRD is not installed, or that the
+   * plugin's RBAC does not grant (an install from before that kind was supported), holds no zones: skipped.
+   */
+  async #listKind(kind: ZoneKind, namespace: string): Promise<KubeObject[]> {
+    try {
+      // List items carry no kind of their own: tag them, so each is acted on as its kind.
+      const items = await this.#kube.list(kind.apiVersion, kind.kind, namespace);
+      return items.map((item) => ({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }));
+    } catch (err) {
+      if (
+        kind !== defaultZoneKind &&
+        err instanceof KubeError &&
+        (err.kind === 'notFound' || err.kind === 'forbidden')
+      ) {
+        return [];
+      }
+      throw err;
+    }
+  }
+
   async #adopt(
     listed: KubeObject,
     progressOf: (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>,
@@ -191,7 +224,7 @@ export class ZoneReconciler {
       cluster,
       {
         zone,
-        cluster: vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? ''),
+        cluster: refOf(listed),
         holder,
         by: `vmzones reconciler: ${verdict.why}${rollback ? '; rolling back its change' : '; the zone keeps the change it has'}`,
         reads: reads.reads,
@@ -211,7 +244,7 @@ export class ZoneReconciler {
         warning: rollback !== undefined,
         holder,
         zone,
-        cluster: vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? ''),
+        cluster: refOf(listed),
       },
       this.#now(),
     );

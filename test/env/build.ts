@@ -33,7 +33,9 @@ export type BinaryName =
   | 'crane'
   | 'ociimage'
   | 'kustomize'
-  | 'config-reloader';
+  | 'config-reloader'
+  | 'victoria-logs'
+  | 'vlagent';
 
 interface Target {
   name: BinaryName;
@@ -45,7 +47,8 @@ interface Target {
     | 'vmoperator'
     | 'image'
     | 'kustomize'
-    | 'configreloader';
+    | 'configreloader'
+    | 'victorialogs';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -146,6 +149,19 @@ export const targets: Target[] = [
     module: 'configreloader',
     pkg: 'github.com/VictoriaMetrics/operator/cmd/config-reloader',
     ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=config-reloader-${versions.vmOperator}`,
+  },
+  // VictoriaLogs zones (docs/zone-kinds.md): the single-node server and the writer, module test/env/victorialogs.
+  {
+    name: 'victoria-logs',
+    module: 'victorialogs',
+    pkg: 'github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs',
+    ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-${versions.victoriaLogs}`,
+  },
+  {
+    name: 'vlagent',
+    module: 'victorialogs',
+    pkg: 'github.com/VictoriaMetrics/VictoriaLogs/app/vlagent',
+    ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=vlagent-${versions.victoriaLogs}`,
   },
 ];
 

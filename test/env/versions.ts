@@ -11,6 +11,8 @@ export const versions = {
   victoriaMetrics: 'v1.151.0',
   /** Debian bookworm's victoria-metrics package: the oldest version the sandbox offers. */
   victoriaMetricsDebian: 'v1.79.5',
+  /** VictoriaLogs (victoria-logs, vlagent) for VictoriaLogs zones; its go directive (1.26.5) the local Go accepts. */
+  victoriaLogs: 'v1.52.1',
   /** VictoriaMetrics operator release whose CRDs are installed (read from the Go module cache). */
   vmOperator: 'v0.74.1',
   /** go-containerregistry (crane, and the library under test/env/image/cmd/ociimage). */

@@ -24,12 +24,14 @@ import {
   controllerNamespace,
   namespace,
   type PluginLocation,
+  type SandboxZoneKind,
   vmAgent,
   vmAuth,
   vmagentName,
   vmauthName,
   vmCluster,
   vmNamespace,
+  vmSingle,
   vmUser,
   type Zone,
   zonesFor,
@@ -53,6 +55,8 @@ export interface SandboxOptions {
   stateDir?: string;
   /** Number of zones (VMClusters); default 2. */
   zones?: number;
+  /** What each zone is; default VMCluster. VMSingle zones need the real operator. */
+  zoneKind?: SandboxZoneKind;
   /** Configure the vmzones plugins in argo-rollouts-config (needs dist/vmzones.mjs); default: if built. */
   plugin?: boolean;
   /** false: start no Argo Rollouts controller, the test runs its own (test/e2e/install); default true. */
@@ -265,7 +269,13 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
   const binaries = buildAll();
-  const zones = zonesFor(options.zones ?? 2);
+  const zones = zonesFor(options.zones ?? 2, options.zoneKind);
+  if (options.zoneKind === 'VMSingle' && operatorMode !== 'real') {
+    throw new StartError(
+      'sandbox',
+      'VMSingle zones need the real operator (the simulated one serves VMCluster only)',
+    );
+  }
   const plugin = options.plugin === false ? undefined : pluginLocation();
   if (options.plugin === true && !plugin) {
     throw new StartError('plugin', `dist/vmzones.mjs is missing in ${repoRoot}: run "npm run build" first`);
@@ -547,13 +557,17 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     log(`creating ${zones.length} zones, vmagent and vmauth in namespace ${vmNamespace} ...`);
     const zonePorts = await Promise.all(zones.map(() => freePort()));
     await kubectl.apply([
-      ...zones.map((z, i) => vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0)),
+      ...zones.map((z, i) =>
+        z.kind === 'VMSingle'
+          ? vmSingle(z, builtVersion, zonePorts[i] ?? 0)
+          : vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0),
+      ),
       vmAgent(zones, builtVersion, await freePort()),
       vmAuth(builtVersion, await freePort()),
       vmUser(zones),
     ]);
     const resources = [
-      ...zones.map((z) => `vmcluster/${z.vmcluster}`),
+      ...zones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
       `vmagent/${vmagentName}`,
       `vmauth/${vmauthName}`,
     ];

@@ -131,6 +131,7 @@ test('vmclusterReady follows the VMCluster: expanding waits, operational passes,
     zone: null,
     namespace: 'vm',
     vmcluster: 'vm-zone-a',
+    kind: 'VMCluster',
     ready: false,
     failed: false,
     state: 'progressing',
@@ -748,4 +749,18 @@ test('vmauthReloaded: a load after an earlier reading proves itself even when st
     'Running',
     'without an earlier reading, that stamp does not prove a load after `since`',
   );
+});
+
+test('vmclusterReady reads a VMSingle named in the config, and the message names its kind', async () => {
+  const kube = new MemoryKube().put({
+    apiVersion: vmApi,
+    kind: 'VMSingle',
+    metadata: { name: 'vm-b', namespace: 'vm', generation: 2 },
+    status: { updateStatus: 'operational', observedGeneration: 2 },
+  });
+  const provider = createGatesProvider({ kube: () => kube, now: clock().now });
+  const result = await provider.run(run, metric({ gate: 'vmclusterReady', vmsingle: 'vm-b' }));
+  assert.equal(result.phase, 'Successful');
+  assert.equal(result.message, 'VMSingle vm/vm-b is operational at generation 2');
+  assert.equal((JSON.parse(result.value ?? '') as { kind: string }).kind, 'VMSingle');
 });

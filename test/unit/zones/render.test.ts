@@ -80,3 +80,12 @@ test('zoneWalk names the zones a subset leaves out; a full order leaves none out
   });
   assert.deepEqual(zoneWalk(spec), { zones: ['zone-a', 'zone-b', 'zone-c'], leftOut: [] });
 });
+
+test('zones of every kind render the same walk, in the document order', () => {
+  const mixed = parseSpecDocument(`
+vmauth: {vmuser: reads}
+vmagent: {vmagent: agent}
+zones: {zone-a: {vmsingle: a}, zone-b: {vlcluster: b}, zone-c: {vmcluster: c}}
+`);
+  assert.deepEqual(summary(renderSteps(mixed)), summary(renderSteps(spec)));
+});

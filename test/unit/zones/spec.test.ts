@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { zoneKinds } from '../../../plugin/vm/zone-kinds.ts';
 import {
   parseSpecDocument,
   resolveZone,
@@ -40,6 +41,7 @@ test('a zone resolves to the global overrideSpec with its own merged over it, nu
   assert.deepEqual(resolveZone(spec, 'zone-a', 'monitoring'), {
     name: 'zone-a',
     namespace: 'monitoring',
+    kind: zoneKinds.vmcluster,
     vmcluster: 'vm-zone-a',
     patch: { clusterVersion: 'v1.118.0-cluster' },
   });
@@ -92,4 +94,36 @@ test('missing pieces are named', () => {
 test('the annotation must be present', () => {
   assert.throws(() => specFromAnnotations({}), /has no vmzones\.io\/spec/);
   assert.equal(specFromAnnotations({ 'vmzones.io/spec': valid }).vmagent.vmagent, 'vmagent');
+});
+
+test('a zone is a VMCluster, a VMSingle or a VLCluster, named by its field', () => {
+  const spec = parseSpecDocument(`
+vmauth: {vmuser: vmauth-read}
+vmagent: {vmagent: vmagent}
+zones:
+  zone-a: {vmcluster: vm-a}
+  zone-b: {vmsingle: vm-b}
+  zone-c: {vlcluster: logs-c}
+`);
+  const resolved = ['zone-a', 'zone-b', 'zone-c'].map((z) => resolveZone(spec, z, 'vm'));
+  assert.deepEqual(
+    resolved.map((r) => [r.kind.kind, r.kind.apiVersion, r.vmcluster]),
+    [
+      ['VMCluster', 'operator.victoriametrics.com/v1beta1', 'vm-a'],
+      ['VMSingle', 'operator.victoriametrics.com/v1beta1', 'vm-b'],
+      ['VLCluster', 'operator.victoriametrics.com/v1', 'logs-c'],
+    ],
+  );
+});
+
+test('a zone with two kinds, none, or an unknown kind is refused naming the zone', () => {
+  const head = 'vmauth: {vmuser: u}\nvmagent: {vmagent: a}\nzones:\n';
+  assert.deepEqual(problemsOf(`${head}  zone-a: {vmcluster: a, vmsingle: b}\n`), [
+    'zones.zone-a: exactly one of vmcluster, vmsingle, vlcluster must be set (found vmcluster, vmsingle)',
+  ]);
+  assert.deepEqual(problemsOf(`${head}  zone-a: {overrideSpec: {}}\n`), [
+    'zones.zone-a: exactly one of vmcluster, vmsingle, vlcluster must be set (found none)',
+  ]);
+  const unknown = problemsOf(`${head}  zone-a: {vtcluster: t}\n`).join('\n');
+  assert.match(unknown, /zones\.zone-a: Unrecognized key: "vtcluster"/);
 });
