@@ -11,8 +11,9 @@ import { stringify } from 'yaml';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { loadgenStatus, samplesLost } from '../../bench/rollout-sandbox.ts';
+import { samplesLost } from '../../bench/rollout-sandbox.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import {

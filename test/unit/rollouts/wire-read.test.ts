@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeGoTime, encodeGoTime, GobDecoder } from '../../../plugin/goplugin/gob/index.ts';
 import { formatKubernetesTime } from '../../../plugin/rollouts/wire-read.ts';
-import { prng } from '../gob/helpers.ts';
+import { seededRandom as prng } from '../../fixtures/seeded-random.ts';
 
 const viaDate = (s: bigint) => `${new Date(Number(s) * 1000).toISOString().slice(0, 19)}Z`;
 
