@@ -17,7 +17,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import type { KubeObject } from '../../plugin/kube/objects.ts';
 import { renderSteps } from '../../plugin/zones/render.ts';
@@ -183,8 +183,13 @@ function quantile(before: Histogram | undefined, after: Histogram, q: number): n
   return lower;
 }
 
+/** The histograms, or none while the plugin process is not started (the controller starts it on first use). */
 async function scrape(url: string): Promise<Histograms> {
-  return rpcHistograms(await (await fetch(`${url}/metrics`)).text());
+  try {
+    return rpcHistograms(await (await fetch(`${url}/metrics`)).text());
+  } catch {
+    return new Map();
+  }
 }
 
 /** RSS of the controller's children (the two plugin processes), by their role in the command line. */
@@ -242,13 +247,16 @@ try {
       namespace: scaleNs,
       name,
     });
-    await custom.patchNamespacedCustomObjectStatus({
-      ...vmGroup,
-      namespace: scaleNs,
-      plural: 'vmclusters',
-      name,
-      body: { status: { updateStatus, observedGeneration: current.metadata.generation ?? 1, reason: '' } },
-    });
+    await custom.patchNamespacedCustomObjectStatus(
+      {
+        ...vmGroup,
+        namespace: scaleNs,
+        plural: 'vmclusters',
+        name,
+        body: { status: { updateStatus, observedGeneration: current.metadata.generation ?? 1, reason: '' } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   };
   const eachLimited = async <T>(items: T[], work: (item: T) => Promise<void>) => {
     for (let i = 0; i < items.length; i += 10) await Promise.all(items.slice(i, i + 10).map(work));
@@ -278,6 +286,12 @@ try {
     },
   ];
   await sandbox.kubectl.apply([rolloutObject('real-drain', zoneSpec({}), realSteps)]);
+  // The controller starts a plugin process on the first step that needs it: a Rollout whose step fails at once
+  // (a zone its spec document does not have) starts the step plugin, and with it the reconciler, for the idle phase.
+  const starterSteps = [
+    { plugin: { name: 'vmzones/step', config: { zone: 'no-such-zone', action: 'drainReads' } } },
+  ];
+  await sandbox.kubectl.apply([rolloutObject('starter', zoneSpec({}), starterSteps)]);
 
   const healthy = async (namespaceName: string, name: string) => {
     const r = await kube.get({
@@ -290,9 +304,15 @@ try {
   };
   await waitFor(async () => {
     for (const n of names) if (!(await healthy(scaleNs, n))) return undefined;
-    return (await healthy('vm', 'real-drain')) ? true : undefined;
+    return (await healthy('vm', 'real-drain')) && (await healthy('vm', 'starter')) ? true : undefined;
   }, 600_000);
   log('every Rollout Healthy at its first revision');
+  await sandbox.kubectl.apply([rolloutObject('starter', zoneSpec({ retentionPeriod: '2' }), starterSteps)]);
+  await waitFor(
+    async () => ((await scrape(`http://127.0.0.1:${observePorts.step}`)).size > 0 ? true : undefined),
+    120_000,
+  );
+  log('the step plugin runs (started by a Rollout whose step failed at once)');
 
   const observe = {
     step: `http://127.0.0.1:${observePorts.step}`,
@@ -336,7 +356,10 @@ try {
 
   // Second revisions: each waits in its analysis (zone-c not ready) with an AnalysisRun in flight.
   await eachLimited(names, (n) => setZoneStatus(`${n}-c`, 'expanding'));
-  await sandbox.kubectl.apply(names.map((n) => placeholderRollout(n, { retentionPeriod: '2' })));
+  await sandbox.kubectl.apply([
+    ...names.map((n) => placeholderRollout(n, { retentionPeriod: '2' })),
+    rolloutObject('real-drain', zoneSpec({ retentionPeriod: '2' }), realSteps),
+  ]);
   const arsRunning = async () => {
     const list = await kube.list('argoproj.io/v1alpha1', 'AnalysisRun', scaleNs);
     return list.filter((a) => (a.status as { phase?: string } | undefined)?.phase === 'Running').length;
