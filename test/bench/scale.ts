@@ -3,7 +3,7 @@
 // placeholders in namespace `scale` that no operator reconciles (the real operator watches only `vm`; the data plane
 // finds no version to run): their VMCluster statuses are written here, so the step plugin and the gates see healthy
 // or not-yet-ready zones without a process per zone. One Rollout over the sandbox's real zones runs the drain gate
-// with a very high drainRounds, so its stored readings grow round after round. Phases:
+// with the highest drainRounds allowed, so its stored readings grow round after round up to what is kept. Phases:
 //   idle      — every Rollout at its first revision (no walk): what the plugins cost doing nothing;
 //   analysis  — every Rollout's second revision waits in an analysis step (vmclusterReady on a zone set not ready):
 //               AnalysisRuns in flight, the gates process busy;
@@ -19,6 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { maxConsecutiveRounds } from '../../plugin/gates/config.ts';
 import type { KubeObject } from '../../plugin/kube/objects.ts';
 import { renderSteps } from '../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../plugin/zones/spec.ts';
@@ -67,6 +68,13 @@ function placeholderObjects(): object[] {
       kind: 'VMAgent',
       metadata: { name: placeholderVmagent, namespace: scaleNs },
       spec: { remoteWrite: [{ url: 'http://placeholder.invalid/api/v1/write' }] },
+    },
+    // Selects every VMUser here; nothing renders them, so each drainReads waits for vmauth's evidence.
+    {
+      apiVersion: 'operator.victoriametrics.com/v1beta1',
+      kind: 'VMAuth',
+      metadata: { name: 'placeholder-vmauth', namespace: scaleNs },
+      spec: { selectAllByDefault: true },
     },
   ];
   for (const n of names) {
@@ -272,14 +280,14 @@ try {
   await sandbox.kubectl.apply(names.map((n) => placeholderRollout(n, {})));
 
   // The one real drain gate: a Rollout over the sandbox's real zones whose first step is the drain gate of zone-a
-  // with a drainRounds it cannot reach in this run, so every reading adds a stored round.
+  // with the highest drainRounds allowed (not reached in this run), so every reading adds a stored round.
   const realSteps = [
     {
       analysis: {
         templates: [{ templateName: 'vmzones-vmagent-queue-drained', clusterScope: true }],
         args: [
           { name: 'zone', value: 'zone-a' },
-          { name: 'drainRounds', value: '1000' },
+          { name: 'drainRounds', value: String(maxConsecutiveRounds) },
           { name: 'drainTimeout', value: '4h' },
         ],
       },
@@ -353,6 +361,12 @@ try {
 
   log(`phase idle (${phaseMs / 1000} s)`);
   await phase('idle');
+  // What one cluster-wide list of VMClusters weighs (the reconciler's pass without a watch cache).
+  out(
+    'vmcluster_list_bytes',
+    (await sandbox.kubectl.run(['get', '--raw', '/apis/operator.victoriametrics.com/v1beta1/vmclusters']))
+      .length,
+  );
 
   // Second revisions: each waits in its analysis (zone-c not ready) with an AnalysisRun in flight.
   await eachLimited(names, (n) => setZoneStatus(`${n}-c`, 'expanding'));
