@@ -4,9 +4,10 @@
 //   - bookmarks (allowWatchBookmarks): a quiet kind's resourceVersion stays recent, so a reconnect resumes from it
 //     instead of meeting 410 Gone and listing everything again;
 //   - after a failed list or watch (anything but 410 and the client's inactivity timeout, which ListWatch handles
-//     itself: relist, resume) it restarts, waiting 1 s, 2 s, 4 s … up to 30 s between attempts;
-//   - `fresh`: false until the first list is in and while a failure is being retried, so that a reader can go to
-//     the API server instead of trusting a copy that may have stopped following it;
+//     itself: relist, resume) it restarts, waiting 1 s, 2 s, 4 s … up to 30 s between attempts (back to 1 s once
+//     a watch delivers an event, bookmarks included);
+//   - `fresh`: false until the first list is in, during a relist and while a failure is being retried, so that a
+//     reader can go to the API server instead of trusting a copy that may have stopped following it;
 //   - objects are stored without managedFields and kubectl's last-applied annotation (they can double an object).
 // One cache per KubeConfig: several clusters get one each.
 
@@ -57,14 +58,20 @@ export function trimmed(object: KubeObject): KubeObject {
   return { ...object, metadata };
 }
 
-/** client-node's Watch, asking for bookmarks and handing on trimmed objects; `onOpen` runs once connected. */
+/**
+ * client-node's Watch, asking for bookmarks and handing on trimmed objects. `onWatch` runs when ListWatch asks
+ * for a watch: by then the list (if any) is in the copy, and events after its resourceVersion are on their way
+ * (a watch's headers may only come with its first event); `onEvent` on every event.
+ */
 class TrimmingWatch extends Watch {
   readonly #inner: Watch;
-  readonly #onOpen: () => void;
-  constructor(inner: Watch, onOpen: () => void) {
+  readonly #onWatch: () => void;
+  readonly #onEvent: () => void;
+  constructor(inner: Watch, onWatch: () => void, onEvent: () => void) {
     super(inner.config);
     this.#inner = inner;
-    this.#onOpen = onOpen;
+    this.#onWatch = onWatch;
+    this.#onEvent = onEvent;
   }
   override async watch(
     path: string,
@@ -73,19 +80,16 @@ class TrimmingWatch extends Watch {
     callback: (phase: string, apiObj: any, watchObj?: any) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
-    let failed = false;
-    const controller = await this.#inner.watch(
+    this.#onWatch();
+    return this.#inner.watch(
       path,
       { ...queryParams, allowWatchBookmarks: true },
-      (phase, object: KubeObject, raw) =>
-        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' ? trimmed(object) : object, raw),
-      (err) => {
-        failed = true;
-        done(err);
+      (phase, object: KubeObject, raw) => {
+        this.#onEvent();
+        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' ? trimmed(object) : object, raw);
       },
+      done,
     );
-    if (!failed) this.#onOpen();
-    return controller;
   }
 }
 
@@ -134,13 +138,20 @@ export class WatchCache {
           options.kind.kind,
           options.namespace,
         ));
-    const watch = new TrimmingWatch(options.watch ?? new Watch(options.kubeConfig), () => {
-      this.counts.watches++;
-      // A watch is open on top of a complete list: the copy follows the API server from here on.
-      this.#fresh = true;
-      this.#retryMs = firstRetryMs;
-      this.#markSynced();
-    });
+    const watch = new TrimmingWatch(
+      options.watch ?? new Watch(options.kubeConfig),
+      () => {
+        this.counts.watches++;
+        // A watch from the resourceVersion of a complete copy: it follows the API server from here on (a failure
+        // of this watch makes it not fresh again).
+        if (this.#restarting) return;
+        this.#fresh = true;
+        this.#markSynced();
+      },
+      () => {
+        this.#retryMs = firstRetryMs;
+      },
+    );
     this.#informer = new ListWatch<KubeObject>(
       restPath(options.kind, options.namespace),
       watch,

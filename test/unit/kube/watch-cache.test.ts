@@ -190,7 +190,9 @@ test('a failed watch or list is retried with a growing wait, and the cache is no
   assert.equal(again.params.resourceVersion, '10', 'resumes from the last resourceVersion');
   assert.equal(cache.fresh, true);
 
-  // A 410 on the next connect relists; the relist fails twice: 1 s (reset by the good watch), then 2 s.
+  // A watch that delivers an event (a bookmark) resets the wait. Then a 410 relists, and the relist fails twice:
+  // 1 s, then 2 s.
+  again.send('BOOKMARK', { metadata: { resourceVersion: '20' } });
   failLists = 2;
   again.end(Object.assign(new Error('Gone'), { statusCode: 410 }));
   await new Promise((r) => setImmediate(r));
