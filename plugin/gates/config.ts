@@ -147,6 +147,9 @@ const readyGate = z
   })
   .superRefine(atMostOneZoneObject);
 
+/** The most consecutive good rounds a drain gate may ask for (docs/scale.md, "Limits"). */
+export const maxConsecutiveRounds = 30;
+
 const drainGate = z
   .strictObject({
     gate: z.literal('vmagentQueueDrained'),
@@ -158,7 +161,17 @@ const drainGate = z
     /** The zone's queue: the URL as spec.remoteWrite lists it, or its 1-based position there. */
     remoteWriteUrl: z.string().min(1).optional(),
     remoteWriteIndex: wholeNumber(1).optional(),
-    consecutiveRounds: wholeNumber(1).optional(),
+    /** At most maxConsecutiveRounds: the rounds are stored in the AnalysisRun (docs/scale.md, "Limits"). */
+    consecutiveRounds: wholeNumber(1)
+      .pipe(
+        z
+          .number()
+          .max(
+            maxConsecutiveRounds,
+            `must be at most ${maxConsecutiveRounds} (each round is stored in the AnalysisRun; a longer proof is a longer roundSpacing)`,
+          ),
+      )
+      .optional(),
     maxPendingDataBytes: wholeNumber(0).optional(),
     maxOnDiskPendingBytes: wholeNumber(0).optional(),
     roundSpacing: durationMs.optional(),

@@ -5,11 +5,15 @@
 //      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
 //      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
 // Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes.
+// The listing and the holders' Rollouts may come from a watched view (plugin/kube/watched-objects.ts, wired in
+// main.ts), which costs no API call per pass but may be a moment behind: a zone is only handed over after its
+// VMCluster and its holder's Rollout were read again from the API server and still say so (docs/scale.md).
 
 import type { Logger } from '../goplugin/index.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import { KubeError } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
+import { vmApiVersion } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
@@ -33,6 +37,30 @@ export interface ReconcilerOptions {
   queueCheck?: ZoneQueueCheck;
   /** Namespaces to list (namespace-scoped RBAC); default: one list across all namespaces. */
   namespaces?: readonly string[];
+  /** Where to list VMClusters and read holder Rollouts when nothing is to be done (a watch cache); default kube. */
+  watched?: KubeObjects;
+}
+
+/** What the reconciler reads on every pass: main.ts watches these instead of listing and getting them. */
+export const reconcilerWatchedKinds = [
+  { apiVersion: vmApiVersion, kind: 'VMCluster', plural: 'vmclusters' },
+  { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', plural: 'rollouts' },
+] as const;
+
+type ProgressOf = (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>;
+
+/** The holder's progress, read once per pass and holder. */
+function progressReader(kube: KubeObjects): ProgressOf {
+  const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
+  return (holder) => {
+    const id = `${holder.rollout}|${holder.uid}`;
+    let found = progresses.get(id);
+    if (found === undefined) {
+      found = holderProgress(kube, holder);
+      progresses.set(id, found);
+    }
+    return found;
+  };
 }
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
@@ -58,6 +86,7 @@ function errorText(err: unknown): string {
 
 export class ZoneReconciler {
   readonly #kube: KubeObjects;
+  readonly #watched: KubeObjects;
   readonly #logger: Logger;
   readonly #now: () => Date;
   readonly #intervalMs: number;
@@ -68,6 +97,7 @@ export class ZoneReconciler {
 
   constructor(options: ReconcilerOptions) {
     this.#kube = options.kube;
+    this.#watched = options.watched ?? options.kube;
     this.#logger = options.logger;
     this.#now = options.now ?? (() => new Date());
     this.#intervalMs = options.intervalMs ?? 5_000;
@@ -109,20 +139,12 @@ export class ZoneReconciler {
     const clusters = listed
       .flat()
       .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined));
-    const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
-    const progressOf = (holder: RolloutIdentity) => {
-      const id = `${holder.rollout}|${holder.uid}`;
-      let found = progresses.get(id);
-      if (found === undefined) {
-        found = holderProgress(this.#kube, holder);
-        progresses.set(id, found);
-      }
-      return found;
-    };
+    const progressOf = progressReader(this.#watched);
+    const liveProgressOf = this.#watched === this.#kube ? undefined : progressReader(this.#kube);
     const pending: KubeObject[] = [];
     for (const cluster of clusters) {
       try {
-        if (await this.#adopt(cluster, progressOf)) pending.push(cluster);
+        if (await this.#adopt(cluster, progressOf, liveProgressOf)) pending.push(cluster);
       } catch (err) {
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: key(cluster),
@@ -170,7 +192,7 @@ export class ZoneReconciler {
   async #listKind(kind: ZoneKind, namespace: string): Promise<KubeObject[]> {
     try {
       // List items carry no kind of their own: tag them, so each is acted on as its kind.
-      const items = await this.#kube.list(kind.apiVersion, kind.kind, namespace);
+      const items = await this.#watched.list(kind.apiVersion, kind.kind, namespace);
       return items.map((item) => ({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }));
     } catch (err) {
       if (
@@ -186,7 +208,9 @@ export class ZoneReconciler {
 
   async #adopt(
     listed: KubeObject,
-    progressOf: (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>,
+    progressOf: ProgressOf,
+    /** Set while `listed` and `progressOf` come from the watched view: the live readers to confirm with. */
+    confirmWith?: ProgressOf,
   ): Promise<boolean> {
     const cluster = loadedCluster(listed);
     const { state } = cluster;
@@ -200,6 +224,11 @@ export class ZoneReconciler {
     const progress = await progressOf(holder);
     const verdict = walkVerdict(holder, zone, leased, progress);
     if (verdict.verdict === 'walking') return false;
+    if (confirmWith !== undefined) {
+      // The watched view says the walk ended; act only on what the API server says now.
+      const live = await this.#kube.get(refOf(listed));
+      return this.#adopt({ ...live, apiVersion: listed.apiVersion, kind: listed.kind }, confirmWith);
+    }
 
     const rollback: RollbackRecord | undefined =
       verdict.verdict === 'rollback' &&

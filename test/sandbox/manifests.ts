@@ -35,11 +35,22 @@ export interface PluginLocation {
   args: string[];
 }
 
+/** Arguments after the bundle, per plugin (e.g. `--observe-address` for test/bench/scale.ts). */
+export interface PluginExtraArgs {
+  'vmzones/step'?: string[];
+  'vmzones/gates'?: string[];
+}
+
 /** argo-rollouts-config with the vmzones step plugin and metric provider (file:// location). */
-export function argoRolloutsConfig(plugin: PluginLocation | undefined): object {
+export function argoRolloutsConfig(
+  plugin: PluginLocation | undefined,
+  extraArgs: PluginExtraArgs = {},
+): object {
   const data: Record<string, string> = {};
   if (plugin) {
-    const item = (name: string) => [{ name, location: `file://${plugin.location}`, args: plugin.args }];
+    const item = (name: keyof PluginExtraArgs) => [
+      { name, location: `file://${plugin.location}`, args: [...plugin.args, ...(extraArgs[name] ?? [])] },
+    ];
     data.stepPlugins = JSON.stringify(item('vmzones/step'));
     data.metricProviderPlugins = JSON.stringify(item('vmzones/gates'));
   }

@@ -23,6 +23,7 @@ import {
   argoRolloutsConfig,
   controllerNamespace,
   namespace,
+  type PluginExtraArgs,
   type PluginLocation,
   type SandboxZoneKind,
   vmAgent,
@@ -81,6 +82,13 @@ export interface SandboxOptions {
    * simulator only runs the data plane. "simulated": the simulator plays the operator too.
    */
   operator?: OperatorMode;
+  /** Arguments the controller passes to each plugin after the bundle. */
+  pluginArgs?: PluginExtraArgs;
+  /**
+   * Namespaces the real operator reconciles (its WATCH_NAMESPACE); default all. test/bench/scale.ts keeps its
+   * placeholder zones in a namespace of their own that no operator touches.
+   */
+  operatorWatchNamespaces?: string[];
 }
 
 export type OperatorMode = 'real' | 'simulated';
@@ -427,7 +435,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     log('installing the Argo Rollouts and VictoriaMetrics CRDs ...');
     await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
-    await kubectl.apply([argoRolloutsConfig(plugin)]);
+    await kubectl.apply([argoRolloutsConfig(plugin, options.pluginArgs)]);
     await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
 
     for (const [record, port] of [
@@ -536,7 +544,13 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
           `--health-probe-bind-address=127.0.0.1:${probePort}`,
           '--pprof-addr=',
         ],
-        env: { ...process.env, KUBECONFIG: kubeconfig },
+        env: {
+          ...process.env,
+          KUBECONFIG: kubeconfig,
+          ...(options.operatorWatchNamespaces === undefined
+            ? {}
+            : { WATCH_NAMESPACE: options.operatorWatchNamespaces.join(',') }),
+        },
         log: join(logDir, 'vm-operator.log'),
         ports: [metricsPort, probePort],
       });
