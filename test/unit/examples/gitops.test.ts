@@ -73,5 +73,5 @@ test('the example argocd-cm carries the same VictoriaMetrics health check for VM
   ]) {
     assert.match(lua, new RegExp(`state == "${state}" then\\n  hs.status = "${health}"`), state);
   }
-  assert.match(lua, /observedGeneration < obj\.metadata\.generation then\n  hs\.status = "Progressing"/);
+  assert.match(lua, /observedGeneration < obj\.metadata\.generation then\n {2}hs\.status = "Progressing"/);
 });
