@@ -62,17 +62,7 @@ before(async () => {
   await sandbox.kubectl.apply([applicationObject(repo.url)]);
   // The first sync adopts the VM objects (Git's latencyOffset restarts every zone once) and creates the Rollout,
   // whose first revision runs no steps.
-  await eventually(
-    'the Application to be Synced and Healthy at the first commit',
-    async () => {
-      const app = await api.application(appName);
-      return app.status?.sync?.status === 'Synced' && app.status.health?.status === 'Healthy'
-        ? app
-        : undefined;
-    },
-    300_000,
-    2000,
-  );
+  await appSyncedHealthy(300_000);
   await eventually('every zone at the value in Git', async () =>
     (await Promise.all(zones.map((z) => latencyOffset(z.vmcluster)))).every((v) => v === gitLatencyOffset)
       ? true
@@ -142,7 +132,7 @@ async function rolloutHealthy(revision: string): Promise<RolloutState> {
   );
 }
 
-async function appSyncedHealthy(): Promise<void> {
+async function appSyncedHealthy(timeoutMs = 120_000): Promise<void> {
   await eventually(
     'the Application to be Synced and Healthy',
     async () => {
@@ -151,7 +141,7 @@ async function appSyncedHealthy(): Promise<void> {
         ? true
         : undefined;
     },
-    120_000,
+    timeoutMs,
     1000,
   );
 }
