@@ -34,12 +34,9 @@ export type BinaryName =
   | 'ociimage'
   | 'kustomize'
   | 'config-reloader'
-<<<<<<< HEAD
   | 'victoria-logs'
-  | 'vlagent';
-=======
+  | 'vlagent'
   | 'argocd';
->>>>>>> b44757c (Argo CD v3.2.11 build step, sandbox option argocd (redis, repo-server, controller, server, Git server), examples/gitops, GitOps e2e (untested yet))
 
 interface Target {
   name: BinaryName;
@@ -52,11 +49,8 @@ interface Target {
     | 'image'
     | 'kustomize'
     | 'configreloader'
-<<<<<<< HEAD
-    | 'victorialogs';
-=======
+    | 'victorialogs'
     | 'argocd';
->>>>>>> b44757c (Argo CD v3.2.11 build step, sandbox option argocd (redis, repo-server, controller, server, Git server), examples/gitops, GitOps e2e (untested yet))
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -158,7 +152,6 @@ export const targets: Target[] = [
     pkg: 'github.com/VictoriaMetrics/operator/cmd/config-reloader',
     ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=config-reloader-${versions.vmOperator}`,
   },
-<<<<<<< HEAD
   // VictoriaLogs zones (docs/zone-kinds.md): the single-node server and the writer, module test/env/victorialogs.
   {
     name: 'victoria-logs',
@@ -171,7 +164,7 @@ export const targets: Target[] = [
     module: 'victorialogs',
     pkg: 'github.com/VictoriaMetrics/VictoriaLogs/app/vlagent',
     ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=vlagent-${versions.victoriaLogs}`,
-=======
+  },
   {
     // Argo CD as one multi-call binary (ARGOCD_BINARY_NAME picks the component), for the GitOps loop
     // (test/sandbox/argocd.ts, test/e2e/gitops). Its own module: it repeats argo-cd's replace block.
@@ -179,7 +172,6 @@ export const targets: Target[] = [
     module: 'argocd',
     pkg: 'github.com/argoproj/argo-cd/v3/cmd',
     ldflags: `-X github.com/argoproj/argo-cd/v3/common.version=${versions.argoCd.slice(1)}`,
->>>>>>> b44757c (Argo CD v3.2.11 build step, sandbox option argocd (redis, repo-server, controller, server, Git server), examples/gitops, GitOps e2e (untested yet))
   },
 ];
 

@@ -12,8 +12,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { argocdAdmin } from '../../sandbox/argocd.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
-import { loadgenStatus, samplesLost } from '../reliability/support.ts';
+import { samplesLost } from '../reliability/support.ts';
 import {
   cluster,
   eventually,
