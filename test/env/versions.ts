@@ -19,4 +19,9 @@ export const versions = {
   goContainerregistry: 'v0.22.1',
   /** Newest kustomize whose go directive the local Go 1.26 toolchain accepts (v5.8.3 needs go 1.27). */
   kustomize: 'v5.8.2',
+  /**
+   * Newest Argo CD that builds from the Go module proxy: v3.2.12 references an undefined function, v3.3.x needs a
+   * gitops-engine revision that differs from the one served, v3.4+ keep gitops-engine in-repo (docs/gitops.md).
+   */
+  argoCd: 'v3.2.11',
 } as const;

@@ -18,6 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuiltBinaries, buildAll, cacheDir, moduleDir } from '../env/build.ts';
 import { versions } from '../env/versions.ts';
+import { type ArgoCdState, startArgoCd } from './argocd.ts';
 import { Kubectl } from './kubectl.ts';
 import {
   argoRolloutsConfig,
@@ -89,6 +90,11 @@ export interface SandboxOptions {
    * placeholder zones in a namespace of their own that no operator touches.
    */
   operatorWatchNamespaces?: string[];
+  /**
+   * Start Argo CD (test/sandbox/argocd.ts): Redis, repo-server, application controller, API server and a Git
+   * server on loopback. Default: VMZONES_SANDBOX_ARGOCD=1, else off (it adds ~1 GB of memory and start time).
+   */
+  argocd?: boolean;
 }
 
 export type OperatorMode = 'real' | 'simulated';
@@ -127,6 +133,8 @@ export interface SandboxState {
   loadgenUrl?: string;
   /** With the faultProxy option: the proxy the plugins talk to, and its control API. */
   faultProxy?: { url: string; controlUrl: string; pluginKubeconfig: string };
+  /** With the argocd option: where Argo CD's API and the Git server listen. */
+  argocd?: ArgoCdState;
 }
 
 export function defaultStateDir(): string {
@@ -624,6 +632,20 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       pid: loadgen.pid,
       timeoutMs: 20_000,
     });
+    if (options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1') {
+      log('starting Argo CD (redis, repo-server, application controller, API server) and a Git server ...');
+      state.argocd = await startArgoCd({
+        stateDir,
+        logDir,
+        kubeconfig,
+        kubectl,
+        binaries,
+        daemon,
+        binDir: join(stateDir, 'bin'),
+        repoRoot,
+      });
+      writeState(state);
+    }
     state.startSeconds = (Date.now() - started) / 1000;
     writeState(state);
     return state;
