@@ -6,9 +6,11 @@
 // every scenario starts from a Healthy Rollout and ends with every zone released and routed (asserted), so the
 // next one starts clean. Run `npm run build` first.
 
+import { readdirSync, readFileSync } from 'node:fs';
 import { after as afterAll, before } from 'node:test';
 import type { FaultConfig, FaultControl } from '../../sandbox/fault-proxy.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { vmauthName } from '../../sandbox/manifests.ts';
 import {
   cluster,
   eventually,
@@ -16,6 +18,7 @@ import {
   type RolloutState,
   rolloutObject,
   rolloutState,
+  runStatus,
   sandboxKube,
   stepsFor,
   zoneSpec,
@@ -39,8 +42,8 @@ import { faultControl, killStepPlugin, latencyOffset, leftovers, ns, zones } fro
 const { record } = reliabilityTable();
 const scenario = scenarioFilter(
   'crashes.test.ts',
-  ['controller-kill', 'plugin-kill-in-action', 'abort-crash-edit'],
-  ['controller-kill', 'plugin-kill-in-action', 'abort-crash-edit'],
+  ['controller-kill', 'plugin-kill-in-action', 'vmauth-restart', 'abort-crash-edit'],
+  ['controller-kill', 'plugin-kill-in-action', 'vmauth-restart', 'abort-crash-edit'],
 );
 
 let sandbox: Sandbox | undefined;
@@ -163,6 +166,102 @@ scenario(
   },
 );
 
+/** Pids of this sandbox's vmauth processes (the data plane plays the VMAuth's pod with one). */
+function vmauthPids(): number[] {
+  const pids: number[] = [];
+  const binary = scene.sandbox.state.binaries.vmauth;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv[0] === binary && argv.some((a) => a.includes(scene.sandbox.state.stateDir)))
+        pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+scenario(
+  'vmauth-restart',
+  'the vmauth replica restarted while drainReads waits for its evidence: never drained without it; put back at readyTimeout',
+  async () => {
+    const initial = await zoneValues(scene);
+    await control.reset();
+    const probes = await measure(scene);
+    const vmauthUrl = scene.sandbox.endpoint('VMAuth', vmauthName).url;
+    // The first VMUser write of the walk is zone-a's drainReads taking it out of reads: vmauth is SIGKILLed right
+    // after it, while drainReads waits for every replica to serve the new config. The data plane starts vmauth
+    // again on its next resync (≤ 15 s), as the operator's Deployment would. Its start-up load proves nothing
+    // (it may have read the old file) and the sandbox plays no config-reloader sidecar (whose content hash would
+    // prove it), so no evidence can come: drainReads must keep zone-a unchanged and, at the spec document's
+    // readyTimeout (2m here), fail, and the walk is aborted with zone-a put back. Reads cannot succeed while the
+    // only vmauth is down: those are counted apart; every other read must succeed.
+    const spec = zoneSpec(latencyOffset('12s'), { readyTimeout: '2m' });
+    await scene.sandbox.kubectl.apply([rolloutObject(name, spec, stepsFor(spec, 'none'))]);
+    let killedAt: number | undefined;
+    let backAt: number | undefined;
+    let failedBeforeKill = 0;
+    let failedWhileDown = 0;
+    let drainedWithoutEvidence = 0;
+    const timeout = await waitOrDescribe(
+      'drainReads of zone-a failed at readyTimeout, the walk aborted, zone-a back in reads and released',
+      async () => {
+        if (killedAt === undefined) {
+          if (((await control.stats()).requests['patch vmusers'] ?? 0) === 0) return false;
+          failedBeforeKill = probes.failedReads();
+          for (const pid of vmauthPids()) process.kill(pid, 'SIGKILL');
+          killedAt = Date.now();
+          return false;
+        }
+        if (backAt === undefined) {
+          const up = await fetch(`${vmauthUrl}/health`, { signal: AbortSignal.timeout(1000) }).then(
+            (r) => r.ok,
+            () => false,
+          );
+          if (up) {
+            backAt = Date.now();
+            failedWhileDown = probes.failedReads() - failedBeforeKill;
+          }
+          return false;
+        }
+        const state = await rolloutState(scene.kube, name);
+        if (runStatus(state, 0)?.phase === 'Successful') drainedWithoutEvidence++;
+        if (state.status.abort !== true) return false;
+        const values = await zoneValues(scene);
+        if (zones.some((_, i) => values[i] !== initial[i])) return false;
+        return (await leftovers(scene.kube)).length === 0;
+      },
+      8 * 60_000,
+      300,
+    );
+    const state = await rolloutState(scene.kube, name);
+    const drain = runStatus(state, 0);
+    const row = await finishRow(
+      'vmauth restarted mid-drain (no config-reloader)',
+      killedAt === undefined
+        ? 'vmauth was never killed (no VMUser write seen)'
+        : `1 vmauth SIGKILL, back after ${backAt === undefined ? '?' : ((backAt - killedAt) / 1000).toFixed(1)} s (${failedWhileDown} reads failed while it was down, not counted)`,
+      [
+        timeout === undefined && drainedWithoutEvidence === 0
+          ? 'rolled back'
+          : `${timeout ?? ''}${drainedWithoutEvidence > 0 ? ' drainReads reported Successful without evidence' : ''}; drainReads ${drain?.phase ?? '?'}: ${(drain?.message ?? '').slice(0, 200)}`,
+      ],
+      probes,
+      [`zone-a drainReads ${drain?.phase ?? '?'}: ${(drain?.message ?? '').slice(0, 300)}`],
+      'rolled back',
+      failedWhileDown,
+    );
+    assertZeros(row, 'rolled back');
+    // The next scenario starts from the stable revision again.
+    await scene.sandbox.kubectl.apply([rolloutObject(name, zoneSpec({}), stepsFor(zoneSpec({}), 'none'))]);
+    await eventually('the stable revision Healthy again', async () =>
+      (await rolloutState(scene.kube, name)).status.phase === 'Healthy' ? true : undefined,
+    );
+  },
+);
+
 scenario(
   'abort-crash-edit',
   'VMCluster edited by someone else between apply and abort, and the controller crashing during the Abort',
@@ -257,6 +356,8 @@ async function finishRow(
   probes: Awaited<ReturnType<typeof measure>>,
   notes: string[],
   expected = 'completed',
+  /** Reads that failed while vmauth itself was down: no tool can keep those up; reported, not counted. */
+  readsNotCounted = 0,
 ) {
   let outcome = outcomes.every((o) => o === expected) ? expected : outcomes.join('; ');
   const left = await settledLeftovers(scene.kube);
@@ -270,6 +371,7 @@ async function finishRow(
     faults,
     outcome,
     ...measured,
+    failedReads: measured.failedReads - readsNotCounted,
     notes: [...notes, ...measured.notes],
   });
 }

@@ -76,6 +76,8 @@ export async function measure(scene: Scene) {
   const watcher = startRoutingWatcher(scene.kube, zones);
   return {
     started,
+    /** Reads failed so far (live). */
+    failedReads: () => prober.figures.failed,
     async finish() {
       const reads = await prober.stop();
       const routing = await watcher.stop();

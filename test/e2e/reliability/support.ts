@@ -208,6 +208,7 @@ export const scenarioOrder = [
   'SIGKILL of the plugin at each step boundary',
   'SIGKILL of the plugin inside its actions (write applied, answer lost)',
   'SIGKILL of the controller at each step boundary',
+  'vmauth restarted mid-drain (no config-reloader)',
   'VMCluster edited by someone else, then an Abort with a controller crash',
 ];
 
