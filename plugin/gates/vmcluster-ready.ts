@@ -4,7 +4,7 @@
 import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
 import type { ReadyGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './reading.ts';
-import { allowedGateNamespace, explicitNamespace, zoneFromSpec } from './zone-target.ts';
+import { allowedGateNamespace, clusterKube, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
 /** The spec document's readyTimeout is used when the zone comes from there. */
 const defaultReadyTimeoutMs = 15 * 60_000;
@@ -17,21 +17,25 @@ export async function readVmclusterReady(
   let namespace: string;
   let vmcluster: string;
   let timeoutMs = config.timeout ?? defaultReadyTimeoutMs;
+  let where: string | undefined;
   if (config.vmcluster !== undefined) {
     vmcluster = config.vmcluster;
     namespace = explicitNamespace(context, config.namespace);
   } else {
     const zone = await zoneFromSpec(context, config.zone, 'vmcluster');
     vmcluster = zone.vmcluster;
+    where = zone.cluster;
     namespace = config.namespace ?? zone.namespace;
     timeoutMs = config.timeout ?? zone.readyTimeoutMs;
   }
   allowedGateNamespace(context, namespace);
-  const cluster = await context.kube.get(vmclusterRef(namespace, vmcluster));
+  const kube = await clusterKube(context, where, namespace, `VMCluster ${vmcluster}`);
+  const cluster = await kube.get(vmclusterRef(namespace, vmcluster));
   const readiness = vmclusterReadiness(cluster, config.generation);
   const figures = {
     gate: config.gate,
     zone: config.zone ?? null,
+    ...(where === undefined ? {} : { cluster: where }),
     namespace,
     vmcluster,
     ready: readiness.state === 'ready',

@@ -5,6 +5,7 @@
 //   vmauth → release the lease, the maintenance mark and the handoff.
 
 import type { Logger } from '../goplugin/index.ts';
+import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
@@ -39,7 +40,9 @@ import { holderExists } from './walk.ts';
 export type ZoneProgress = 'done' | 'working' | 'blocked';
 
 export interface FinishDeps {
+  /** The zone's objects, each in its own cluster (zones/cluster-routing.ts). */
   kube: KubeObjects;
+  clusters: ClusterClients;
   logger: Logger;
   now(): Date;
   /** Without it (tests of the decisions), a zone is complete once operational. */
@@ -115,7 +118,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
           'blocked',
         );
       }
-      const blocker = await drainBlocker(kube, reads, routing, zone, true);
+      const blocker = await drainBlocker(deps.clusters, reads, routing, zone, true);
       if (blocker !== undefined) return note(`waiting to roll back zone ${zone}: ${blocker}`, 'blocked');
       if (state.maintenance === undefined) {
         const maintenance: Maintenance = {
@@ -189,7 +192,11 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence).
     if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
       const reading = await deps.queueCheck(
-        kube,
+        {
+          zone: kube,
+          vmagents: await deps.clusters.client(handoff.vmagentsCluster),
+          vmagentsCluster: await deps.clusters.registration(handoff.vmagentsCluster),
+        },
         { namespace: ref.namespace, vmcluster: ref.name, vmagents: handoff.vmagents ?? [] },
         handoff.queueState,
         deps.now().getTime(),

@@ -1,7 +1,7 @@
 // When taking a zone out of reads is safe, and when the reads it stopped serving have settled: shared by drainReads
 // and the reconciler's rollbacks, so both drain by the same rules and wait for the same evidence.
 
-import type { KubeObjects } from '../kube/objects.ts';
+import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { ReadBalancerConfig, ReadEvidence, ReadRouting } from '../vm/read-balancer.ts';
 import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
 
@@ -12,7 +12,7 @@ import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
  * than the rollout did). The last serving zone is refused by drainZone itself.
  */
 export async function drainBlocker(
-  kube: KubeObjects,
+  clusters: Pick<ClusterClients, 'client'>,
   reads: ReadBalancerConfig,
   routing: ReadRouting,
   zone: string,
@@ -26,6 +26,8 @@ export async function drainBlocker(
   }
   for (const backend of reads.zones) {
     if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;
+    // Each zone's VMCluster is read in its own cluster (the names may repeat across clusters).
+    const kube = await clusters.client(backend.cluster);
     const readiness = vmclusterReadiness(await kube.get(vmclusterRef(backend.namespace, backend.vmcluster)));
     if (readiness.state !== 'ready') {
       return `zone ${backend.zone} serves reads through ${routing.describe} but is not healthy (${readiness.message}); draining zone ${zone} now would leave reads to it`;

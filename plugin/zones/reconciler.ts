@@ -4,12 +4,16 @@
 //   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
 //      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
 //      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
-// Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes.
+// Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes. The
+// controller's own cluster and every registered one (docs/multicluster.md) are listed; a cluster that cannot be
+// listed is skipped for the pass with a warning naming it, and the others go on.
 
 import type { Logger } from '../goplugin/index.ts';
+import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
 import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
+import { zoneKube } from './cluster-routing.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
@@ -24,7 +28,10 @@ import { holderProgress, walkVerdict } from './walk.ts';
 export type { ZoneProgress } from './finish-zone.ts';
 
 export interface ReconcilerOptions {
+  /** The controller's own cluster. */
   kube: KubeObjects;
+  /** The registered clusters whose VMClusters are zones too; default: none. */
+  clusters?: ClusterClients;
   logger: Logger;
   now?: () => Date;
   intervalMs?: number;
@@ -36,8 +43,21 @@ export interface ReconcilerOptions {
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
 
-function key(cluster: KubeObject): string {
-  return `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+/** `namespace/name`, prefixed by the registered cluster's name for a VMCluster outside the controller's own. */
+function key(cluster: KubeObject, where: string | undefined = undefined): string {
+  return `${where === undefined ? '' : `${where}/`}${cluster.metadata.namespace}/${cluster.metadata.name}`;
+}
+
+/** The read balancer's cluster, as the VMCluster's own records say (handoff, lease, rollback record). */
+function readsClusterOf(listed: KubeObject): string | undefined {
+  const { state } = loadedCluster(listed);
+  return (state.handoff?.reads ?? state.lease?.reads ?? state.rollback?.reads)?.cluster;
+}
+
+interface Found {
+  where: string | undefined;
+  object: KubeObject;
+  kube: KubeObjects;
 }
 
 function errorText(err: unknown): string {
@@ -46,6 +66,7 @@ function errorText(err: unknown): string {
 
 export class ZoneReconciler {
   readonly #kube: KubeObjects;
+  readonly #clusters: ClusterClients;
   readonly #logger: Logger;
   readonly #now: () => Date;
   readonly #intervalMs: number;
@@ -56,6 +77,7 @@ export class ZoneReconciler {
 
   constructor(options: ReconcilerOptions) {
     this.#kube = options.kube;
+    this.#clusters = options.clusters ?? hubOnly(options.kube);
     this.#logger = options.logger;
     this.#now = options.now ?? (() => new Date());
     this.#intervalMs = options.intervalMs ?? 5_000;
@@ -91,12 +113,7 @@ export class ZoneReconciler {
 
   /** One pass; returns the progress of every handed-over zone, by `namespace/name`. */
   async tick(): Promise<Record<string, ZoneProgress>> {
-    const listed = await Promise.all(
-      this.#namespaces.map((n) => this.#kube.list(vmApiVersion, 'VMCluster', n)),
-    );
-    const clusters = listed
-      .flat()
-      .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined));
+    const clusters = await this.#listZones();
     const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
     const progressOf = (holder: RolloutIdentity) => {
       const id = `${holder.rollout}|${holder.uid}`;
@@ -107,26 +124,35 @@ export class ZoneReconciler {
       }
       return found;
     };
-    const pending: string[] = [];
-    for (const cluster of clusters) {
+    const pending: { id: string; namespace: string; name: string; kube: KubeObjects }[] = [];
+    for (const found of clusters) {
+      const id = key(found.object, found.where);
       try {
-        if (await this.#adopt(cluster, progressOf)) pending.push(key(cluster));
+        const readsCluster = await this.#adopt(found, progressOf);
+        if (readsCluster !== false) {
+          pending.push({
+            id,
+            namespace: found.object.metadata.namespace ?? '',
+            name: found.object.metadata.name ?? '',
+            kube: await this.#zoneKube(found.where, readsCluster.cluster, found.object),
+          });
+        }
       } catch (err) {
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
-          vmcluster: key(cluster),
+          vmcluster: id,
           error: errorText(err),
         });
       }
     }
     const results = await Promise.all(
-      pending.map(async (id): Promise<[string, ZoneProgress]> => {
-        const [namespace = '', name = ''] = id.split('/');
+      pending.map(async ({ id, namespace, name, kube }): Promise<[string, ZoneProgress]> => {
         try {
           return [
             id,
             await finishZone(
               {
-                kube: this.#kube,
+                kube,
+                clusters: this.#clusters,
                 logger: this.#logger,
                 now: this.#now,
                 ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
@@ -150,14 +176,56 @@ export class ZoneReconciler {
     return Object.fromEntries(results);
   }
 
-  /** Whether the zone has handed-over work now: it had already, or its walk ended and it is handed over here. */
+  /** The VMClusters with vmzones state in the controller's cluster and in every registered one. */
+  async #listZones(): Promise<Found[]> {
+    let names: string[] = [];
+    try {
+      names = await this.#clusters.names();
+    } catch (err) {
+      this.#logger.warn('reconciler: cannot list the registered clusters; only this cluster is reconciled', {
+        error: errorText(err),
+      });
+    }
+    const all = await Promise.all(
+      [undefined, ...names].map(async (where): Promise<Found[]> => {
+        try {
+          const kube = await this.#clusters.client(where);
+          const listed = await Promise.all(
+            this.#namespaces.map((n) => kube.list(vmApiVersion, 'VMCluster', n)),
+          );
+          return listed
+            .flat()
+            .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined))
+            .map((object) => ({ where, object, kube }));
+        } catch (err) {
+          // The controller's own cluster failing fails the pass, as before; a registered one is skipped.
+          if (where === undefined) throw err;
+          this.#logger.warn('reconciler: a registered cluster cannot be listed; its zones wait', {
+            cluster: where,
+            error: errorText(err),
+          });
+          return [];
+        }
+      }),
+    );
+    return all.flat();
+  }
+
+  /** The one zone's objects, each in its own cluster: its VMCluster there, its reads where vmauth runs. */
+  #zoneKube(where: string | undefined, reads: string | undefined, listed: KubeObject): Promise<KubeObjects> {
+    return zoneKube(this.#clusters, this.#kube, { zone: where, reads }, listed.metadata.namespace ?? '');
+  }
+
+  /** Whether the zone has handed-over work now (it had already, or its walk ended and it is handed over here),
+   *  with the cluster of its read balancer; false when not. */
   async #adopt(
-    listed: KubeObject,
+    found: Found,
     progressOf: (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>,
-  ): Promise<boolean> {
+  ): Promise<false | { cluster: string | undefined }> {
+    const listed = found.object;
     const cluster = loadedCluster(listed);
     const { state } = cluster;
-    if (state.handoff !== undefined) return true;
+    if (state.handoff !== undefined) return { cluster: readsClusterOf(listed) };
     const leased = state.lease !== undefined;
     const holder: RolloutIdentity | undefined =
       state.lease ?? (state.rollback?.phase === 'applied' ? state.rollback : undefined);
@@ -180,14 +248,15 @@ export class ZoneReconciler {
     const reads = this.#readsOf(state.lease, state.rollback, progress, listed);
     if (typeof reads === 'string') {
       this.#logger.warn('reconciler: cannot finish a zone whose walk ended', {
-        vmcluster: key(listed),
+        vmcluster: key(listed, found.where),
         why: verdict.why,
         problem: reads,
       });
       return false;
     }
+    const kube = await this.#zoneKube(found.where, reads.reads.cluster, listed);
     await handOver(
-      this.#kube,
+      kube,
       cluster,
       {
         zone,
@@ -197,12 +266,13 @@ export class ZoneReconciler {
         reads: reads.reads,
         drainGracePeriod: reads.drainGracePeriod,
         vmagents: reads.vmagents,
+        vmagentsCluster: reads.vmagentsCluster,
         rollback,
       },
       this.#now(),
     );
     await emitZoneEvent(
-      this.#kube,
+      kube,
       this.#logger,
       {
         reason: 'ZoneWalkEnded',
@@ -216,12 +286,12 @@ export class ZoneReconciler {
       this.#now(),
     );
     this.#logger.info('reconciler: took over a zone whose walk ended', {
-      vmcluster: key(listed),
+      vmcluster: key(listed, found.where),
       zone,
       why: verdict.why,
       rollback: rollback !== undefined,
     });
-    return true;
+    return { cluster: reads.reads.cluster };
   }
 
   /** How to reach the zone's reads: from the lease or record (format 1), else from the Rollout's spec document. */
@@ -231,11 +301,21 @@ export class ZoneReconciler {
     progress: RolloutProgress | undefined,
     cluster: KubeObject,
   ):
-    | { reads: NonNullable<Lease['reads']>; drainGracePeriod: string; vmagents: string[] | undefined }
+    | {
+        reads: NonNullable<Lease['reads']>;
+        drainGracePeriod: string;
+        vmagents: string[] | undefined;
+        vmagentsCluster: string | undefined;
+      }
     | string {
     for (const source of [lease, record]) {
       if (source?.reads !== undefined && source.drainGracePeriod !== undefined) {
-        return { reads: source.reads, drainGracePeriod: source.drainGracePeriod, vmagents: source.vmagents };
+        return {
+          reads: source.reads,
+          drainGracePeriod: source.drainGracePeriod,
+          vmagents: source.vmagents,
+          vmagentsCluster: source.vmagentsCluster,
+        };
       }
     }
     if (progress === undefined) {
@@ -247,6 +327,7 @@ export class ZoneReconciler {
         reads: readBalancerConfig(spec, spec.namespace ?? cluster.metadata.namespace ?? ''),
         drainGracePeriod: spec.vmauth.drainGracePeriod,
         vmagents: vmagentsOf(spec),
+        vmagentsCluster: spec.vmagent.cluster,
       };
     } catch (err) {
       return `the Rollout's spec document cannot be read: ${errorText(err)}`;

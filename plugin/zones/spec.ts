@@ -27,6 +27,16 @@ const jsonObject = z.custom<JsonObject>(
   'must be a mapping (an object of VMCluster spec fields)',
 );
 
+/** A cluster registered by the admin (plugin/kube/cluster-registry.ts); absent = the controller's own cluster. */
+const clusterName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:@/-]*$/,
+    'must be the name of a registered cluster (docs/multicluster.md)',
+  );
+
 const secretKeyRef = z.strictObject({ name: objectName, key: z.string().min(1) });
 
 const vmauthPods = z.strictObject({
@@ -39,6 +49,8 @@ const vmauthPods = z.strictObject({
 
 const vmauthSource = z
   .strictObject({
+    /** The cluster the vmauth and its VMUser / Secret / ConfigMap run in; absent = the controller's own. */
+    cluster: clusterName.optional(),
     /** An operator-managed VMUser whose targetRefs route reads to the zones' vmselects. */
     vmuser: objectName.optional(),
     /** A helm-managed vmauth whose raw config file lives in a Secret or a ConfigMap. */
@@ -76,6 +88,8 @@ const vmauthSource = z
 
 const vmagentSource = z
   .strictObject({
+    /** The cluster the VMAgents run in; absent = the controller's own. */
+    cluster: clusterName.optional(),
     vmagent: objectName.optional(),
     vmagents: z.array(objectName).min(1).optional(),
   })
@@ -89,6 +103,8 @@ const vmagentSource = z
   });
 
 const zone = z.strictObject({
+  /** The registered cluster the zone's VMCluster lives in; absent = the controller's own. */
+  cluster: clusterName.optional(),
   vmcluster: objectName,
   overrideSpec: jsonObject.optional(),
   /** Host names by which read URLs reach this zone's vmselect; default vmselect-<vmcluster>.<namespace>.svc[.cluster.local]. */
@@ -177,6 +193,8 @@ export function specFromAnnotations(
 
 export interface ResolvedZone {
   name: string;
+  /** The registered cluster of the zone's VMCluster; undefined = the controller's own. */
+  cluster?: string;
   namespace: string;
   vmcluster: string;
   /** The global overrideSpec, then the zone's, as one RFC 7396 patch for the zone's VMCluster spec (null deletes). */
@@ -197,6 +215,7 @@ export function resolveZone(
   }
   return {
     name: zoneName,
+    ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
     namespace: spec.namespace ?? defaultNamespace,
     vmcluster: zone.vmcluster,
     patch: composeMergePatches(spec.overrideSpec, zone.overrideSpec ?? {}),
