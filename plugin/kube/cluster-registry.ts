@@ -248,8 +248,10 @@ export interface ClusterClientsOptions {
   /** The controller's own cluster, where the cluster Secrets are read. */
   hub: KubeObjects;
   namespace: string;
-  /** Builds a client from a registration; default: kubeObjects (timeouts included). */
+  /** Builds a client from a registration; default: kubeObjects with `callTimeoutMs`. */
   connect?: (registration: ClusterRegistration) => KubeObjects;
+  /** How long one call to a registered cluster may take; default kubeCallTimeoutMs (15 s). */
+  callTimeoutMs?: number;
   /** How long a listing of the Secrets is reused; default 10 s. */
   ttlMs?: number;
   now?: () => number;
@@ -262,7 +264,8 @@ export interface ClusterClientsOptions {
 export function clusterClients(options: ClusterClientsOptions): ClusterClients {
   const ttlMs = options.ttlMs ?? 10_000;
   const now = options.now ?? Date.now;
-  const connect = options.connect ?? ((r: ClusterRegistration) => kubeObjects(kubeConfigFor(r)));
+  const connect =
+    options.connect ?? ((r: ClusterRegistration) => kubeObjects(kubeConfigFor(r), options.callTimeoutMs));
   let listed: { at: number; byName: Map<string, ClusterRegistration | ClusterRegistryError> } | undefined;
   const clients = new Map<string, { resourceVersion: string; kube: KubeObjects }>();
 
