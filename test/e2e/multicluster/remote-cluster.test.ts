@@ -26,13 +26,7 @@ import { freePort } from '../../sandbox/ports.ts';
 import { type DaemonRecord, startDaemon, stopDaemon } from '../../sandbox/processes.ts';
 import { kubeconfigYaml, repoRoot, startControlPlane, vmCrdsFile } from '../../sandbox/sandbox.ts';
 import { secret } from '../../unit/kube/memory-kube.ts';
-import {
-  MemoryCluster,
-  ns,
-  rolloutObject,
-  startVmauthFixture,
-  threeZones,
-} from '../../unit/zones/memory-cluster.ts';
+import { ns, rolloutObject, startVmauthFixture, threeZones } from '../../unit/zones/memory-cluster.ts';
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const figures: Record<string, number | string> = {};
