@@ -73,6 +73,7 @@ export class ZoneReconciler {
   readonly #queueCheck: ZoneQueueCheck | undefined;
   readonly #namespaces: readonly string[];
   #timer: NodeJS.Timeout | undefined;
+  #registryProblem: string | undefined;
   #running: Promise<void> | undefined;
 
   constructor(options: ReconcilerOptions) {
@@ -181,10 +182,15 @@ export class ZoneReconciler {
     let names: string[] = [];
     try {
       names = await this.#clusters.names();
+      this.#registryProblem = undefined;
     } catch (err) {
-      this.#logger.warn('reconciler: cannot list the registered clusters; only this cluster is reconciled', {
-        error: errorText(err),
-      });
+      // Said once per problem, not every pass: a single-cluster install may not grant the Secret list at all.
+      if (this.#registryProblem !== errorText(err)) {
+        this.#registryProblem = errorText(err);
+        this.#logger.warn('reconciler: cannot list the registered clusters; only this cluster is reconciled', {
+          error: errorText(err),
+        });
+      }
     }
     const all = await Promise.all(
       [undefined, ...names].map(async (where): Promise<Found[]> => {
