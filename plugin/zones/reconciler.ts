@@ -187,9 +187,12 @@ export class ZoneReconciler {
       // Said once per problem, not every pass: a single-cluster install may not grant the Secret list at all.
       if (this.#registryProblem !== errorText(err)) {
         this.#registryProblem = errorText(err);
-        this.#logger.warn('reconciler: cannot list the registered clusters; only this cluster is reconciled', {
-          error: errorText(err),
-        });
+        this.#logger.warn(
+          'reconciler: cannot list the registered clusters; only this cluster is reconciled',
+          {
+            error: errorText(err),
+          },
+        );
       }
     }
     const all = await Promise.all(
