@@ -14,7 +14,7 @@
 
 import type { z } from 'zod';
 import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
-import { type ClusterClients, clusterClients, clusterSecretsNamespace } from '../kube/cluster-registry.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type {
   AnalysisRunView,
@@ -51,7 +51,7 @@ const transientRetryMs = 10_000;
 export interface GatesProviderOptions {
   /** The Kubernetes client; default: in-cluster or KUBECONFIG, created on first use. */
   kube?: () => KubeObjects;
-  /** The registered clusters; default: the cluster Secrets in the controller's namespace. */
+  /** The registered clusters; default: those of the plugin's `--cluster-secrets-namespace` argument. */
   clusters?: () => ClusterClients;
   /** Milliseconds since the epoch; tests move it. */
   now?: () => number;
@@ -96,9 +96,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
   };
   let registry: ClusterClients | undefined;
   const clusters = () => {
-    registry ??=
-      options.clusters?.() ??
-      clusterClients({ hub: kube(), namespace: clusterSecretsNamespace(process.argv.slice(2)) });
+    registry ??= options.clusters?.() ?? clusterClientsFromArgs(kube(), process.argv.slice(2));
     return registry;
   };
 

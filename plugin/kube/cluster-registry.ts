@@ -7,7 +7,6 @@
 // The credentials stay in the Secret and in the client built from it: no message here or from a client carries
 // them (errors name the cluster and the Secret, never a value).
 
-import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { dns1123Label } from './names.ts';
@@ -19,31 +18,20 @@ export const clusterSecretSelector = `${clusterSecretLabel}=cluster`;
 export const podAccessAnnotation = 'vmzones.io/pod-access';
 
 const clusterSecretsNamespaceFlag = '--cluster-secrets-namespace';
-const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-/** The controller's namespace, where cluster Secrets live: `--cluster-secrets-namespace=NS`, else the plugin's
- *  own pod namespace (in-cluster), else `argo-rollouts`. */
-export function clusterSecretsNamespace(
-  args: readonly string[],
-  readNamespaceFile: () => string = () => readFileSync(serviceAccountNamespaceFile, 'utf8'),
-): string {
+/** `--cluster-secrets-namespace=NS` in the plugin's args (argo-rollouts-config): where the admin registers zone
+ *  clusters, normally the controller's own namespace. Absent: no registry — zones in other clusters are off and
+ *  vmzones never reads a Secret list (single-cluster installs keep their least-privilege RBAC). */
+export function clusterSecretsNamespace(args: readonly string[]): string | undefined {
   const flag = args.find((arg) => arg.startsWith(`${clusterSecretsNamespaceFlag}=`));
-  if (flag !== undefined) {
-    const value = flag.slice(flag.indexOf('=') + 1).trim();
-    if (!dns1123Label.test(value) || value.length > 63) {
-      throw new ClusterRegistryError(
-        `${clusterSecretsNamespaceFlag}: ${JSON.stringify(value)} is not a namespace name`,
-      );
-    }
-    return value;
+  if (flag === undefined) return undefined;
+  const value = flag.slice(flag.indexOf('=') + 1).trim();
+  if (!dns1123Label.test(value) || value.length > 63) {
+    throw new ClusterRegistryError(
+      `${clusterSecretsNamespaceFlag}: ${JSON.stringify(value)} is not a namespace name`,
+    );
   }
-  try {
-    const own = readNamespaceFile().trim();
-    if (dns1123Label.test(own)) return own;
-  } catch {
-    // Not in a pod: the default below.
-  }
-  return 'argo-rollouts';
+  return value;
 }
 
 /** A cluster name that is not registered, or a registration that cannot be used: a final failure of the step. */
@@ -335,22 +323,24 @@ export function clusterClients(options: ClusterClientsOptions): ClusterClients {
   };
 }
 
-/** The controller's own cluster only: what tests and single-cluster installs get without a registry. */
+const noRegistry = (cluster: string) =>
+  new ClusterRegistryError(
+    `cluster ${JSON.stringify(cluster)} is not registered: zones in other clusters need the plugin's ` +
+      `${clusterSecretsNamespaceFlag}=NS argument in argo-rollouts-config (docs/multicluster.md)`,
+  );
+
+/** The controller's own cluster only: what single-cluster installs (no registry flag) and tests get. */
 export function hubOnly(hub: KubeObjects): ClusterClients {
   return {
     async client(cluster) {
       if (cluster !== undefined) {
-        throw new ClusterRegistryError(
-          `cluster ${JSON.stringify(cluster)} is not registered (no cluster registry)`,
-        );
+        throw noRegistry(cluster);
       }
       return hub;
     },
     async registration(cluster) {
       if (cluster !== undefined) {
-        throw new ClusterRegistryError(
-          `cluster ${JSON.stringify(cluster)} is not registered (no cluster registry)`,
-        );
+        throw noRegistry(cluster);
       }
       return undefined;
     },
@@ -371,4 +361,15 @@ export function requireClusterNamespace(
     `${what} is in namespace ${namespace} of cluster ${registration.name}, but its registration (Secret ` +
       `${registration.secret}, data.namespaces) allows only ${registration.namespaces.join(', ')}`,
   );
+}
+
+/** The registry the plugin's args ask for: the cluster Secrets of `--cluster-secrets-namespace`, or none. */
+export function clusterClientsFromArgs(
+  hub: KubeObjects,
+  args: readonly string[],
+  onBadSecret?: (message: string) => void,
+): ClusterClients {
+  const namespace = clusterSecretsNamespace(args);
+  if (namespace === undefined) return hubOnly(hub);
+  return clusterClients({ hub, namespace, ...(onBadSecret === undefined ? {} : { onBadSecret }) });
 }

@@ -8,7 +8,7 @@ import {
   parseNamespaceAllowance,
   parseWatchNamespaces,
 } from '../kube/allowed-namespaces.ts';
-import { type ClusterClients, clusterClients, clusterSecretsNamespace } from '../kube/cluster-registry.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
@@ -28,8 +28,8 @@ export const stepPluginType = 'vmzones/step';
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
   kube?: KubeObjects;
-  /** The registered zone clusters (docs/multicluster.md); default: the cluster Secrets in the controller's
-   *  namespace (`--cluster-secrets-namespace`, else the plugin pod's own). */
+  /** The registered zone clusters (docs/multicluster.md); default: the cluster Secrets of the plugin's
+   *  `--cluster-secrets-namespace` argument, none without it. */
   clusters?: ClusterClients;
   now?: () => Date;
   logger?: Logger;
@@ -70,11 +70,9 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   let clusters = options.clusters;
   const hubDeps = (): ZoneDeps => {
     kube ??= kubeObjects();
-    clusters ??= clusterClients({
-      hub: kube,
-      namespace: clusterSecretsNamespace(process.argv),
-      onBadSecret: (message) => logger.warn('a cluster Secret cannot be used', { error: message }),
-    });
+    clusters ??= clusterClientsFromArgs(kube, process.argv, (message) =>
+      logger.warn('a cluster Secret cannot be used', { error: message }),
+    );
     return { kube, clusters, now, logger, inCallWaitMs: options.inCallWaitMs ?? 5_000 };
   };
   /** The target's objects each in its own cluster; an unregistered cluster fails the step, naming it. */

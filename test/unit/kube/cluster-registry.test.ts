@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import {
   ClusterRegistryError,
   clusterClients,
+  clusterClientsFromArgs,
   clusterSecretLabel,
   clusterSecretsNamespace,
   hubOnly,
@@ -212,7 +213,7 @@ test('a rotated Secret (new resourceVersion) gets a new client after the listing
   assert.equal(built, 2);
 });
 
-test("the registration's namespaces limit where vmzones acts; the Secrets' namespace comes from the flag or the pod", () => {
+test("the registration's namespaces limit where vmzones acts; the registry is on only with its flag", () => {
   const r = parseClusterSecret(
     clusterSecret('n', {
       name: 'n',
@@ -225,18 +226,20 @@ test("the registration's namespaces limit where vmzones acts; the Secrets' names
   requireClusterNamespace(undefined, 'anything', 'VMCluster z');
   assert.throws(() => requireClusterNamespace(r, 'kube-system', 'VMCluster z'), /allows only vm/);
   assert.equal(
-    clusterSecretsNamespace(['--cluster-secrets-namespace=ops'], () => 'x'),
-    'ops',
-  );
-  assert.equal(
-    clusterSecretsNamespace([], () => 'argo\n'),
-    'argo',
-  );
-  assert.equal(
-    clusterSecretsNamespace([], () => {
-      throw new Error('ENOENT');
-    }),
+    clusterSecretsNamespace(['x.mjs', '--cluster-secrets-namespace=argo-rollouts']),
     'argo-rollouts',
   );
+  assert.equal(clusterSecretsNamespace(['x.mjs']), undefined, 'no flag: no registry');
   assert.throws(() => clusterSecretsNamespace(['--cluster-secrets-namespace=Bad']), /not a namespace name/);
+});
+
+test('without --cluster-secrets-namespace no Secret is listed and a named cluster says how to register it', async () => {
+  const hub = new MemoryKube().put(good('eu-west-1b'));
+  const clusters = clusterClientsFromArgs(hub, ['x.mjs']);
+  assert.equal(await clusters.client(undefined), hub);
+  assert.deepEqual(await clusters.names(), []);
+  await assert.rejects(clusters.client('eu-west-1b'), /--cluster-secrets-namespace=NS argument/);
+  assert.equal(hub.reads.filter((r) => r.startsWith('list Secret')).length, 0);
+  const on = clusterClientsFromArgs(hub, ['x.mjs', '--cluster-secrets-namespace=argo-rollouts']);
+  assert.deepEqual(await on.names(), ['eu-west-1b']);
 });
