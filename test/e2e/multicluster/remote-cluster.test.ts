@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
-import { clusterClients, clusterSecretLabel } from '../../../plugin/kube/cluster-registry.ts';
+import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObject } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
@@ -25,8 +25,14 @@ import { Kubectl } from '../../sandbox/kubectl.ts';
 import { freePort } from '../../sandbox/ports.ts';
 import { type DaemonRecord, startDaemon, stopDaemon } from '../../sandbox/processes.ts';
 import { kubeconfigYaml, repoRoot, startControlPlane, vmCrdsFile } from '../../sandbox/sandbox.ts';
-import { secret } from '../../unit/kube/memory-kube.ts';
-import { ns, rolloutObject, startVmauthFixture, threeZones } from '../../unit/zones/memory-cluster.ts';
+import {
+  clusterSecret,
+  clusterSpecDocument,
+  ns,
+  rolloutObject,
+  startVmauthFixture,
+  threeZones,
+} from '../../unit/zones/memory-cluster.ts';
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const figures: Record<string, number | string> = {};
@@ -90,31 +96,10 @@ after(async () => {
   console.log(`remote-cluster figures: ${JSON.stringify(figures)}`);
 });
 
-function registration(name: string, serverUrl: string, bearerToken: string) {
-  const s = secret('argo-rollouts', `cluster-${name}`, {
-    name,
-    server: serverUrl,
-    config: JSON.stringify({ bearerToken, tlsClientConfig: { caData } }),
-  });
-  return { ...s, metadata: { ...s.metadata, labels: { [clusterSecretLabel]: 'cluster' } } };
-}
+const registration = (name: string, serverUrl: string, bearerToken: string) =>
+  clusterSecret(name, serverUrl, { bearerToken, tlsClientConfig: { caData } });
 
-function specFor(cluster: string): string {
-  return JSON.stringify({
-    overrideSpec: { clusterVersion: 'v1.152.0-cluster' },
-    vmauth: {
-      vmuser: 'vmauth-read',
-      pods: [{ labelSelector: 'app=vmauth', port: 'http' }],
-      drainGracePeriod: '0s',
-    },
-    vmagent: { vmagent: 'vmagent' },
-    zones: {
-      'zone-a': { vmcluster: 'vm-zone-a' },
-      'zone-b': { cluster, vmcluster: 'vm-zone-b' },
-      'zone-c': { vmcluster: 'vm-zone-c' },
-    },
-  });
-}
+const specFor = (cluster: string) => clusterSpecDocument({ 'zone-b': cluster });
 
 async function remoteZone(): Promise<KubeObject> {
   return admin.getJson<KubeObject>(['vmcluster', 'vm-zone-b', '-n', ns]);

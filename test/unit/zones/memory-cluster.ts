@@ -14,6 +14,7 @@ import {
 } from '../../../plugin/kube/objects.ts';
 import { isJsonObject, type JsonValue, mergePatch } from '../../../plugin/zones/merge-patch.ts';
 import { MemoryKube, readyPod } from '../gates/memory-kube.ts';
+import { secret } from '../kube/memory-kube.ts';
 
 export const ns = 'vm';
 const vmApi = 'operator.victoriametrics.com/v1beta1';
@@ -197,4 +198,20 @@ export function rolloutObject(name: string, status: RolloutStatus, spec = specDo
     },
     status,
   };
+}
+
+/** The test spec document with zones in registered clusters (docs/multicluster.md): zone → cluster name. */
+export function clusterSpecDocument(clusterOf: Record<string, string | undefined>): string {
+  const doc = JSON.parse(specDocument()) as { zones: Record<string, Record<string, string>> };
+  for (const [zone, cluster] of Object.entries(clusterOf)) {
+    const entry = doc.zones[zone];
+    if (entry !== undefined && cluster !== undefined) entry.cluster = cluster;
+  }
+  return JSON.stringify(doc);
+}
+
+/** An Argo CD cluster Secret in argo-rollouts registering `name` (plugin/kube/cluster-registry.ts). */
+export function clusterSecret(name: string, server: string, config: object) {
+  const s = secret('argo-rollouts', `cluster-${name}`, { name, server, config: JSON.stringify(config) });
+  return { ...s, metadata: { ...s.metadata, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } };
 }

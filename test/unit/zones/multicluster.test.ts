@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
-import { clusterClients, clusterSecretLabel } from '../../../plugin/kube/cluster-registry.ts';
+import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
@@ -14,8 +14,15 @@ import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
-import { secret } from '../kube/memory-kube.ts';
-import { MemoryCluster, ns, rolloutObject, startVmauthFixture, threeZones } from './memory-cluster.ts';
+import {
+  clusterSecret,
+  clusterSpecDocument,
+  MemoryCluster,
+  ns,
+  rolloutObject,
+  startVmauthFixture,
+  threeZones,
+} from './memory-cluster.ts';
 
 let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
 before(async () => {
@@ -26,25 +33,8 @@ after(() => vmauth.close());
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const token = 'remote-token-do-not-show';
 
-function spec(
-  clusterOf: Record<string, string | undefined> = { 'zone-b': 'eu-b', 'zone-c': 'eu-c' },
-): string {
-  return JSON.stringify({
-    overrideSpec: { clusterVersion: 'v1.152.0-cluster' },
-    vmauth: {
-      vmuser: 'vmauth-read',
-      pods: [{ labelSelector: 'app=vmauth', port: 'http' }],
-      drainGracePeriod: '0s',
-    },
-    vmagent: { vmagent: 'vmagent' },
-    zones: Object.fromEntries(
-      ['zone-a', 'zone-b', 'zone-c'].map((z) => [
-        z,
-        { vmcluster: `vm-${z}`, ...(clusterOf[z] === undefined ? {} : { cluster: clusterOf[z] }) },
-      ]),
-    ),
-  });
-}
+const spec = (clusterOf: Record<string, string | undefined> = { 'zone-b': 'eu-b', 'zone-c': 'eu-c' }) =>
+  clusterSpecDocument(clusterOf);
 
 /** Moves a zone's VMCluster from the hub into a cluster of its own. */
 function moveOut(hub: MemoryCluster, zone: string): MemoryCluster {
@@ -56,12 +46,7 @@ function moveOut(hub: MemoryCluster, zone: string): MemoryCluster {
 }
 
 function register(hub: MemoryCluster, name: string): void {
-  const s = secret('argo-rollouts', `cluster-${name}`, {
-    name,
-    server: `https://${name}.example:6443`,
-    config: JSON.stringify({ bearerToken: token }),
-  });
-  hub.put({ ...s, metadata: { ...s.metadata, labels: { [clusterSecretLabel]: 'cluster' } } });
+  hub.put(clusterSecret(name, `https://${name}.example:6443`, { bearerToken: token }));
 }
 
 function setup(options: { spec?: string; unreachable?: string } = {}) {
