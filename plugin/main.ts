@@ -28,6 +28,9 @@ async function startPlugin(): Promise<void> {
     { createZoneStepPlugin },
     observing,
     { checkZoneQueue },
+    { watchedObjects },
+    { loadKubeConfig },
+    { reconcilerWatchedKinds },
   ] = await Promise.all([
     import('./gates/provider.ts'),
     import('./goplugin/index.ts'),
@@ -36,6 +39,9 @@ async function startPlugin(): Promise<void> {
     import('./zones/step-plugin.ts'),
     import('./observe/index.ts'),
     import('./gates/zone-queue-check.ts'),
+    import('./kube/watched-objects.ts'),
+    import('./kube/objects.ts'),
+    import('./zones/reconciler.ts'),
   ]);
   const logger = createLogger('vmzones');
   // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
@@ -68,7 +74,18 @@ async function startPlugin(): Promise<void> {
     roles: {
       step: {
         [step.stepDispenseName]: step.stepService(
-          createZoneStepPlugin({ ...(kube ? { kube: kube() } : {}), queueCheck: checkZoneQueue }),
+          createZoneStepPlugin({
+            ...(kube ? { kube: kube() } : {}),
+            queueCheck: checkZoneQueue,
+            // The reconciler's per-pass reads from watches (docs/scale.md).
+            watch: (live, namespaces) =>
+              watchedObjects(live, {
+                kubeConfig: loadKubeConfig(),
+                kinds: reconcilerWatchedKinds,
+                namespaces,
+                onProblem: (message) => logger.warn(message),
+              }),
+          }),
           hooks,
           observe.rpc,
         ),

@@ -14,7 +14,7 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
-import { vmclusterRef } from '../vm/vmcluster.ts';
+import { zoneObjectRef } from '../vm/zone-kinds.ts';
 import {
   deepEqual,
   diffMergePatch,
@@ -85,7 +85,7 @@ export async function diffZones(options: DiffOptions): Promise<ZoneDiff[]> {
   const diffs: ZoneDiff[] = [];
   for (const zoneName of Object.keys(options.spec.zones)) {
     const zone = resolveZone(options.spec, zoneName, options.namespace);
-    const ref = vmclusterRef(zone.namespace, zone.vmcluster);
+    const ref = zoneObjectRef(zone.kind, zone.namespace, zone.vmcluster);
     const base = { zone: zoneName, vmcluster: zone.vmcluster, namespace: zone.namespace };
     let live: JsonObject;
     let generation: number | undefined;

@@ -19,7 +19,8 @@ import {
 } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { readRouting } from '../vm/read-routing.ts';
-import { vmclusterRef } from '../vm/vmcluster.ts';
+import { zoneObjectRef } from '../vm/zone-kinds.ts';
+import { zoneWorkload } from '../zones/spec.ts';
 import { readBalancerConfig } from '../zones/target.ts';
 import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './commands.ts';
@@ -59,7 +60,8 @@ export async function readStatus(
       Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
         try {
           const zoneKube = await clusters.client(zone.cluster);
-          return [zoneName, await zoneKube.get(vmclusterRef(zoneNamespace, zone.vmcluster))];
+          const { kind, name } = zoneWorkload(zone);
+          return [zoneName, await zoneKube.get(zoneObjectRef(kind, zoneNamespace, name))];
         } catch (err) {
           if (err instanceof KubeError && err.kind === 'notFound') return [zoneName, undefined];
           // A zone whose cluster is unknown or does not answer is shown as such; the other zones still are.

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, dnsLabelSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
+import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
@@ -110,26 +111,67 @@ const common = {
   pollInterval: durationMs.optional(),
 };
 
-const readyGate = z.strictObject({
-  gate: z.literal('vmclusterReady'),
-  ...common,
+/** The zone's object named explicitly, at most one kind (docs/zone-kinds.md); else the zone's from the spec. */
+const zoneObject = {
   vmcluster: objectNameSchema.optional(),
-  /** A generation the VMCluster must have reached (e.g. the one a step wrote). */
-  generation: wholeNumber(1).optional(),
-});
+  vmsingle: objectNameSchema.optional(),
+  vlcluster: objectNameSchema.optional(),
+};
+
+function atMostOneZoneObject(value: Partial<Record<ZoneKindField, string>>, ctx: z.RefinementCtx): void {
+  const set = zoneKindFields.filter((k) => value[k] !== undefined);
+  if (set.length > 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [set[1] as string],
+      message: `set one of ${set.join(', ')}, not several`,
+    });
+  }
+}
+
+/** The zone object a gate config names explicitly, with its kind. */
+export function explicitZoneObject(
+  config: Partial<Record<ZoneKindField, string>>,
+): { kind: ZoneKind; name: string } | undefined {
+  const field = zoneKindFields.find((k) => config[k] !== undefined);
+  return field === undefined ? undefined : { kind: zoneKinds[field], name: config[field] as string };
+}
+
+const readyGate = z
+  .strictObject({
+    gate: z.literal('vmclusterReady'),
+    ...common,
+    ...zoneObject,
+    /** A generation the zone's object must have reached (e.g. the one a step wrote). */
+    generation: wholeNumber(1).optional(),
+  })
+  .superRefine(atMostOneZoneObject);
+
+/** The most consecutive good rounds a drain gate may ask for (docs/scale.md, "Limits"). */
+export const maxConsecutiveRounds = 30;
 
 const drainGate = z
   .strictObject({
     gate: z.literal('vmagentQueueDrained'),
     ...common,
-    vmcluster: objectNameSchema.optional(),
+    ...zoneObject,
     vmagent: objectNameSchema.optional(),
     vmagents: z.array(objectNameSchema).min(1).optional(),
     pods: podAccess.optional(),
     /** The zone's queue: the URL as spec.remoteWrite lists it, or its 1-based position there. */
     remoteWriteUrl: z.string().min(1).optional(),
     remoteWriteIndex: wholeNumber(1).optional(),
-    consecutiveRounds: wholeNumber(1).optional(),
+    /** At most maxConsecutiveRounds: the rounds are stored in the AnalysisRun (docs/scale.md, "Limits"). */
+    consecutiveRounds: wholeNumber(1)
+      .pipe(
+        z
+          .number()
+          .max(
+            maxConsecutiveRounds,
+            `must be at most ${maxConsecutiveRounds} (each round is stored in the AnalysisRun; a longer proof is a longer roundSpacing)`,
+          ),
+      )
+      .optional(),
     maxPendingDataBytes: wholeNumber(0).optional(),
     maxOnDiskPendingBytes: wholeNumber(0).optional(),
     roundSpacing: durationMs.optional(),
@@ -138,6 +180,7 @@ const drainGate = z
     requireZoneReady: flag.optional(),
   })
   .superRefine((value, ctx) => {
+    atMostOneZoneObject(value, ctx);
     if (value.vmagent !== undefined && value.vmagents !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['vmagents'], message: 'set vmagent or vmagents, not both' });
     }

@@ -15,7 +15,8 @@ import {
   vmagentRef,
   zoneQueueOf,
 } from '../vm/vmagent.ts';
-import { type DrainGateConfig, GateConfigError } from './config.ts';
+import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
+import { type DrainGateConfig, explicitZoneObject, GateConfigError } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
 import type { GateContext } from './reading.ts';
 import {
@@ -46,19 +47,21 @@ function digest(urls: readonly string[]): string {
 export interface Targets {
   namespace: string;
   vmcluster: string | undefined;
+  /** The zone's kind: its object, and the Service the writer's queue for it sends to. */
+  kind: ZoneKind;
   agents: AgentTarget[];
 }
 
-/** Whether the gate takes its VMCluster or VMAgents from the Rollout's spec document. */
+/** Whether the gate takes its zone object or VMAgents from the Rollout's spec document. */
 export function drainNeedsSpec(config: DrainGateConfig): boolean {
   const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
   return (
-    (config.vmcluster === undefined && config.zone !== undefined) ||
+    (explicitZoneObject(config) === undefined && config.zone !== undefined) ||
     (explicitAgents === undefined && config.pods?.selector === undefined)
   );
 }
 
-/** Where the gate reads: the zone's VMCluster in its cluster, the VMAgents and their pods in theirs. */
+/** Where the gate reads: the zone's object in its cluster, the VMAgents and their pods in theirs. */
 export interface DrainPlaces {
   zone: KubeObjects;
   agents: KubeObjects;
@@ -82,7 +85,7 @@ export async function drainPlaces(config: DrainGateConfig, context: GateContext)
     throw error;
   }
   return {
-    zone: await clusterKube(context, zone.cluster, namespace, `VMCluster ${zone.vmcluster}`),
+    zone: await clusterKube(context, zone.cluster, namespace, `${zone.kind.kind} ${zone.vmcluster}`),
     agents,
     agentsCluster,
   };
@@ -92,6 +95,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
   const selector = config.pods?.selector;
   const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
   const explicitQueue = config.remoteWriteUrl !== undefined || config.remoteWriteIndex !== undefined;
+  const explicit = explicitZoneObject(config);
   const needSpec = drainNeedsSpec(config);
   let zone: SpecZone | undefined;
   if (needSpec) zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
@@ -99,7 +103,8 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     context,
     config.namespace ?? zone?.namespace ?? explicitNamespace(context, undefined),
   );
-  const vmcluster = config.vmcluster ?? zone?.vmcluster;
+  const vmcluster = explicit?.name ?? zone?.vmcluster;
+  const kind = explicit?.kind ?? zone?.kind ?? defaultZoneKind;
   const agentSource = zone?.spec.vmagent;
   const agentNames =
     explicitAgents ??
@@ -125,7 +130,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
           ...(config.remoteWriteUrl === undefined ? {} : { remoteWriteUrl: config.remoteWriteUrl }),
           ...(config.remoteWriteIndex === undefined ? {} : { remoteWriteIndex: config.remoteWriteIndex }),
         })
-      : zoneQueueOf(vmagent, vmcluster as string, namespace);
+      : zoneQueueOf(vmagent, vmcluster as string, namespace, kind);
     agents.push({
       key: name,
       vmagent,
@@ -153,5 +158,5 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     });
   }
   if (agents.length === 0) throw new GateConfigError(['vmagent: no vmagent writes to the zone']);
-  return { namespace, vmcluster, agents };
+  return { namespace, vmcluster, kind, agents };
 }

@@ -4,7 +4,8 @@
 // judgeQueueDrain (queue-drain.ts says what "drained" means); drain-figures.ts sums up the figures.
 
 import { resolveScrapeAccess } from '../vm/scrape-credentials.ts';
-import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
+import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { zoneObjectRef } from '../vm/zone-kinds.ts';
 import { type DrainGateConfig, GateConfigError } from './config.ts';
 import { drainFigures } from './drain-figures.ts';
 import { scrapeAgent } from './drain-scrape.ts';
@@ -23,6 +24,35 @@ import type { GateContext, GateReading } from './reading.ts';
 const defaultDrainTimeoutMs = 30 * 60_000;
 /** Rounds kept beyond the K needed: one more gives the oldest counted round a predecessor to compare with. */
 const extraRoundsKept = 2;
+
+/**
+ * The most the state may take in Measurement.Metadata (JSON characters). The controller writes the whole AnalysisRun
+ * on every reading and sends it to the plugin with every call, so the readings it carries are capped: extra rounds
+ * go first, and a state whose K rounds alone are larger (very many pods × consecutiveRounds) fails the measurement
+ * with a message rather than growing the object towards etcd's request limit (docs/scale.md, "Limits").
+ */
+export const maxStoredStateChars = 128 * 1024;
+
+/** The rounds to store: all that fit under the cap, never fewer than the K that prove a drain. */
+function capRounds(state: DrainState, needed: number): DrainState {
+  // Judged from the newest round, at the first reading already: K rounds like it must fit.
+  const newest = state.rounds.at(-1);
+  const perRound = newest === undefined ? 0 : JSON.stringify(newest).length + 1;
+  const projected = JSON.stringify({ ...state, rounds: [] }).length + perRound * needed;
+  if (projected > maxStoredStateChars) {
+    const pods = Object.values(newest?.agents ?? {}).reduce((n, p) => n + p.length, 0);
+    throw new GateConfigError([
+      `consecutiveRounds: ${needed} rounds of ${pods} vmagent pods need ${Math.ceil(projected / 1024)} KiB of stored ` +
+        `readings, more than the ${maxStoredStateChars / 1024} KiB an AnalysisRun measurement may carry; ask for ` +
+        'fewer rounds with a longer roundSpacing, or split the agents over several metrics (vmagent)',
+    ]);
+  }
+  let capped = state;
+  while (capped.rounds.length > needed && JSON.stringify(capped).length > maxStoredStateChars) {
+    capped = { ...capped, rounds: capped.rounds.slice(1) };
+  }
+  return capped;
+}
 
 function drainSettings(config: DrainGateConfig): QueueDrainConfig {
   return {
@@ -74,7 +104,7 @@ export async function readVmagentDrained(
   let zoneReady: boolean | null = null;
   if (requireZoneReady) {
     const readiness = vmclusterReadiness(
-      await where.zone.get(vmclusterRef(targets.namespace, targets.vmcluster as string)),
+      await where.zone.get(zoneObjectRef(targets.kind, targets.namespace, targets.vmcluster as string)),
     );
     zoneReady = readiness.state === 'ready';
     if (!zoneReady) readinessMessage = readiness.message;
@@ -153,7 +183,10 @@ export async function readVmagentDrained(
     return judgeQueueDrain({ ...input, notBefore: zoneReadySince });
   });
 
-  const state: DrainState = { v: 1, agents: agentsState, baselineDirs, zoneReadySince, rounds };
+  const state = capRounds(
+    { v: 1, agents: agentsState, baselineDirs, zoneReadySince, rounds },
+    settings.consecutiveRounds,
+  );
   const figures = drainFigures(config, targets, verdicts, zoneReady, rounds.length);
   const lost = verdicts.findIndex((verdict) => verdict.verdict === 'dataLost');
   // While the zone is not ready no round counts, so looking again a whole roundSpacing later only delays the first

@@ -1,8 +1,9 @@
-// Gate vmclusterReady: is the zone's VMCluster operational at its current generation? One reading of the
-// VMCluster per Run/Resume; `failed` fails at once with the operator's reason; anything else waits.
+// Gate vmclusterReady: is the zone's object (VMCluster, VMSingle or VLCluster: zone-kinds.ts) operational at its
+// current generation? One reading of the object per Run/Resume; `failed` fails at once with the operator's reason; anything else waits.
 
-import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
-import type { ReadyGateConfig } from './config.ts';
+import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { defaultZoneKind, type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
+import { explicitZoneObject, type ReadyGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './reading.ts';
 import { allowedGateNamespace, clusterKube, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
@@ -16,21 +17,25 @@ export async function readVmclusterReady(
 ): Promise<GateReading> {
   let namespace: string;
   let vmcluster: string;
+  let kind: ZoneKind = defaultZoneKind;
   let timeoutMs = config.timeout ?? defaultReadyTimeoutMs;
   let where: string | undefined;
-  if (config.vmcluster !== undefined) {
-    vmcluster = config.vmcluster;
+  const explicit = explicitZoneObject(config);
+  if (explicit !== undefined) {
+    vmcluster = explicit.name;
+    kind = explicit.kind;
     namespace = explicitNamespace(context, config.namespace);
   } else {
     const zone = await zoneFromSpec(context, config.zone, 'vmcluster');
     vmcluster = zone.vmcluster;
     where = zone.cluster;
+    kind = zone.kind;
     namespace = config.namespace ?? zone.namespace;
     timeoutMs = config.timeout ?? zone.readyTimeoutMs;
   }
   allowedGateNamespace(context, namespace);
-  const kube = await clusterKube(context, where, namespace, `VMCluster ${vmcluster}`);
-  const cluster = await kube.get(vmclusterRef(namespace, vmcluster));
+  const kube = await clusterKube(context, where, namespace, `${kind.kind} ${vmcluster}`);
+  const cluster = await kube.get(zoneObjectRef(kind, namespace, vmcluster));
   const readiness = vmclusterReadiness(cluster, config.generation);
   const figures = {
     gate: config.gate,
@@ -38,6 +43,7 @@ export async function readVmclusterReady(
     ...(where === undefined ? {} : { cluster: where }),
     namespace,
     vmcluster,
+    kind: kind.kind,
     ready: readiness.state === 'ready',
     failed: readiness.state === 'failed',
     state: readiness.state,

@@ -2,6 +2,7 @@
 // (plugin/zones/completeness.ts): the same targets, rounds and verdict as an AnalysisRun's measurement, for the
 // zone named by the handoff. The namespace is the zone's own, which the step plugin already checked.
 
+import { zoneKindOrDefault } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from '../zones/completeness.ts';
 import type { DrainGateConfig } from './config.ts';
 import { parseGateConfig } from './config.ts';
@@ -13,7 +14,7 @@ export const checkZoneQueue: ZoneQueueCheck = async (clients, request, previous,
   const config = parseGateConfig({
     gate: 'vmagentQueueDrained',
     namespace: request.namespace,
-    vmcluster: request.vmcluster,
+    [zoneKindOrDefault(request.kind).field]: request.vmcluster,
     vmagents: request.vmagents,
   }) as DrainGateConfig;
   const state = drainStateSchema.safeParse(previous);

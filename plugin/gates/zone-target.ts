@@ -5,6 +5,7 @@ import { NamespaceAllowanceError, requireNamespaceAllowed } from '../kube/allowe
 import { ClusterRegistryError, requireClusterNamespace } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { type KubeObjects, namespacedName } from '../kube/objects.ts';
+import type { ZoneKind } from '../vm/zone-kinds.ts';
 import { resolveZone, SpecError, type ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
@@ -12,10 +13,12 @@ import type { GateContext } from './reading.ts';
 
 export interface SpecZone {
   readonly zone: string;
-  /** The registered cluster of the zone's VMCluster; undefined = the controller's own. */
+  /** The registered cluster of the zone's object; undefined = the controller's own. */
   readonly cluster: string | undefined;
   readonly namespace: string;
+  /** The zone's object, of `kind`. */
   readonly vmcluster: string;
+  readonly kind: ZoneKind;
   readonly spec: ZoneSpecDocument;
   readonly rollout: string;
   readonly readyTimeoutMs: number;
@@ -40,6 +43,7 @@ export async function zoneFromSpec(
       cluster: resolved.cluster,
       namespace: resolved.namespace,
       vmcluster: resolved.vmcluster,
+      kind: resolved.kind,
       spec: owner.spec,
       rollout: owner.rollout,
       readyTimeoutMs: parseGoDurationMs(owner.spec.readyTimeout),

@@ -12,7 +12,7 @@ import {
 } from '../rollouts/rollout-object.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from '../vm/vmcluster.ts';
 import { maintenanceOf } from '../zones/maintenance.ts';
-import { parseSpecDocument, specAnnotation } from '../zones/spec.ts';
+import { parseSpecDocument, specAnnotation, zoneWorkload } from '../zones/spec.ts';
 import {
   handoffAnnotation,
   maintenanceAnnotation,
@@ -88,7 +88,7 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
     try {
       const spec = parseSpecDocument(text);
       for (const [zone, entry] of Object.entries(spec.zones)) {
-        const key = clusterKey(spec.namespace ?? rollout.metadata.namespace, entry.vmcluster);
+        const key = clusterKey(spec.namespace ?? rollout.metadata.namespace, zoneWorkload(entry).name);
         named.set(key, [...(named.get(key) ?? []), { zone, rollout: id }]);
       }
     } catch (err) {

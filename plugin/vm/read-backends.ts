@@ -5,6 +5,7 @@
 import { namespacedName, type ObjectRef } from '../kube/objects.ts';
 import type { VmauthPods } from './vmauth-reload.ts';
 import { vmApiVersion } from './vmcluster.ts';
+import { defaultZoneKind, type ZoneKind, type ZoneKindName } from './zone-kinds.ts';
 
 export type ReadBalancerRef =
   | { kind: 'VMUser'; namespace: string; name: string; vmauths?: string[] }
@@ -38,18 +39,23 @@ export function balancerObjectRef(ref: ReadBalancerRef): ObjectRef {
 export interface ZoneReadBackend {
   /** The zone's name in the spec document; also the key of drain records. */
   zone: string;
-  /** The registered cluster of the zone's VMCluster; absent = the controller's own. */
+  /** The registered cluster of the zone's object; absent = the controller's own. */
   cluster?: string;
-  /** The zone's VMCluster. */
+  /** The zone's object: a VMCluster unless `kind` says otherwise (records handed over before kinds had none). */
   namespace: string;
   vmcluster: string;
+  kind?: ZoneKindName;
   /** URL host names (no port) that reach this zone's vmselect, lower case. */
   hosts: string[];
 }
 
-/** The host names the operator's vmselect Service of a VMCluster is reached by inside the cluster. */
-export function defaultVmselectHosts(vmcluster: string, namespace: string): string[] {
-  const service = `vmselect-${vmcluster}`;
+/** The host names the operator's read Service of a zone (vmselect of a VMCluster...) is reached by in the cluster. */
+export function defaultVmselectHosts(
+  vmcluster: string,
+  namespace: string,
+  kind: ZoneKind = defaultZoneKind,
+): string[] {
+  const service = `${kind.readServicePrefix}${vmcluster}`;
   return [
     `${service}.${namespace}.svc`,
     `${service}.${namespace}.svc.cluster.local`,

@@ -6,6 +6,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
 import { redactUrl } from '../kube/redact.ts';
 import { vmApiVersion } from './vmcluster.ts';
+import { defaultZoneKind, type ZoneKind } from './zone-kinds.ts';
 
 export function vmagentRef(namespace: string, name: string): ObjectRef {
   return { apiVersion: vmApiVersion, kind: 'VMAgent', namespace, name };
@@ -75,13 +76,18 @@ export interface ZoneQueue {
 }
 
 /**
- * The remote-write entry that writes to VMCluster `vmcluster` in `namespace`: the one whose host is the
- * operator's vminsert Service (`vminsert-<vmcluster>`, alone or followed by `.<namespace>` and any domain).
- * Exactly one entry must match.
+ * The remote-write entry that writes to zone object `vmcluster` in `namespace`: the one whose host is the
+ * operator's write Service of its kind (`vminsert-<vmcluster>` for a VMCluster, `vmsingle-<name>` for a VMSingle;
+ * alone or followed by `.<namespace>` and any domain). Exactly one entry must match.
  */
-export function zoneQueueOf(vmagent: KubeObject, vmcluster: string, namespace: string): ZoneQueue {
+export function zoneQueueOf(
+  vmagent: KubeObject,
+  vmcluster: string,
+  namespace: string,
+  kind: ZoneKind = defaultZoneKind,
+): ZoneQueue {
   const urls = remoteWriteUrls(vmagent);
-  const service = `vminsert-${vmcluster}`;
+  const service = `${kind.writeServicePrefix}${vmcluster}`;
   const matches: ZoneQueue[] = [];
   urls.forEach((url, position) => {
     const labels = hostName(url)?.split('.') ?? [];
@@ -94,7 +100,7 @@ export function zoneQueueOf(vmagent: KubeObject, vmcluster: string, namespace: s
   if (matches.length === 0) {
     throw new VmagentSpecError(
       describe(vmagent),
-      `no spec.remoteWrite URL points at ${service}.${namespace} (the vminsert of VMCluster ${namespacedName({ namespace, name: vmcluster })}); ` +
+      `no spec.remoteWrite URL points at ${service}.${namespace} (the write Service of ${kind.kind} ${namespacedName({ namespace, name: vmcluster })}); ` +
         `its URLs are ${listed}. Name the zone's URL with remoteWriteUrl or remoteWriteIndex in the gate config`,
     );
   }

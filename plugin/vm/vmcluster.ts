@@ -1,4 +1,4 @@
-// VMCluster identity and readiness as the VictoriaMetrics operator reports it.
+// VMCluster identity, and readiness as the VictoriaMetrics operator reports it for every zone kind (zone-kinds.ts).
 
 import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
 
@@ -23,7 +23,8 @@ export interface VMClusterReadiness {
 /**
  * Ready means `status.updateStatus == operational` at `status.observedGeneration >= metadata.generation`.
  * The operator writes observedGeneration on every status write, `expanding` included, so observedGeneration
- * alone never means done. `failed` is final until the spec changes.
+ * alone never means done. `failed` is final until the spec changes. VMSingle and VLCluster statuses carry the
+ * same fields (the operator's StatusMetadata), so the rule and this function serve every zone kind.
  */
 export function vmclusterReadiness(cluster: KubeObject, atLeastGeneration?: number): VMClusterReadiness {
   const generation = cluster.metadata.generation;
@@ -34,7 +35,7 @@ export function vmclusterReadiness(cluster: KubeObject, atLeastGeneration?: numb
   const reason = typeof status.reason === 'string' && status.reason !== '' ? status.reason : undefined;
   const wanted = Math.max(generation ?? 0, atLeastGeneration ?? 0);
   const base = { generation, observedGeneration, updateStatus, reason };
-  const name = `VMCluster ${namespacedName(cluster.metadata)}`;
+  const name = `${cluster.kind ?? 'VMCluster'} ${namespacedName(cluster.metadata)}`;
   const observedNow = observedGeneration !== undefined && observedGeneration >= wanted;
 
   if (updateStatus === 'failed' && observedNow) {

@@ -1,12 +1,14 @@
 // A VMUser's read routes (spec.targetRefs) as zones: which zones it sends reads to, removing one zone's vmselect
 // with a record of exactly what was removed, and putting exactly that back. Pure functions over the JSON shape.
 //
-// A zone's vmselect appears as `crd: {kind: VMCluster/vmselect, name, namespace}`, as an entry of `crd.objects`,
-// or as a `static.url` / `static.urls` entry whose host is the zone's vmselect Service.
+// A zone's vmselect appears as `crd: {kind: VMCluster/vmselect, name, namespace}` (`VMSingle`, `VLCluster/vlselect`
+// for the other zone kinds), as an entry of `crd.objects`, or as a `static.url` / `static.urls` entry whose host is
+// the zone's read Service.
 
 import { z } from 'zod';
 import { redactText } from '../kube/redact.ts';
 import { ReadRoutingError, urlBelongsTo, type ZoneReadBackend } from './read-backends.ts';
+import { zoneKindOrDefault, zoneKinds } from './zone-kinds.ts';
 
 export type TargetRef = Record<string, unknown>;
 
@@ -82,8 +84,6 @@ function placeBack(list: unknown[], removal: { index: number; next?: string; pre
   return Math.min(removal.index, list.length);
 }
 
-const vmselectKind = 'VMCluster/vmselect';
-
 function record(v: unknown): Record<string, unknown> | undefined {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
     ? (v as Record<string, unknown>)
@@ -133,9 +133,13 @@ interface Backend {
 function refBackends(ref: TargetRef, defaultNamespace: string): Backend[] {
   const backends: Backend[] = [];
   const crd = record(ref.crd);
-  if (crd && text(crd.kind) === vmselectKind) {
+  const refKind = text(crd?.kind);
+  // A crd ref names a zone's object only with the targetRef kind of that zone kind (VMCluster/vmselect...).
+  if (crd && Object.values(zoneKinds).some((k) => k.vmuserTargetKind === refKind)) {
     const is = (name: string, namespace: string) => (zone: ZoneReadBackend) =>
-      name === zone.vmcluster && (namespace || defaultNamespace) === zone.namespace;
+      refKind === zoneKindOrDefault(zone.kind).vmuserTargetKind &&
+      name === zone.vmcluster &&
+      (namespace || defaultNamespace) === zone.namespace;
     if (text(crd.name) !== '') {
       backends.push({ kind: 'name', index: 0, matches: is(text(crd.name), text(crd.namespace)) });
     }

@@ -6,10 +6,13 @@
 
 import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
+import type { ZoneKindName } from '../vm/zone-kinds.ts';
 
 export interface ZoneQueueRequest {
   namespace: string;
+  /** The zone's object, of `kind` (VMCluster when absent). */
   vmcluster: string;
+  kind?: ZoneKindName;
   /** The VMAgents that write to the zone (the spec document's vmagent / vmagents). */
   vmagents: string[];
 }

@@ -10,6 +10,7 @@ import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { defaultZoneKind, zoneKindOf } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
 import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
@@ -191,13 +192,20 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   if (routing.drained[zone] !== undefined) {
     // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence).
     if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
+      const kind = zoneKindOf(ref.kind) ?? defaultZoneKind;
       const reading = await deps.queueCheck(
         {
           zone: kube,
           vmagents: await deps.clusters.client(handoff.vmagentsCluster),
           vmagentsCluster: await deps.clusters.registration(handoff.vmagentsCluster),
         },
-        { namespace: ref.namespace, vmcluster: ref.name, vmagents: handoff.vmagents ?? [] },
+        {
+          namespace: ref.namespace,
+          vmcluster: ref.name,
+          // Absent means VMCluster, as in the records handed over before zone kinds.
+          ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
+          vmagents: handoff.vmagents ?? [],
+        },
         handoff.queueState,
         deps.now().getTime(),
       );

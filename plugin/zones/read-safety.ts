@@ -3,7 +3,8 @@
 
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { ReadBalancerConfig, ReadEvidence, ReadRouting } from '../vm/read-balancer.ts';
-import { vmclusterReadiness, vmclusterRef } from '../vm/vmcluster.ts';
+import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { zoneKindOrDefault, zoneObjectRef } from '../vm/zone-kinds.ts';
 
 /**
  * Why `zone` must not leave the balancer now, or undefined. A zone disruption budget: every other zone that serves
@@ -26,9 +27,11 @@ export async function drainBlocker(
   }
   for (const backend of reads.zones) {
     if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;
-    // Each zone's VMCluster is read in its own cluster (the names may repeat across clusters).
+    // Each zone's object is read in its own cluster (the names may repeat across clusters).
     const kube = await clusters.client(backend.cluster);
-    const readiness = vmclusterReadiness(await kube.get(vmclusterRef(backend.namespace, backend.vmcluster)));
+    const readiness = vmclusterReadiness(
+      await kube.get(zoneObjectRef(zoneKindOrDefault(backend.kind), backend.namespace, backend.vmcluster)),
+    );
     if (readiness.state !== 'ready') {
       return `zone ${backend.zone} serves reads through ${routing.describe} but is not healthy (${readiness.message}); draining zone ${zone} now would leave reads to it`;
     }

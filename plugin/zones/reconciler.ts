@@ -1,4 +1,4 @@
-// The background reconciler of the step-plugin process. Each pass lists the VMClusters once and
+// The background reconciler of the step-plugin process. Each pass lists the zone objects of every kind once and
 //   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/walk.ts: promoted past,
 //      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record alone;
 //   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
@@ -7,12 +7,18 @@
 // Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes. The
 // controller's own cluster and every registered one (docs/multicluster.md) are listed; a cluster that cannot be
 // listed is skipped for the pass with a warning naming it, and the others go on.
+// The controller's own listing and the holders' Rollouts may come from a watched view
+// (plugin/kube/watched-objects.ts, wired in main.ts), which costs no API call per pass but may be a moment behind:
+// a zone is only handed over after its object and its holder's Rollout were read again from the API server and
+// still say so (docs/scale.md). Registered clusters are listed through their live clients.
 
 import type { Logger } from '../goplugin/index.ts';
 import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
-import type { KubeObject, KubeObjects } from '../kube/objects.ts';
+import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
+import { KubeError } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
-import { vmApiVersion, vmclusterRef } from '../vm/vmcluster.ts';
+import { vmApiVersion } from '../vm/vmcluster.ts';
+import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { zoneKube } from './cluster-routing.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
@@ -30,7 +36,7 @@ export type { ZoneProgress } from './finish-zone.ts';
 export interface ReconcilerOptions {
   /** The controller's own cluster. */
   kube: KubeObjects;
-  /** The registered clusters whose VMClusters are zones too; default: none. */
+  /** The registered clusters whose zone objects are zones too; default: none. */
   clusters?: ClusterClients;
   logger: Logger;
   now?: () => Date;
@@ -39,25 +45,62 @@ export interface ReconcilerOptions {
   queueCheck?: ZoneQueueCheck;
   /** Namespaces to list (namespace-scoped RBAC); default: one list across all namespaces. */
   namespaces?: readonly string[];
+  /** Where to list VMClusters and read holder Rollouts when nothing is to be done (a watch cache); default kube. */
+  watched?: KubeObjects;
+}
+
+/** What the reconciler reads on every pass: main.ts watches these instead of listing and getting them. */
+export const reconcilerWatchedKinds = [
+  { apiVersion: vmApiVersion, kind: 'VMCluster', plural: 'vmclusters' },
+  { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', plural: 'rollouts' },
+] as const;
+
+type ProgressOf = (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>;
+
+/** The holder's progress, read once per pass and holder. */
+function progressReader(kube: KubeObjects): ProgressOf {
+  const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
+  return (holder) => {
+    const id = `${holder.rollout}|${holder.uid}`;
+    let found = progresses.get(id);
+    if (found === undefined) {
+      found = holderProgress(kube, holder);
+      progresses.set(id, found);
+    }
+    return found;
+  };
 }
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
 
-/** `namespace/name`, prefixed by the registered cluster's name for a VMCluster outside the controller's own. */
+/** `namespace/name` for a VMCluster (as before zone kinds), `Kind namespace/name` for the other kinds; the
+ *  namespace is prefixed by the registered cluster's name for an object outside the controller's own. */
 function key(cluster: KubeObject, where: string | undefined = undefined): string {
-  return `${where === undefined ? '' : `${where}/`}${cluster.metadata.namespace}/${cluster.metadata.name}`;
+  const id = `${where === undefined ? '' : `${where}/`}${cluster.metadata.namespace}/${cluster.metadata.name}`;
+  const kind = zoneKindOf(cluster.kind) ?? defaultZoneKind;
+  return kind === defaultZoneKind ? id : `${kind.kind} ${id}`;
 }
 
-/** The read balancer's cluster, as the VMCluster's own records say (handoff, lease, rollback record). */
+function refOf(cluster: KubeObject) {
+  return zoneObjectRef(
+    zoneKindOf(cluster.kind) ?? defaultZoneKind,
+    cluster.metadata.namespace ?? '',
+    cluster.metadata.name ?? '',
+  );
+}
+
+/** The read balancer's cluster, as the zone object's own records say (handoff, lease, rollback record). */
 function readsClusterOf(listed: KubeObject): string | undefined {
   const { state } = loadedCluster(listed);
   return (state.handoff?.reads ?? state.lease?.reads ?? state.rollback?.reads)?.cluster;
 }
 
 interface Found {
+  /** The registered cluster the object was listed in; undefined = the controller's own. */
   where: string | undefined;
   object: KubeObject;
-  kube: KubeObjects;
+  /** That cluster's live client, to read the object again before acting on a watched listing. */
+  live: KubeObjects;
 }
 
 function errorText(err: unknown): string {
@@ -67,6 +110,7 @@ function errorText(err: unknown): string {
 export class ZoneReconciler {
   readonly #kube: KubeObjects;
   readonly #clusters: ClusterClients;
+  readonly #watched: KubeObjects;
   readonly #logger: Logger;
   readonly #now: () => Date;
   readonly #intervalMs: number;
@@ -79,6 +123,7 @@ export class ZoneReconciler {
   constructor(options: ReconcilerOptions) {
     this.#kube = options.kube;
     this.#clusters = options.clusters ?? hubOnly(options.kube);
+    this.#watched = options.watched ?? options.kube;
     this.#logger = options.logger;
     this.#now = options.now ?? (() => new Date());
     this.#intervalMs = options.intervalMs ?? 5_000;
@@ -112,30 +157,21 @@ export class ZoneReconciler {
     await this.#running;
   }
 
-  /** One pass; returns the progress of every handed-over zone, by `namespace/name`. */
+  /** One pass; returns the progress of every handed-over zone, by key() (`[cluster/]namespace/name`). */
   async tick(): Promise<Record<string, ZoneProgress>> {
-    const clusters = await this.#listZones();
-    const progresses = new Map<string, Promise<RolloutProgress | undefined>>();
-    const progressOf = (holder: RolloutIdentity) => {
-      const id = `${holder.rollout}|${holder.uid}`;
-      let found = progresses.get(id);
-      if (found === undefined) {
-        found = holderProgress(this.#kube, holder);
-        progresses.set(id, found);
-      }
-      return found;
-    };
-    const pending: { id: string; namespace: string; name: string; kube: KubeObjects }[] = [];
-    for (const found of clusters) {
-      const id = key(found.object, found.where);
+    const found = await this.#listZones();
+    const progressOf = progressReader(this.#watched);
+    const liveProgressOf = this.#watched === this.#kube ? undefined : progressReader(this.#kube);
+    const pending: { id: string; ref: ObjectRef; kube: KubeObjects }[] = [];
+    for (const zone of found) {
+      const id = key(zone.object, zone.where);
       try {
-        const readsCluster = await this.#adopt(found, progressOf);
+        const readsCluster = await this.#adopt(zone, progressOf, liveProgressOf);
         if (readsCluster !== false) {
           pending.push({
             id,
-            namespace: found.object.metadata.namespace ?? '',
-            name: found.object.metadata.name ?? '',
-            kube: await this.#zoneKube(found.where, readsCluster.cluster, found.object),
+            ref: refOf(zone.object),
+            kube: await this.#zoneKube(zone.where, readsCluster.cluster, zone.object),
           });
         }
       } catch (err) {
@@ -146,7 +182,7 @@ export class ZoneReconciler {
       }
     }
     const results = await Promise.all(
-      pending.map(async ({ id, namespace, name, kube }): Promise<[string, ZoneProgress]> => {
+      pending.map(async ({ id, ref, kube }): Promise<[string, ZoneProgress]> => {
         try {
           return [
             id,
@@ -158,7 +194,7 @@ export class ZoneReconciler {
                 now: this.#now,
                 ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
               },
-              vmclusterRef(namespace, name),
+              ref,
             ),
           ];
         } catch (err) {
@@ -177,7 +213,7 @@ export class ZoneReconciler {
     return Object.fromEntries(results);
   }
 
-  /** The VMClusters with vmzones state in the controller's cluster and in every registered one. */
+  /** The zone objects of every kind with vmzones state in the controller's cluster and in every registered one. */
   async #listZones(): Promise<Found[]> {
     let names: string[] = [];
     try {
@@ -198,14 +234,18 @@ export class ZoneReconciler {
     const all = await Promise.all(
       [undefined, ...names].map(async (where): Promise<Found[]> => {
         try {
-          const kube = await this.#clusters.client(where);
+          // The controller's own cluster is listed through the watched view; a registered one live.
+          const live = where === undefined ? this.#kube : await this.#clusters.client(where);
+          const view = where === undefined ? this.#watched : live;
           const listed = await Promise.all(
-            this.#namespaces.map((n) => kube.list(vmApiVersion, 'VMCluster', n)),
+            this.#namespaces.flatMap((n) =>
+              Object.values(zoneKinds).map((kind) => this.#listKind(view, kind, n)),
+            ),
           );
           return listed
             .flat()
             .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined))
-            .map((object) => ({ where, object, kube }));
+            .map((object) => ({ where, object, live }));
         } catch (err) {
           // The controller's own cluster failing fails the pass, as before; a registered one is skipped.
           if (where === undefined) throw err;
@@ -220,7 +260,28 @@ export class ZoneReconciler {
     return all.flat();
   }
 
-  /** The one zone's objects, each in its own cluster: its VMCluster there, its reads where vmauth runs. */
+  /**
+   * The zone objects of one kind in a namespace (`''`: all). A kind whose CRD is not installed, or that the
+   * plugin's RBAC does not grant (an install from before that kind was supported), holds no zones: skipped.
+   */
+  async #listKind(view: KubeObjects, kind: ZoneKind, namespace: string): Promise<KubeObject[]> {
+    try {
+      // List items carry no kind of their own: tag them, so each is acted on as its kind.
+      const items = await view.list(kind.apiVersion, kind.kind, namespace);
+      return items.map((item) => ({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }));
+    } catch (err) {
+      if (
+        kind !== defaultZoneKind &&
+        err instanceof KubeError &&
+        (err.kind === 'notFound' || err.kind === 'forbidden')
+      ) {
+        return [];
+      }
+      throw err;
+    }
+  }
+
+  /** The one zone's objects, each in its own cluster: its zone object there, its reads where vmauth runs. */
   #zoneKube(where: string | undefined, reads: string | undefined, listed: KubeObject): Promise<KubeObjects> {
     return zoneKube(this.#clusters, this.#kube, { zone: where, reads }, listed.metadata.namespace ?? '');
   }
@@ -229,7 +290,9 @@ export class ZoneReconciler {
    *  with the cluster of its read balancer; false when not. */
   async #adopt(
     found: Found,
-    progressOf: (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>,
+    progressOf: ProgressOf,
+    /** Set while the holders' progress (and the hub's listing) come from the watched view: the live readers. */
+    confirmWith?: ProgressOf,
   ): Promise<false | { cluster: string | undefined }> {
     const listed = found.object;
     const cluster = loadedCluster(listed);
@@ -244,6 +307,14 @@ export class ZoneReconciler {
     const progress = await progressOf(holder);
     const verdict = walkVerdict(holder, zone, leased, progress);
     if (verdict.verdict === 'walking') return false;
+    if (confirmWith !== undefined) {
+      // The watched view says the walk ended; act only on what the API server says now.
+      const live = await found.live.get(refOf(listed));
+      return this.#adopt(
+        { ...found, object: { ...live, apiVersion: listed.apiVersion, kind: listed.kind } },
+        confirmWith,
+      );
+    }
 
     const rollback: RollbackRecord | undefined =
       verdict.verdict === 'rollback' &&
@@ -269,7 +340,7 @@ export class ZoneReconciler {
       cluster,
       {
         zone,
-        cluster: vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? ''),
+        cluster: refOf(listed),
         holder,
         by: `vmzones reconciler: ${verdict.why}${rollback ? '; rolling back its change' : '; the zone keeps the change it has'}`,
         reads: reads.reads,
@@ -290,7 +361,7 @@ export class ZoneReconciler {
         warning: rollback !== undefined,
         holder,
         zone,
-        cluster: vmclusterRef(listed.metadata.namespace ?? '', listed.metadata.name ?? ''),
+        cluster: refOf(listed),
       },
       this.#now(),
     );

@@ -7,6 +7,7 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
+import { type ZoneKind, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
 
 export const specAnnotation = 'vmzones.io/spec';
@@ -102,14 +103,38 @@ const vmagentSource = z
     }
   });
 
-const zone = z.strictObject({
-  /** The registered cluster the zone's VMCluster lives in; absent = the controller's own. */
-  cluster: clusterName.optional(),
-  vmcluster: objectName,
-  overrideSpec: jsonObject.optional(),
-  /** Host names by which read URLs reach this zone's vmselect; default vmselect-<vmcluster>.<namespace>.svc[.cluster.local]. */
-  vmselectHosts: z.array(hostNameSchema).min(1).optional(),
-});
+const zone = z
+  .strictObject({
+    /** The registered cluster the zone's object lives in; absent = the controller's own. */
+    cluster: clusterName.optional(),
+    /** The zone's object, exactly one of these (docs/zone-kinds.md). */
+    vmcluster: objectName.optional(),
+    vmsingle: objectName.optional(),
+    vlcluster: objectName.optional(),
+    overrideSpec: jsonObject.optional(),
+    /** Host names by which read URLs reach this zone's read Service; default e.g. vmselect-<vmcluster>.<namespace>.svc[.cluster.local]. */
+    vmselectHosts: z.array(hostNameSchema).min(1).optional(),
+  })
+  .superRefine((v, ctx) => {
+    const set = zoneKindFields.filter((k) => v[k] !== undefined);
+    if (set.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `exactly one of ${zoneKindFields.join(', ')} must be set (found ${set.length === 0 ? 'none' : set.join(', ')})`,
+      });
+    }
+  });
+
+export type SpecZoneEntry = z.infer<typeof zone>;
+
+/** The zone's kind and object name; the schema guarantees exactly one kind field is set. */
+export function zoneWorkload(entry: SpecZoneEntry): { kind: ZoneKind; name: string } {
+  for (const field of zoneKindFields) {
+    const name = entry[field];
+    if (name !== undefined) return { kind: zoneKinds[field], name };
+  }
+  throw new SpecError([`exactly one of ${zoneKindFields.join(', ')} must be set`]);
+}
 
 const specSchema = z.strictObject({
   version: z.enum(specVersions).default('v1'),
@@ -193,9 +218,11 @@ export function specFromAnnotations(
 
 export interface ResolvedZone {
   name: string;
-  /** The registered cluster of the zone's VMCluster; undefined = the controller's own. */
+  /** The registered cluster of the zone's object; undefined = the controller's own. */
   cluster?: string;
   namespace: string;
+  kind: ZoneKind;
+  /** The zone's object (of `kind`); named vmcluster because VMCluster was the first kind. */
   vmcluster: string;
   /** The global overrideSpec, then the zone's, as one RFC 7396 patch for the zone's VMCluster spec (null deletes). */
   patch: JsonObject;
@@ -213,11 +240,13 @@ export function resolveZone(
       `zone ${JSON.stringify(zoneName)} is not in zones (known: ${Object.keys(spec.zones).join(', ')})`,
     ]);
   }
+  const workload = zoneWorkload(zone);
   return {
     name: zoneName,
     ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
     namespace: spec.namespace ?? defaultNamespace,
-    vmcluster: zone.vmcluster,
+    kind: workload.kind,
+    vmcluster: workload.name,
     patch: composeMergePatches(spec.overrideSpec, zone.overrideSpec ?? {}),
   };
 }

@@ -10,6 +10,7 @@ import {
 } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import type { WatchedObjects } from '../kube/watched-objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
 import { applyZone } from './apply.ts';
@@ -45,6 +46,9 @@ export interface ZoneStepPluginOptions {
   queueCheck?: ZoneQueueCheck;
   /** See ZoneDeps.inCallWaitMs; default 5 s. */
   inCallWaitMs?: number;
+  /** Watch caches for what the reconciler reads every pass (main.ts: plugin/kube/watched-objects.ts); default
+   *  none: it lists and gets on every pass. */
+  watch?: (live: KubeObjects, namespaces: readonly string[]) => WatchedObjects;
 }
 
 export interface ZoneStepPlugin extends StepPlugin {
@@ -64,6 +68,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   const logger = options.logger ?? createLogger('vmzones.step');
   let kube = options.kube;
   let reconciler: ZoneReconciler | undefined;
+  let watchedView: WatchedObjects | undefined;
   const now = options.now ?? (() => new Date());
   let namespaces = options.namespaces;
 
@@ -123,6 +128,9 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       const d = hubDeps();
       // A bad flag fails InitPlugin: the controller then reports the plugin as broken, with this message.
       const watched = options.watchNamespaces ?? parseWatchNamespaces(process.argv);
+      watchedView = options.watch?.(d.kube, watched ?? ['']);
+      // Until a cache has listed, its reads go to the API server: the first pass need not wait for it.
+      void watchedView?.start();
       reconciler = new ZoneReconciler({
         kube: d.kube,
         clusters: d.clusters,
@@ -131,6 +139,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
         ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),
         ...(options.queueCheck === undefined ? {} : { queueCheck: options.queueCheck }),
         ...(watched === undefined ? {} : { namespaces: watched }),
+        ...(watchedView === undefined ? {} : { watched: watchedView.kube }),
       });
       reconciler.start();
     },
@@ -151,6 +160,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     reconciler: () => reconciler,
     async stop() {
       await reconciler?.stop();
+      await watchedView?.stop();
     },
   };
 }

@@ -9,7 +9,7 @@ import type { ObjectRef } from '../kube/objects.ts';
 import type { RolloutView } from '../rollouts/types.ts';
 import { defaultVmselectHosts, type ZoneReadBackend } from '../vm/read-backends.ts';
 import type { ReadBalancerConfig, ReadBalancerRef } from '../vm/read-balancer.ts';
-import { vmclusterRef } from '../vm/vmcluster.ts';
+import { defaultZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { type ZoneAction, zoneActions } from './actions.ts';
 import {
   type ResolvedZone,
@@ -17,6 +17,7 @@ import {
   SpecError,
   specFromAnnotations,
   type ZoneSpecDocument,
+  zoneWorkload,
 } from './spec.ts';
 import { type RolloutIdentity, rolloutIdentity } from './state.ts';
 
@@ -92,15 +93,19 @@ function balancerRef(spec: ZoneSpecDocument, namespace: string): ReadBalancerRef
 }
 
 export function readBackends(spec: ZoneSpecDocument, namespace: string): ZoneReadBackend[] {
-  return Object.entries(spec.zones).map(([name, zone]) => ({
-    zone: name,
-    ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
-    namespace,
-    vmcluster: zone.vmcluster,
-    hosts: (zone.vmselectHosts ?? defaultVmselectHosts(zone.vmcluster, namespace)).map((h) =>
-      h.toLowerCase(),
-    ),
-  }));
+  return Object.entries(spec.zones).map(([name, zone]) => {
+    const { kind, name: object } = zoneWorkload(zone);
+    return {
+      zone: name,
+      ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
+      namespace,
+      vmcluster: object,
+      ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
+      hosts: (zone.vmselectHosts ?? defaultVmselectHosts(object, namespace, kind)).map((h) =>
+        h.toLowerCase(),
+      ),
+    };
+  });
 }
 
 export function readBalancerConfig(spec: ZoneSpecDocument, namespace: string): ReadBalancerConfig {
@@ -137,13 +142,13 @@ export function resolveTarget(
     namespaces,
     { describe: `Rollout ${rolloutNamespace}/${rollout.metadata.name ?? ''}`, namespace: rolloutNamespace },
     zone.namespace,
-    `the spec document's namespace (VMCluster ${zone.vmcluster} of zone ${config.zone})`,
+    `the spec document's namespace (${zone.kind.kind} ${zone.vmcluster} of zone ${config.zone})`,
   );
   return {
     config,
     spec,
     zone,
-    cluster: vmclusterRef(zone.namespace, zone.vmcluster),
+    cluster: zoneObjectRef(zone.kind, zone.namespace, zone.vmcluster),
     reads: readBalancerConfig(spec, zone.namespace),
     drainGracePeriod: spec.vmauth.drainGracePeriod,
     drainGraceMs: parseGoDurationMs(spec.vmauth.drainGracePeriod),

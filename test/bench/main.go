@@ -61,6 +61,8 @@ func main() {
 	concurrent := flag.Int("concurrent-calls", 4000, "Run calls spread over the concurrent callers")
 	callers := flag.Int("callers", 16, "concurrent callers for the throughput figure")
 	launches := flag.Int("launches", 7, "launches for the startup median")
+	only := flag.String("only", "", "measure only this target (ts-fixture or go-sample), for experiments; no ratios")
+	dump := flag.String("dump-gob", "", "write the Run request gob streams (realistic.gob, field-heavy.gob: two calls each) into this folder and exit")
 	flag.Parse()
 	if *node == "" || *bundle == "" || *sample == "" {
 		fmt.Fprintln(os.Stderr, "bench: -node, -bundle and -sample are required")
@@ -83,12 +85,25 @@ func main() {
 		}
 	}
 
+	if *dump != "" {
+		for name, r := range map[string]*v1alpha1.Rollout{"realistic": rollout, "field-heavy": dense} {
+			if err := os.WriteFile(*dump+"/"+name+".gob", gobStream(r, context), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				os.Exit(1)
+			}
+		}
+		return
+	}
+
 	targets := []launch.Target{
 		{Name: "ts-fixture", Argv: append(append([]string{*node}, strings.Fields(*nodeFlags)...), *bundle)},
 		{Name: "go-sample", Argv: []string{*sample}},
 	}
 	results := make([]result, 0, len(targets))
 	for _, target := range targets {
+		if *only != "" && target.Name != *only {
+			continue
+		}
 		r, err := measure(target, rollout, dense, context, *sequential, *concurrent, *callers, *launches)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", target.Name, err)
@@ -100,8 +115,12 @@ func main() {
 		results = append(results, r)
 	}
 	goPlugin.CleanupClients()
+	if *only != "" {
+		return
+	}
 	ts, gor := results[0], results[1]
 	fmt.Printf("run_p50_ratio_ts_over_go %.2f\n", float64(ts.p50)/float64(gor.p50))
+	fmt.Printf("field_heavy_run_p50_ratio_ts_over_go %.2f\n", float64(ts.denseP50)/float64(gor.denseP50))
 	fmt.Printf("startup_ratio_ts_over_go %.2f\n", float64(ts.startup)/float64(gor.startup))
 	fmt.Printf("rss_ratio_ts_over_go %.2f\n", float64(ts.peakRSSKiB)/float64(gor.peakRSSKiB))
 }
@@ -180,6 +199,19 @@ func denseRollout() *v1alpha1.Rollout {
 	}
 	r.Status.Canary.StepPluginStatuses = statuses
 	return r
+}
+
+// gobStream is the bytes of two Run request bodies on one encoder (type definitions, then two values).
+func gobStream(rollout *v1alpha1.Rollout, context *types.RpcStepContext) []byte {
+	var buf bytes.Buffer
+	encoder := gob.NewEncoder(&buf)
+	var args any = steprpc.RunArgs{Rollout: rollout, Context: context}
+	for range 2 {
+		if err := encoder.Encode(&args); err != nil {
+			panic(err)
+		}
+	}
+	return buf.Bytes()
 }
 
 // gobSizes encodes the Run body twice on one encoder, as net/rpc does on one stream.

@@ -34,7 +34,7 @@ export interface RunFigures {
  */
 export async function samplesLost(
   sandbox: Sandbox,
-  vmclusters: { zone: string; vmcluster: string }[],
+  vmclusters: { zone: string; vmcluster: string; kind?: 'VMCluster' | 'VMSingle' }[],
   fromSeq: number,
   toSeq: number,
   catchUpMs = 60_000,
@@ -43,7 +43,7 @@ export async function samplesLost(
   const lost: Record<string, number> = {};
   for (const z of vmclusters) {
     for (;;) {
-      const seqs = await exportedSeqs(sandbox.endpoint('VMCluster', z.vmcluster).url).catch(
+      const seqs = await exportedSeqs(sandbox.endpoint(z.kind ?? 'VMCluster', z.vmcluster).url).catch(
         () => new Set<number>(),
       );
       let missing = 0;

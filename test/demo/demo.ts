@@ -3,7 +3,7 @@
 // vmauth), creates a Rollout whose pod template carries a three-zone spec document and the steps
 // `vmzones render` generates, then commits a change to its overrideSpec and shows the controller walking the
 // zones one at a time while queries run through vmauth. Flags: --keep (leave the sandbox running),
-// --operator real|simulated.
+// --operator real|simulated, --gitops (the same job through Git and Argo CD: test/demo/gitops.ts).
 
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -30,8 +30,16 @@ import { readUser, vmauthName } from '../sandbox/manifests.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { values } = parseArgs({
-  options: { keep: { type: 'boolean', default: false }, operator: { type: 'string' } },
+  options: {
+    keep: { type: 'boolean', default: false },
+    operator: { type: 'string' },
+    gitops: { type: 'boolean', default: false },
+  },
 });
+if (values.gitops) {
+  const { gitopsDemo } = await import('./gitops.ts');
+  process.exit(await gitopsDemo({ keep: values.keep }));
+}
 if (values.operator !== undefined && values.operator !== 'real' && values.operator !== 'simulated') {
   console.error('demo: --operator must be real or simulated');
   process.exit(2);

@@ -33,7 +33,10 @@ export type BinaryName =
   | 'crane'
   | 'ociimage'
   | 'kustomize'
-  | 'config-reloader';
+  | 'config-reloader'
+  | 'victoria-logs'
+  | 'vlagent'
+  | 'argocd';
 
 interface Target {
   name: BinaryName;
@@ -45,7 +48,9 @@ interface Target {
     | 'vmoperator'
     | 'image'
     | 'kustomize'
-    | 'configreloader';
+    | 'configreloader'
+    | 'victorialogs'
+    | 'argocd';
   pkg: string;
   ldflags: string;
   /** Local source folders (relative to the module) that the key must cover. */
@@ -147,6 +152,27 @@ export const targets: Target[] = [
     pkg: 'github.com/VictoriaMetrics/operator/cmd/config-reloader',
     ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=config-reloader-${versions.vmOperator}`,
   },
+  // VictoriaLogs zones (docs/zone-kinds.md): the single-node server and the writer, module test/env/victorialogs.
+  {
+    name: 'victoria-logs',
+    module: 'victorialogs',
+    pkg: 'github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs',
+    ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-${versions.victoriaLogs}`,
+  },
+  {
+    name: 'vlagent',
+    module: 'victorialogs',
+    pkg: 'github.com/VictoriaMetrics/VictoriaLogs/app/vlagent',
+    ldflags: `-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=vlagent-${versions.victoriaLogs}`,
+  },
+  {
+    // Argo CD as one multi-call binary (ARGOCD_BINARY_NAME picks the component), for the GitOps loop
+    // (test/sandbox/argocd.ts, test/e2e/gitops). Its own module: it repeats argo-cd's replace block.
+    name: 'argocd',
+    module: 'argocd',
+    pkg: 'github.com/argoproj/argo-cd/v3/cmd',
+    ldflags: `-X github.com/argoproj/argo-cd/v3/common.version=${versions.argoCd.slice(1)}`,
+  },
 ];
 
 function filesUnder(dir: string): string[] {
@@ -180,7 +206,11 @@ export function binaryPath(target: Target): string {
   return join(cacheDir(), 'bin', `${target.name}-${targetKey(target)}`);
 }
 
-export type BuiltBinaries = Record<BinaryName, string> & { debianVictoriaMetrics?: DebianBinaries };
+export type BuiltBinaries = Record<BinaryName, string> & {
+  debianVictoriaMetrics?: DebianBinaries;
+  /** Debian's redis-server (Argo CD's cache), when installed. */
+  redisServer?: string;
+};
 
 export interface DebianBinaries {
   victoriaMetrics: string;
@@ -260,6 +290,33 @@ export function ensureTmux(): boolean {
   return true;
 }
 
+/**
+ * Debian's redis-server, Argo CD's cache (the sandbox's `argocd` option): on PATH, else installed with apt. Undefined
+ * where neither works; starting Argo CD then fails naming it (test/sandbox/argocd.ts).
+ */
+export function ensureRedis(): string | undefined {
+  const found = () => {
+    const which = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
+    return which.status === 0 ? which.stdout.trim() : undefined;
+  };
+  const present = found();
+  if (present) return present;
+  if (process.env.VMZONES_SKIP_APT === '1' || process.getuid?.() !== 0) {
+    log('redis-server is not installed and apt is not usable here: the sandbox cannot start Argo CD');
+    return undefined;
+  }
+  log('apt-get install redis-server (the cache of Argo CD) ...');
+  const failed = aptGetInstall('redis-server');
+  const installed = found();
+  if (failed !== undefined || !installed) {
+    log(`apt-get install redis-server failed; the sandbox cannot start Argo CD:\n${failed ?? ''}`);
+    return undefined;
+  }
+  // The package enables a redis-server service on port 6379; the sandbox starts its own on a free port.
+  spawnSync('systemctl', ['disable', '--now', 'redis-server'], { encoding: 'utf8' });
+  return installed;
+}
+
 /** Installs Debian's victoria-metrics package (1.79.5) if missing; returns undefined where apt cannot. */
 export function ensureDebianVictoriaMetrics(): DebianBinaries | undefined {
   const bins: DebianBinaries = {
@@ -310,7 +367,12 @@ export function buildAll(): BuiltBinaries {
   }
   const debian = ensureDebianVictoriaMetrics();
   ensureTmux();
-  return debian ? { ...built, debianVictoriaMetrics: debian } : built;
+  const redisServer = ensureRedis();
+  return {
+    ...built,
+    ...(debian ? { debianVictoriaMetrics: debian } : {}),
+    ...(redisServer ? { redisServer } : {}),
+  };
 }
 
 /** Binaries of older keys are left behind by version bumps; remove all but the current ones. */

@@ -2,10 +2,12 @@
 
 import { join } from 'node:path';
 import { cacheDir } from '../env/build.ts';
+import { argocdAdmin } from './argocd.ts';
 import { StartError, tailLog } from './processes.ts';
 import { defaultStateDir, down, readEndpoints, type SandboxState, status, up } from './sandbox.ts';
 
-const usage = `usage: sandbox up|down|status
+const usage = `usage: sandbox up [--argocd]|down|status
+  --argocd: also start Argo CD v3.2.11 and a Git server on loopback (or VMZONES_SANDBOX_ARGOCD=1)
   environment: VMZONES_CACHE (build cache, default ~/.cache/vmzones),
                VMZONES_SANDBOX_DIR (state dir, default $VMZONES_CACHE/sandbox/default),
                VMZONES_SANDBOX_ZONES (number of zones, default 2),
@@ -26,6 +28,12 @@ function describe(state: SandboxState): string {
     `zones:        ${state.zones.map((z) => `${z.zone}=${state.vmNamespace}/${z.vmcluster}`).join(', ')}`,
     `loadgen:      ${state.loadgenUrl ?? '-'}`,
   ];
+  if (state.argocd) {
+    lines.push(
+      `Argo CD:      ${state.argocd.url} (${state.argocd.version}; admin / ${argocdAdmin.password}; namespace ${state.argocd.namespace})`,
+      `Git server:   ${state.argocd.gitUrl}/<repo>.git (bare repositories in ${state.argocd.gitRoot}, push by path)`,
+    );
+  }
   for (const e of readEndpoints(state)) {
     const details = e.version ? ` (${e.version}, log ${e.logPath})` : '';
     lines.push(`${`${e.kind} ${e.key}:`.padEnd(30)}${e.url}${details}`);
@@ -50,6 +58,7 @@ async function main(): Promise<number> {
       zones: number('VMZONES_SANDBOX_ZONES') ?? 2,
       podRestartSeconds: number('VMZONES_SANDBOX_POD_RESTART_SECONDS'),
       readyTimeoutSeconds: number('VMZONES_SANDBOX_READY_TIMEOUT_SECONDS'),
+      ...(process.argv.includes('--argocd') ? { argocd: true } : {}),
       signal: controller.signal,
     });
     process.stdout.write(`sandbox is up in ${state.startSeconds?.toFixed(1)} s\n${describe(state)}\n`);

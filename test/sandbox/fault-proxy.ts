@@ -386,6 +386,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           return;
         }
         res.writeHead(up.statusCode ?? 502, up.headers);
+        // As the API server does: a watch's headers go out at once, not with its first event.
+        res.flushHeaders();
         up.pipe(res);
       },
     );

@@ -7,17 +7,21 @@ export const vmauthName = 'vmauth';
 export const vmuserName = 'vmauth-read';
 export const readUser = { username: 'vmzones-read', password: 'sandbox' } as const;
 
+/** What every zone of a sandbox is: a VMCluster (default) or a VMSingle (real operator only). */
+export type SandboxZoneKind = 'VMCluster' | 'VMSingle';
+
 export interface Zone {
   /** Zone name as the spec document names it ("zone-a"). */
   zone: string;
-  /** The zone's VMCluster ("vm-zone-a"). */
+  /** The zone's object ("vm-zone-a"): a VMCluster, or a VMSingle when `kind` says so. */
   vmcluster: string;
+  kind: SandboxZoneKind;
 }
 
-export function zonesFor(count: number): Zone[] {
+export function zonesFor(count: number, kind: SandboxZoneKind = 'VMCluster'): Zone[] {
   return Array.from({ length: count }, (_, i) => {
     const zone = `zone-${String.fromCharCode(97 + i)}`;
-    return { zone, vmcluster: `vm-${zone}` };
+    return { zone, vmcluster: `vm-${zone}`, kind };
   });
 }
 
@@ -31,11 +35,22 @@ export interface PluginLocation {
   args: string[];
 }
 
+/** Arguments after the bundle, per plugin (e.g. `--observe-address` for test/bench/scale.ts). */
+export interface PluginExtraArgs {
+  'vmzones/step'?: string[];
+  'vmzones/gates'?: string[];
+}
+
 /** argo-rollouts-config with the vmzones step plugin and metric provider (file:// location). */
-export function argoRolloutsConfig(plugin: PluginLocation | undefined): object {
+export function argoRolloutsConfig(
+  plugin: PluginLocation | undefined,
+  extraArgs: PluginExtraArgs = {},
+): object {
   const data: Record<string, string> = {};
   if (plugin) {
-    const item = (name: string) => [{ name, location: `file://${plugin.location}`, args: plugin.args }];
+    const item = (name: keyof PluginExtraArgs) => [
+      { name, location: `file://${plugin.location}`, args: [...plugin.args, ...(extraArgs[name] ?? [])] },
+    ];
     data.stepPlugins = JSON.stringify(item('vmzones/step'));
     data.metricProviderPlugins = JSON.stringify(item('vmzones/gates'));
   }
@@ -49,6 +64,23 @@ export function argoRolloutsConfig(plugin: PluginLocation | undefined): object {
 
 export function vminsertWriteUrl(vmcluster: string): string {
   return `http://vminsert-${vmcluster}.${vmNamespace}.svc:8480/insert/0/prometheus/api/v1/write`;
+}
+
+/** The write URL of a zone as production writes it: the vminsert Service, or the VMSingle's own Service. */
+export function zoneWriteUrl(zone: Zone): string {
+  return zone.kind === 'VMSingle'
+    ? `http://vmsingle-${zone.vmcluster}.${vmNamespace}.svc:8428/api/v1/write`
+    : vminsertWriteUrl(zone.vmcluster);
+}
+
+/** A VMSingle zone; its one process listens on spec.port, which its Deployment's Pod declares and probes. */
+export function vmSingle(zone: Zone, version: string, port: number): object {
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMSingle',
+    metadata: { name: zone.vmcluster, namespace: vmNamespace, labels: { 'vmzones.io/zone': zone.zone } },
+    spec: { image: { tag: version }, retentionPeriod: '1', port: String(port) },
+  };
 }
 
 /**
@@ -80,7 +112,7 @@ export function vmAgent(zones: Zone[], version: string, port: number): object {
       replicaCount: 1,
       port: String(port),
       image: { tag: version },
-      remoteWrite: zones.map((z) => ({ url: vminsertWriteUrl(z.vmcluster) })),
+      remoteWrite: zones.map((z) => ({ url: zoneWriteUrl(z) })),
     },
   };
 }
@@ -95,6 +127,7 @@ export function vmAuth(version: string, port: number): object {
 }
 
 export function vmUser(zones: Zone[]): object {
+  const singles = zones[0]?.kind === 'VMSingle';
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',
     kind: 'VMUser',
@@ -107,12 +140,13 @@ export function vmUser(zones: Zone[]): object {
           // The CRD requires name and namespace; the operator uses them only when both are set,
           // so every zone goes in objects (one list that drainReads can edit).
           crd: {
-            kind: 'VMCluster/vmselect',
+            kind: singles ? 'VMSingle' : 'VMCluster/vmselect',
             name: '',
             namespace: '',
             objects: zones.map((z) => ({ name: z.vmcluster, namespace: vmNamespace })),
           },
-          paths: ['/select/.*'],
+          // A VMSingle serves /prometheus/api/v1/... (and /api/v1/...); a VMCluster's vmselect /select/<tenant>/...
+          paths: singles ? ['/prometheus/.*', '/api/v1/.*'] : ['/select/.*'],
         },
       ],
     },

@@ -18,18 +18,22 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuiltBinaries, buildAll, cacheDir, moduleDir } from '../env/build.ts';
 import { versions } from '../env/versions.ts';
+import { type ArgoCdState, startArgoCd } from './argocd.ts';
 import { Kubectl } from './kubectl.ts';
 import {
   argoRolloutsConfig,
   controllerNamespace,
   namespace,
+  type PluginExtraArgs,
   type PluginLocation,
+  type SandboxZoneKind,
   vmAgent,
   vmAuth,
   vmagentName,
   vmauthName,
   vmCluster,
   vmNamespace,
+  vmSingle,
   vmUser,
   type Zone,
   zonesFor,
@@ -53,6 +57,8 @@ export interface SandboxOptions {
   stateDir?: string;
   /** Number of zones (VMClusters); default 2. */
   zones?: number;
+  /** What each zone is; default VMCluster. VMSingle zones need the real operator. */
+  zoneKind?: SandboxZoneKind;
   /** Configure the vmzones plugins in argo-rollouts-config (needs dist/vmzones.mjs); default: if built. */
   plugin?: boolean;
   /** false: start no Argo Rollouts controller, the test runs its own (test/e2e/install); default true. */
@@ -77,6 +83,18 @@ export interface SandboxOptions {
    * simulator only runs the data plane. "simulated": the simulator plays the operator too.
    */
   operator?: OperatorMode;
+  /** Arguments the controller passes to each plugin after the bundle. */
+  pluginArgs?: PluginExtraArgs;
+  /**
+   * Namespaces the real operator reconciles (its WATCH_NAMESPACE); default all. test/bench/scale.ts keeps its
+   * placeholder zones in a namespace of their own that no operator touches.
+   */
+  operatorWatchNamespaces?: string[];
+  /**
+   * Start Argo CD (test/sandbox/argocd.ts): Redis, repo-server, application controller, API server and a Git
+   * server on loopback. Default: VMZONES_SANDBOX_ARGOCD=1, else off (it adds ~1 GB of memory and start time).
+   */
+  argocd?: boolean;
 }
 
 export type OperatorMode = 'real' | 'simulated';
@@ -115,6 +133,8 @@ export interface SandboxState {
   loadgenUrl?: string;
   /** With the faultProxy option: the proxy the plugins talk to, and its control API. */
   faultProxy?: { url: string; controlUrl: string; pluginKubeconfig: string };
+  /** With the argocd option: where Argo CD's API and the Git server listen. */
+  argocd?: ArgoCdState;
 }
 
 export function defaultStateDir(): string {
@@ -346,7 +366,13 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
   const binaries = buildAll();
-  const zones = zonesFor(options.zones ?? 2);
+  const zones = zonesFor(options.zones ?? 2, options.zoneKind);
+  if (options.zoneKind === 'VMSingle' && operatorMode !== 'real') {
+    throw new StartError(
+      'sandbox',
+      'VMSingle zones need the real operator (the simulated one serves VMCluster only)',
+    );
+  }
   const plugin = options.plugin === false ? undefined : pluginLocation();
   if (options.plugin === true && !plugin) {
     throw new StartError('plugin', `dist/vmzones.mjs is missing in ${repoRoot}: run "npm run build" first`);
@@ -445,7 +471,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     log('installing the Argo Rollouts and VictoriaMetrics CRDs ...');
     await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
-    await kubectl.apply([argoRolloutsConfig(plugin)]);
+    await kubectl.apply([argoRolloutsConfig(plugin, options.pluginArgs)]);
     await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
 
     for (const [record, port] of [
@@ -554,7 +580,13 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
           `--health-probe-bind-address=127.0.0.1:${probePort}`,
           '--pprof-addr=',
         ],
-        env: { ...process.env, KUBECONFIG: kubeconfig },
+        env: {
+          ...process.env,
+          KUBECONFIG: kubeconfig,
+          ...(options.operatorWatchNamespaces === undefined
+            ? {}
+            : { WATCH_NAMESPACE: options.operatorWatchNamespaces.join(',') }),
+        },
         log: join(logDir, 'vm-operator.log'),
         ports: [metricsPort, probePort],
       });
@@ -575,13 +607,17 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     log(`creating ${zones.length} zones, vmagent and vmauth in namespace ${vmNamespace} ...`);
     const zonePorts = await Promise.all(zones.map(() => freePort()));
     await kubectl.apply([
-      ...zones.map((z, i) => vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0)),
+      ...zones.map((z, i) =>
+        z.kind === 'VMSingle'
+          ? vmSingle(z, builtVersion, zonePorts[i] ?? 0)
+          : vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0),
+      ),
       vmAgent(zones, builtVersion, await freePort()),
       vmAuth(builtVersion, await freePort()),
       vmUser(zones),
     ]);
     const resources = [
-      ...zones.map((z) => `vmcluster/${z.vmcluster}`),
+      ...zones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
       `vmagent/${vmagentName}`,
       `vmauth/${vmauthName}`,
     ];
@@ -624,6 +660,20 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       pid: loadgen.pid,
       timeoutMs: 20_000,
     });
+    if (options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1') {
+      log('starting Argo CD (redis, repo-server, application controller, API server) and a Git server ...');
+      state.argocd = await startArgoCd({
+        stateDir,
+        logDir,
+        kubeconfig,
+        kubectl,
+        binaries,
+        daemon,
+        binDir: join(stateDir, 'bin'),
+        repoRoot,
+      });
+      writeState(state);
+    }
     state.startSeconds = (Date.now() - started) / 1000;
     writeState(state);
     return state;

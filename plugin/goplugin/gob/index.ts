@@ -3,6 +3,7 @@
 export { defaultGobDecoderLimits, GobDecoder, type GobDecoderLimits } from './decoder.ts';
 export { GobEncoder } from './encoder.ts';
 export {
+  civilFromDays,
   decodeGoTime,
   encodeGoTime,
   type GoTime,

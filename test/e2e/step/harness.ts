@@ -11,6 +11,7 @@ import { type KubeObject, type KubeObjects, kubeObjects } from '../../../plugin/
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion, vmclusterReadiness, vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
+import { type ZoneKindName, zoneKindOrDefault, zoneObjectRef } from '../../../plugin/vm/zone-kinds.ts';
 import { type CanaryStep, renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
@@ -154,8 +155,10 @@ export function rolloutView(name: string, uid: string, revision: string, spec: S
 
 // ---- Cluster facts ----
 
-export async function cluster(kube: KubeObjects, name: string): Promise<KubeObject> {
-  return kube.get(vmclusterRef(ns, name));
+export async function cluster(kube: KubeObjects, name: string, kind?: ZoneKindName): Promise<KubeObject> {
+  return kube.get(
+    kind === undefined ? vmclusterRef(ns, name) : zoneObjectRef(zoneKindOrDefault(kind), ns, name),
+  );
 }
 
 export async function vmuser(kube: KubeObjects): Promise<KubeObject> {
@@ -250,8 +253,9 @@ export function startReadProber(
  */
 export function startRoutingWatcher(
   kube: KubeObjects,
-  zones: { zone: string; vmcluster: string }[],
+  zones: { zone: string; vmcluster: string; kind?: ZoneKindName }[],
   intervalMs = 300,
+  spec: SpecDocument = zoneSpec({}),
 ) {
   const violations: string[] = [];
   let checks = 0;
@@ -259,9 +263,9 @@ export function startRoutingWatcher(
   const loop = (async () => {
     while (!stopped) {
       try {
-        const routed = await routedZones(kube);
+        const routed = await routedZones(kube, spec);
         for (const z of zones.filter((zone) => routed.includes(zone.zone))) {
-          const readiness = vmclusterReadiness(await cluster(kube, z.vmcluster));
+          const readiness = vmclusterReadiness(await cluster(kube, z.vmcluster, z.kind));
           if (readiness.state !== 'ready') {
             violations.push(`${new Date().toISOString()} ${z.zone} routed while ${readiness.message}`);
           }

@@ -4,7 +4,7 @@
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 
 export interface KubeCall {
-  verb: 'get' | 'list' | 'patch' | 'create';
+  verb: 'get' | 'list' | 'watch' | 'patch' | 'create';
   kind: string;
   namespace: string;
   name: string;

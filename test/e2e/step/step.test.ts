@@ -9,13 +9,16 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
+import { WatchCache } from '../../../plugin/kube/watch-cache.ts';
+import { watchedObjects } from '../../../plugin/kube/watched-objects.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
 import { maintenanceOf } from '../../../plugin/zones/maintenance.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { reconcilerWatchedKinds, ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
@@ -467,7 +470,23 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
     async (t) => {
       const recorded = recordingKube(kube, calls);
       const plugin = inProcessPlugin(recorded);
-      const reconciler = new ZoneReconciler({ kube: recorded, logger: silentLogger });
+      // The reconciler as main.ts wires it: its per-pass reads from watch caches on the real API server (each
+      // cache lists, then watches: both recorded for the RBAC check below).
+      const kc = new KubeConfig();
+      kc.loadFromFile(sandbox.state.kubeconfig);
+      const watched = watchedObjects(recorded, {
+        kubeConfig: kc,
+        kinds: reconcilerWatchedKinds,
+        namespaces: [''],
+        cache: (kind, namespace) => {
+          for (const verb of ['list', 'watch'] as const)
+            calls.push({ verb, kind: kind.kind, namespace, name: '' });
+          return new WatchCache({ kubeConfig: kc, kind, namespace });
+        },
+      });
+      await watched.start();
+      t.after(() => watched.stop());
+      const reconciler = new ZoneReconciler({ kube: recorded, watched: watched.kube, logger: silentLogger });
       const ctx = (action: string) => ({
         pluginName: 'vmzones/step',
         config: { zone: 'zone-c', action },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GateConfigError, parseGateConfig } from '../../../plugin/gates/config.ts';
+import { explicitZoneObject, GateConfigError, parseGateConfig } from '../../../plugin/gates/config.ts';
 
 test('values substituted from {{args.*}} arrive as strings and are read as numbers, booleans, durations', () => {
   assert.deepEqual(
@@ -62,4 +62,17 @@ test('gate-specific rules: one of vmagent/vmagents; the drain gate paces itself 
   );
   assert.throws(() => parseGateConfig('zone-a'), /\(config\): must be an object, got string/);
   assert.throws(() => parseGateConfig({ zone: 'zone-a' }), /gate: required, one of vmclusterReady/);
+});
+
+test('a gate names at most one zone object, of any kind', () => {
+  const ready = parseGateConfig({ gate: 'vmclusterReady', vmsingle: 'vm-b' });
+  assert.deepEqual(explicitZoneObject(ready as never)?.kind.kind, 'VMSingle');
+  assert.throws(
+    () => parseGateConfig({ gate: 'vmagentQueueDrained', vmcluster: 'a', vlcluster: 'b' }),
+    (error) => {
+      assert.ok(error instanceof GateConfigError);
+      assert.deepEqual(error.problems, ['vlcluster: set one of vmcluster, vlcluster, not several']);
+      return true;
+    },
+  );
 });

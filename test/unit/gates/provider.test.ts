@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
+import { maxConsecutiveRounds } from '../../../plugin/gates/config.ts';
 import { createGatesProvider, metadataKeys } from '../../../plugin/gates/provider.ts';
+import { maxStoredStateChars } from '../../../plugin/gates/vmagent-drained.ts';
 import { KubeError } from '../../../plugin/kube/objects.ts';
 import type {
   AnalysisRunView,
@@ -106,6 +108,12 @@ test('a config that is missing, names an unknown gate or has bad fields is an Er
       /consecutiveRounds: must be at least 1; roundSpacing: invalid duration "soon"/,
     ],
     [{ gate: 'vmclusterReady', zone: 'zone-a', vmagent: 'x' }, /Unrecognized key: "vmagent"/],
+    [
+      { gate: 'vmagentQueueDrained', zone: 'zone-a', consecutiveRounds: String(maxConsecutiveRounds + 1) },
+      new RegExp(
+        `consecutiveRounds: must be at most ${maxConsecutiveRounds} \\(each round is stored in the AnalysisRun`,
+      ),
+    ],
   ];
   for (const [config, expected] of cases) {
     const result = await provider.run(run, metric(config));
@@ -131,6 +139,7 @@ test('vmclusterReady follows the VMCluster: expanding waits, operational passes,
     zone: null,
     namespace: 'vm',
     vmcluster: 'vm-zone-a',
+    kind: 'VMCluster',
     ready: false,
     failed: false,
     state: 'progressing',
@@ -404,6 +413,83 @@ test('vmagentQueueDrained keeps its rounds in the measurement and passes after K
     'a finished measurement drops its state',
   );
   assert.equal(measurement.metadata?.[metadataKeys.readings], '4');
+});
+
+/** The drain world with `pods` vmagent pods (all served by the one page). */
+async function manyPods(pods: number) {
+  const world = await drainWorld();
+  world.kube.put({
+    apiVersion: vmApi,
+    kind: 'VMAgent',
+    metadata: { name: 'vmagent', namespace: 'vm' },
+    spec: { replicaCount: pods, remoteWrite: [{ url: zoneAUrl }, { url: zoneBUrl }] },
+  });
+  for (let i = 1; i < pods; i++) {
+    world.kube.put(
+      readyPod(
+        'vm',
+        `vmagent-${i}`,
+        agentLabels,
+        { http: world.server.port },
+        { args: [`-remoteWrite.url=${zoneAUrl},${zoneBUrl}`] },
+      ),
+    );
+  }
+  return world;
+}
+
+test('vmagentQueueDrained caps its stored readings: extra rounds go first, K rounds that cannot fit are an Error', async () => {
+  // How much one pod adds to a round, measured (rounds of 1 and of 10 pods), not assumed.
+  const roundSize = async (pods: number) => {
+    const world = await manyPods(pods);
+    world.server.set(agentPage(world.dirs, flowing(0)));
+    const first = await createGatesProvider({ kube: () => world.kube, now: clock().now }).run(
+      run,
+      metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' }),
+    );
+    return JSON.stringify(JSON.parse(first.metadata?.[metadataKeys.state] ?? '').rounds[0]).length;
+  };
+  const perPodRound = ((await roundSize(10)) - (await roundSize(1))) / 9;
+  assert.ok(perPodRound > 100, `one pod adds ${perPodRound} characters to a round`);
+
+  // K = 30 rounds of enough pods cannot fit: the first reading says so, naming the figures and what to do.
+  const pods = Math.ceil(maxStoredStateChars / (perPodRound * maxConsecutiveRounds)) + 1;
+  const big = await manyPods(pods);
+  big.server.set(agentPage(big.dirs, flowing(0)));
+  const refused = await createGatesProvider({ kube: () => big.kube, now: clock().now }).run(
+    run,
+    metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', consecutiveRounds: String(maxConsecutiveRounds) }),
+  );
+  assert.equal(refused.phase, 'Error', refused.message);
+  assert.match(
+    refused.message ?? '',
+    new RegExp(
+      `consecutiveRounds: ${maxConsecutiveRounds} rounds of ${pods} vmagent pods need \\d+ KiB of stored readings, more than the 128 KiB`,
+    ),
+  );
+
+  // K rounds fit, K + 2 do not: the state never passes the cap and keeps at least K rounds.
+  const k = 10;
+  const fitting = Math.floor(maxStoredStateChars / (perPodRound * (k + 1)));
+  const world = await manyPods(fitting);
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => world.kube, now: time.now });
+  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', consecutiveRounds: String(k) });
+  world.server.set(agentPage(world.dirs, { ...flowing(0), pending: 4096, onDisk: 4096 }));
+  let measurement = await provider.run(run, config);
+  let view = stored(measurement);
+  const kept: number[] = [];
+  for (let round = 1; round <= k + 3; round++) {
+    time.advance(10_000);
+    measurement = await provider.resume(run, config, view);
+    assert.equal(measurement.phase, 'Running', measurement.message);
+    const state = measurement.metadata?.[metadataKeys.state] ?? '';
+    assert.ok(state.length <= maxStoredStateChars, `round ${round}: ${state.length} characters stored`);
+    kept.push(JSON.parse(state).rounds.length);
+    view = stored(measurement, view);
+  }
+  assert.ok(Math.max(...kept) >= k, `at least K rounds are kept (${kept.join(', ')})`);
+  assert.ok(Math.max(...kept) < k + 2, `the cap dropped the extra rounds (${kept.join(', ')})`);
 });
 
 test('vmagentQueueDrained looks again after 2 s while the zone is not ready; counted rounds stay ≥ roundSpacing apart', async () => {
@@ -748,4 +834,18 @@ test('vmauthReloaded: a load after an earlier reading proves itself even when st
     'Running',
     'without an earlier reading, that stamp does not prove a load after `since`',
   );
+});
+
+test('vmclusterReady reads a VMSingle named in the config, and the message names its kind', async () => {
+  const kube = new MemoryKube().put({
+    apiVersion: vmApi,
+    kind: 'VMSingle',
+    metadata: { name: 'vm-b', namespace: 'vm', generation: 2 },
+    status: { updateStatus: 'operational', observedGeneration: 2 },
+  });
+  const provider = createGatesProvider({ kube: () => kube, now: clock().now });
+  const result = await provider.run(run, metric({ gate: 'vmclusterReady', vmsingle: 'vm-b' }));
+  assert.equal(result.phase, 'Successful');
+  assert.equal(result.message, 'VMSingle vm/vm-b is operational at generation 2');
+  assert.equal((JSON.parse(result.value ?? '') as { kind: string }).kind, 'VMSingle');
 });

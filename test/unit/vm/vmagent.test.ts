@@ -9,6 +9,7 @@ import {
   VmagentSpecError,
   zoneQueueOf,
 } from '../../../plugin/vm/vmagent.ts';
+import { zoneKinds } from '../../../plugin/vm/zone-kinds.ts';
 import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 
 function vmagent(urls: string[], spec: Record<string, unknown> = {}): KubeObject {
@@ -111,4 +112,14 @@ test('pods: not Ready, no IP or no such port are reported with the reason; finis
     '[fd00::1]:1',
   );
   await assert.rejects(listSelectedPods(kube, 'vm', ' '), /empty: it would match every pod/);
+});
+
+test('the queue of a VMSingle zone is the URL of its vmsingle Service', () => {
+  const single = 'http://vmsingle-vm-b.vm.svc:8428/api/v1/write';
+  const agent = vmagent([zoneA, single]);
+  assert.deepEqual(zoneQueueOf(agent, 'vm-b', 'vm', zoneKinds.vmsingle), { index: 2, url: single });
+  assert.throws(
+    () => zoneQueueOf(agent, 'vm-zone-a', 'vm', zoneKinds.vmsingle),
+    /vmsingle-vm-zone-a\.vm \(the write Service of VMSingle vm\/vm-zone-a\)/,
+  );
 });

@@ -51,3 +51,11 @@ test('no status yet, and paused', () => {
     'paused',
   );
 });
+
+test('a VMSingle and a VLCluster follow the same rule and are named by their kind', () => {
+  const single = { ...cluster(2, { updateStatus: 'operational', observedGeneration: 2 }), kind: 'VMSingle' };
+  assert.equal(vmclusterReadiness(single).message, 'VMSingle mon/vm-a is operational at generation 2');
+  const logs = { ...cluster(3, { updateStatus: 'operational', observedGeneration: 2 }), kind: 'VLCluster' };
+  assert.equal(vmclusterReadiness(logs).state, 'progressing');
+  assert.match(vmclusterReadiness(logs).message, /^VLCluster mon\/vm-a is not ready yet/);
+});

@@ -162,3 +162,36 @@ test('a zone that alone serves a route (its own paths) is refused, per route rat
   const { targetRefs } = removeZoneFromTargetRefs(tenantRoute, 'vm', zone('zone-b'));
   assert.equal(targetRefs.length, 3);
 });
+
+test('a VMSingle zone is routed by a VMSingle targetRef, never by a VMCluster/vmselect one of the same name', () => {
+  const single: ZoneReadBackend = {
+    ...zone('zone-a'),
+    kind: 'VMSingle',
+    hosts: ['vmsingle-vm-zone-a.vm.svc'],
+  };
+  const refs = [
+    {
+      crd: {
+        kind: 'VMSingle',
+        name: '',
+        namespace: '',
+        objects: [
+          { name: 'vm-zone-a', namespace: 'vm' },
+          { name: 'vm-zone-b', namespace: 'vm' },
+        ],
+      },
+      paths: ['/.*'],
+    },
+  ];
+  assert.deepEqual(zonesRoutedByVMUser(refs, 'vm', [single]), ['zone-a']);
+  assert.deepEqual(zonesRoutedByVMUser(objectsForm, 'vm', [single]), []);
+  assert.deepEqual(zonesRoutedByVMUser(refs, 'vm', [zone('zone-a')]), []);
+  const { targetRefs, removed } = removeZoneFromTargetRefs(refs, 'vm', single);
+  assert.deepEqual(targetRefs[0]?.crd, {
+    kind: 'VMSingle',
+    name: '',
+    namespace: '',
+    objects: [{ name: 'vm-zone-b', namespace: 'vm' }],
+  });
+  assert.deepEqual(restoreZoneToTargetRefs(targetRefs, removed), refs);
+});

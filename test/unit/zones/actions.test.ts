@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { parseWatchNamespaces } from '../../../plugin/kube/allowed-namespaces.ts';
-import { KubeError } from '../../../plugin/kube/objects.ts';
+import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
@@ -129,6 +129,48 @@ test('a walk in progress is left to its steps', async () => {
   assert.deepEqual(await reconciler.tick(), {});
   assert.deepEqual(routed(kube), ['zone-b', 'zone-c']);
   assert.equal(stateOf(kube, 'zone-a').handoff, undefined);
+});
+
+/** A watched view that is behind: it still holds the VMClusters as they were, and has not seen the Rollout. */
+function staleView(kube: MemoryCluster) {
+  const clusters = ['zone-a', 'zone-b', 'zone-c'].map((z) =>
+    structuredClone(kube.getStored('VMCluster', `vm-${z}`)),
+  );
+  const reads: string[] = [];
+  const watched: KubeObjects = {
+    get: async (ref) => {
+      reads.push(`get ${ref.kind}`);
+      throw new KubeError('notFound', `${ref.kind} ${ref.name} not found (stale view)`, 404);
+    },
+    list: async (_apiVersion, kind) => {
+      reads.push(`list ${kind}`);
+      return structuredClone(clusters);
+    },
+    mergePatch: (...args) => kube.mergePatch(...args),
+    create: (object) => kube.create(object),
+  };
+  return { watched, reads };
+}
+
+test('a watched view that is behind never hands a zone over: the API server is read again first', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  kube.setStatus('Rollout', 'walk', { currentStepIndex: 1 });
+  // The view has the lease but not the Rollout: taken alone it would say "deleted mid-walk".
+  const { watched, reads } = staleView(kube);
+  const reconciler = new ZoneReconciler({ kube, watched, logger: silentLogger });
+  assert.deepEqual(await reconciler.tick(), {});
+  // Every zone kind is listed through the view; the Rollout is read there too, then live before acting.
+  assert.deepEqual(reads, ['list VMCluster', 'list VMSingle', 'list VLCluster', 'get Rollout']);
+  assert.equal(stateOf(kube, 'zone-a').handoff, undefined, 'the live Rollout still walks the zone');
+  assert.deepEqual(routed(kube), ['zone-b', 'zone-c']);
+
+  // Once the API server says the same (the Rollout is gone), the zone is finished as before.
+  for (const [key, object] of kube.objects) if (object.kind === 'Rollout') kube.objects.delete(key);
+  const progress = await untilSettled(reconciler);
+  assert.deepEqual(progress, { 'vm/vm-zone-a': 'done' });
+  assert.equal(stateOf(kube, 'zone-a').lease, undefined);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
 });
 
 test('a Git revert to the stable template rolls back every zone the abandoned revision changed, finished or not', async () => {

@@ -91,3 +91,12 @@ test('zones in other clusters walk the same: the steps name zones, never cluster
   assert.deepEqual(steps, renderSteps(local, {}));
   assert.doesNotMatch(JSON.stringify(steps), /eu-west-1b/);
 });
+
+test('zones of every kind render the same walk, in the document order', () => {
+  const mixed = parseSpecDocument(`
+vmauth: {vmuser: reads}
+vmagent: {vmagent: agent}
+zones: {zone-a: {vmsingle: a}, zone-b: {vlcluster: b}, zone-c: {vmcluster: c}}
+`);
+  assert.deepEqual(summary(renderSteps(mixed)), summary(renderSteps(spec)));
+});

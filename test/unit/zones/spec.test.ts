@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { zoneKinds } from '../../../plugin/vm/zone-kinds.ts';
 import {
   parseSpecDocument,
   resolveZone,
@@ -40,6 +41,7 @@ test('a zone resolves to the global overrideSpec with its own merged over it, nu
   assert.deepEqual(resolveZone(spec, 'zone-a', 'monitoring'), {
     name: 'zone-a',
     namespace: 'monitoring',
+    kind: zoneKinds.vmcluster,
     vmcluster: 'vm-zone-a',
     patch: { clusterVersion: 'v1.118.0-cluster' },
   });
@@ -101,8 +103,14 @@ vmagent: {vmagent: agent, cluster: hub-eu}
 zones:
   zone-a: {vmcluster: vm}
   zone-b: {cluster: eu-west-1b, vmcluster: vm}
+  zone-c: {cluster: eu-west-1c, vmsingle: single}
 `);
   assert.equal(doc.zones['zone-b']?.cluster, 'eu-west-1b');
+  const single = resolveZone(doc, 'zone-c', 'vm');
+  assert.deepEqual(
+    [single.cluster, single.kind.kind, single.vmcluster],
+    ['eu-west-1c', 'VMSingle', 'single'],
+  );
   assert.equal(doc.vmauth.cluster, 'hub-eu');
   assert.equal(doc.vmagent.cluster, 'hub-eu');
   assert.equal(resolveZone(doc, 'zone-b', 'vm').cluster, 'eu-west-1b');
@@ -114,4 +122,36 @@ zones:
       ),
     /zones\.z\.cluster: must be the name of a registered cluster/,
   );
+});
+
+test('a zone is a VMCluster, a VMSingle or a VLCluster, named by its field', () => {
+  const spec = parseSpecDocument(`
+vmauth: {vmuser: vmauth-read}
+vmagent: {vmagent: vmagent}
+zones:
+  zone-a: {vmcluster: vm-a}
+  zone-b: {vmsingle: vm-b}
+  zone-c: {vlcluster: logs-c}
+`);
+  const resolved = ['zone-a', 'zone-b', 'zone-c'].map((z) => resolveZone(spec, z, 'vm'));
+  assert.deepEqual(
+    resolved.map((r) => [r.kind.kind, r.kind.apiVersion, r.vmcluster]),
+    [
+      ['VMCluster', 'operator.victoriametrics.com/v1beta1', 'vm-a'],
+      ['VMSingle', 'operator.victoriametrics.com/v1beta1', 'vm-b'],
+      ['VLCluster', 'operator.victoriametrics.com/v1', 'logs-c'],
+    ],
+  );
+});
+
+test('a zone with two kinds, none, or an unknown kind is refused naming the zone', () => {
+  const head = 'vmauth: {vmuser: u}\nvmagent: {vmagent: a}\nzones:\n';
+  assert.deepEqual(problemsOf(`${head}  zone-a: {vmcluster: a, vmsingle: b}\n`), [
+    'zones.zone-a: exactly one of vmcluster, vmsingle, vlcluster must be set (found vmcluster, vmsingle)',
+  ]);
+  assert.deepEqual(problemsOf(`${head}  zone-a: {overrideSpec: {}}\n`), [
+    'zones.zone-a: exactly one of vmcluster, vmsingle, vlcluster must be set (found none)',
+  ]);
+  const unknown = problemsOf(`${head}  zone-a: {vtcluster: t}\n`).join('\n');
+  assert.match(unknown, /zones\.zone-a: Unrecognized key: "vtcluster"/);
 });

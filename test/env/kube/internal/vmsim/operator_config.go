@@ -47,12 +47,11 @@ func (s *Sim) operatorAuthConfig(ctx context.Context, auth *unstructured.Unstruc
 	return string(out), err
 }
 
-var clusterServiceHost = regexp.MustCompile(`^(vmselect|vminsert|vmstorage)-([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?$`)
 var anyServiceHost = regexp.MustCompile(`\.svc(\.cluster\.local)?$`)
 
 // localizeURLs rewrites every url_prefix / default_url in the config tree: a VMCluster
 // component's service goes to that zone's process (and /select/<tenant>/ is dropped, since the zone
-// is a single-node process), any other in-cluster service host to 127.0.0.1 with its port.
+// is a single-node process), a VMSingle's service to its process, any other in-cluster service host to 127.0.0.1 with its port.
 func (s *Sim) localizeURLs(node interface{}) error {
 	switch v := node.(type) {
 	case map[string]interface{}:
@@ -114,12 +113,16 @@ func (s *Sim) localizeURL(raw string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	if m := clusterServiceHost.FindStringSubmatch(u.Hostname()); m != nil {
-		port, err := s.portFor(gvrCluster, m[3], m[2])
+	if gvr, ns, name, ok := serviceZone(u.Hostname()); ok {
+		port, err := s.portFor(gvr, ns, name)
 		if err != nil {
 			return "", false, err
 		}
 		u.Host = fmt.Sprintf("127.0.0.1:%d", port)
+		if gvr != gvrCluster {
+			// A VMSingle serves the paths it is asked for: nothing to drop.
+			return strings.TrimSuffix(u.String(), "/"), false, nil
+		}
 		u.Path = strings.TrimSuffix(tenantPath.ReplaceAllString(u.Path, ""), "/")
 		return u.String(), true, nil
 	}

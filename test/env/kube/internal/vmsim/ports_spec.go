@@ -11,7 +11,7 @@ import (
 
 // portFor is the loopback port of an object's process: the port its spec declares
 // (spec.vmselect.port of a VMCluster — the single zone process serves every component —,
-// spec.port of a VMAgent or VMAuth), else a free port. Objects are read on demand so that a
+// spec.port of a VMSingle, VMAgent or VMAuth), else a free port. Objects are read on demand so that a
 // vmagent URL naming a zone gets the zone's declared port even before the zone is reconciled.
 func (s *Sim) portFor(gvr schema.GroupVersionResource, ns, name string) (int, error) {
 	key := gvr.Resource + "/" + ns + "/" + name

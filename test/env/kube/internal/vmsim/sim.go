@@ -25,6 +25,7 @@ const group = "operator.victoriametrics.com"
 
 var (
 	gvrCluster = schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: "vmclusters"}
+	gvrSingle  = schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: "vmsingles"}
 	gvrAgent   = schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: "vmagents"}
 	gvrAuth    = schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: "vmauths"}
 	gvrUser    = schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: "vmusers"}
@@ -78,7 +79,7 @@ func (s *Sim) Run(ctx context.Context) error {
 	s.proxy = proxy
 	s.endpoints.set(Endpoint{Kind: "ServiceProxy", Key: "sandbox", URL: proxy.url()})
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
-	for _, gvr := range []schema.GroupVersionResource{gvrCluster, gvrAgent, gvrAuth, gvrUser} {
+	for _, gvr := range s.watched() {
 		gvr := gvr
 		enqueue := func(obj interface{}) {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -101,11 +102,21 @@ func (s *Sim) Run(ctx context.Context) error {
 		}
 	}
 	if s.cfg.dataPlaneOnly() {
-		// A replaced vmstorage Pod restarts its zone's process.
+		// A replaced vmstorage (or vmsingle) Pod restarts its zone's process.
 		pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 		onPod := func(obj interface{}) {
-			if pod, ok := obj.(*unstructured.Unstructured); ok && pod.GetLabels()["app.kubernetes.io/name"] == "vmstorage" {
-				s.queue.Add(item{gvrCluster, pod.GetNamespace() + "/" + pod.GetLabels()["app.kubernetes.io/instance"]})
+			pod, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return
+			}
+			key := pod.GetNamespace() + "/" + pod.GetLabels()["app.kubernetes.io/instance"]
+			switch pod.GetLabels()["app.kubernetes.io/name"] {
+			case "vmstorage":
+				s.queue.Add(item{gvrCluster, key})
+			case "vmsingle":
+				if s.cfg.dataPlaneOnly() {
+					s.queue.Add(item{gvrSingle, key})
+				}
 			}
 		}
 		if _, err := factory.ForResource(pods).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -147,17 +158,29 @@ func (s *Sim) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
-				for _, gvr := range []schema.GroupVersionResource{gvrCluster, gvrAgent, gvrAuth} {
-					s.enqueueAll(factory, gvr)
+				for _, gvr := range s.watched() {
+					if gvr != gvrUser {
+						s.enqueueAll(factory, gvr)
+					}
 				}
 			}
 		}
 	}()
-	log.Printf("vmoperator-sim: watching VMCluster, VMAgent, VMAuth, VMUser")
+	log.Printf("vmoperator-sim: watching %v", s.watched())
 	<-ctx.Done()
 	s.queue.ShutDown()
 	s.stopAll()
 	return nil
+}
+
+// watched are the kinds the fixture follows; VMSingle only beside the real operator (which reconciles it; the
+// simulated operator installs the CRDs of the four kinds it serves only).
+func (s *Sim) watched() []schema.GroupVersionResource {
+	kinds := []schema.GroupVersionResource{gvrCluster, gvrAgent, gvrAuth, gvrUser}
+	if s.cfg.dataPlaneOnly() {
+		kinds = append(kinds, gvrSingle)
+	}
+	return kinds
 }
 
 func (s *Sim) enqueueAll(factory dynamicinformer.DynamicSharedInformerFactory, gvr schema.GroupVersionResource) {
@@ -203,6 +226,8 @@ func (s *Sim) reconcile(ctx context.Context, it item) (time.Duration, error) {
 	switch it.gvr {
 	case gvrCluster:
 		return s.reconcileWorkload(ctx, it.gvr, obj, s.clusterProcess)
+	case gvrSingle:
+		return s.reconcileWorkload(ctx, it.gvr, obj, s.singleProcess)
 	case gvrAgent:
 		return s.reconcileWorkload(ctx, it.gvr, obj, s.agentProcess)
 	case gvrAuth:
@@ -299,10 +324,11 @@ func (s *Sim) reconcileProcess(ctx context.Context, gvr schema.GroupVersionResou
 	}
 	procKey := gvr.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName()
 	p := s.process(procKey)
-	if gvr == gvrCluster && p != nil && p.running() {
+	zone := gvr == gvrCluster || gvr == gvrSingle
+	if zone && p != nil && p.running() {
 		// A zone process is a container of the operator's vmstorage Pod: it restarts when the
 		// operator (or the StatefulSet controller) replaces that Pod, not when the spec changes.
-		podUID := s.zonePodUID(ctx, obj)
+		podUID := s.zonePodUID(ctx, gvr, obj)
 		switch {
 		case podUID == "" || podUID == p.podUID:
 			return 0, nil
@@ -317,8 +343,8 @@ func (s *Sim) reconcileProcess(ctx context.Context, gvr schema.GroupVersionResou
 		}
 		return 0, nil
 	}
-	if gvr == gvrCluster && d.podUID == "" {
-		d.podUID = s.zonePodUID(ctx, obj)
+	if zone && d.podUID == "" {
+		d.podUID = s.zonePodUID(ctx, gvr, obj)
 	}
 	if err := s.restart(ctx, gvr, obj, procKey, d); err != nil {
 		log.Printf("vmoperator-sim: %s %s/%s: %v", gvr.Resource, obj.GetNamespace(), obj.GetName(), err)
@@ -327,8 +353,23 @@ func (s *Sim) reconcileProcess(ctx context.Context, gvr schema.GroupVersionResou
 	return 0, nil
 }
 
-// zonePodUID is the UID of the operator's first vmstorage Pod of a VMCluster, "" while there is none.
-func (s *Sim) zonePodUID(ctx context.Context, obj *unstructured.Unstructured) string {
+// zonePodUID is the UID of the operator's first vmstorage Pod of a VMCluster, or of the (Recreate-strategy
+// Deployment's) Pod of a VMSingle; "" while there is none.
+func (s *Sim) zonePodUID(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) string {
+	if gvr == gvrSingle {
+		pods, err := s.kube.CoreV1().Pods(obj.GetNamespace()).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=vmsingle,app.kubernetes.io/instance=" + obj.GetName(),
+		})
+		if err != nil {
+			return ""
+		}
+		for _, pod := range pods.Items {
+			if pod.DeletionTimestamp == nil {
+				return string(pod.UID)
+			}
+		}
+		return ""
+	}
 	pod, err := s.kube.CoreV1().Pods(obj.GetNamespace()).Get(ctx, "vmstorage-"+obj.GetName()+"-0", metav1.GetOptions{})
 	if err != nil || pod.DeletionTimestamp != nil {
 		return ""

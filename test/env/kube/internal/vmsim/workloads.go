@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -97,7 +98,46 @@ func (s *Sim) clusterProcess(obj *unstructured.Unstructured) (desired, error) {
 	return desired{version: version, binary: bin.VictoriaMetrics, args: args, port: port}, nil
 }
 
-var serviceHost = regexp.MustCompile(`^(vminsert|vmselect)-([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?$`)
+// singleProcess maps a VMSingle to one victoria-metrics process on spec.port: version from spec.image.tag, flags
+// from retentionPeriod and extraArgs, as the operator's Deployment container would run.
+func (s *Sim) singleProcess(obj *unstructured.Unstructured) (desired, error) {
+	ns, name := obj.GetNamespace(), obj.GetName()
+	tag, _, _ := unstructured.NestedString(obj.Object, "spec", "image", "tag")
+	port, err := s.portFor(gvrSingle, ns, name)
+	if err != nil {
+		return desired{}, err
+	}
+	version, bin, verr := s.version(tag)
+	if verr != nil {
+		return desired{port: port, version: version, unavailable: verr}, nil
+	}
+	dir, err := dataDir(s.cfg.StateDir, "vmsingle", ns, name)
+	if err != nil {
+		return desired{}, err
+	}
+	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-storageDataPath=" + dir}
+	if r, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "retentionPeriod"); ok {
+		args = append(args, fmt.Sprintf("-retentionPeriod=%v", r))
+	}
+	extra, _, _ := unstructured.NestedMap(obj.Object, "spec", "extraArgs")
+	args = append(args, flagArgs(extra)...)
+	return desired{version: version, binary: bin.VictoriaMetrics, args: args, port: port}, nil
+}
+
+// zoneService is the zone a Service host name stands for: vminsert-/vmselect-<cluster> (a VMCluster) or
+// vmsingle-<name> (a VMSingle), each in <ns>.svc[.cluster.local].
+var serviceHost = regexp.MustCompile(`^(vminsert|vmselect|vmstorage|vmsingle)-([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?$`)
+
+func serviceZone(host string) (gvr schema.GroupVersionResource, ns, name string, ok bool) {
+	m := serviceHost.FindStringSubmatch(host)
+	if m == nil {
+		return gvr, "", "", false
+	}
+	if m[1] == "vmsingle" {
+		return gvrSingle, m[3], m[2], true
+	}
+	return gvrCluster, m[3], m[2], true
+}
 var tenantPath = regexp.MustCompile(`^/(insert|select)/[^/]+`)
 
 // translateURL rewrites a production-shaped in-cluster URL
@@ -109,16 +149,18 @@ func (s *Sim) translateURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := serviceHost.FindStringSubmatch(u.Hostname())
-	if m == nil {
+	gvr, ns, name, ok := serviceZone(u.Hostname())
+	if !ok {
 		return raw, nil
 	}
-	port, err := s.portFor(gvrCluster, m[3], m[2])
+	port, err := s.portFor(gvr, ns, name)
 	if err != nil {
 		return "", err
 	}
 	u.Host = fmt.Sprintf("127.0.0.1:%d", port)
-	u.Path = tenantPath.ReplaceAllString(u.Path, "")
+	if gvr == gvrCluster {
+		u.Path = tenantPath.ReplaceAllString(u.Path, "")
+	}
 	return u.String(), nil
 }
 
