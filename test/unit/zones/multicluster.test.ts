@@ -96,7 +96,7 @@ function setup(options: { spec?: string; unreachable?: string } = {}) {
       ns,
       readBackends(parseSpecDocument(spec()), ns),
     );
-  return { hub, remotes, step, routed, reconciler };
+  return { hub, remotes, clusters, step, routed, reconciler };
 }
 
 async function untilDone(step: () => ReturnType<ReturnType<typeof setup>['step']>) {
@@ -145,6 +145,68 @@ test('an Abort lost to a crash: the reconciler finds the remote zone by scanning
   assert.equal(c.getStored('VMCluster', 'vm-zone-c').spec?.clusterVersion, 'v1.151.0-cluster', 'rolled back');
   assert.equal(zoneState(c.getStored('VMCluster', 'vm-zone-c')).lease, undefined);
   assert.deepEqual(routed(), ['zone-a', 'zone-b', 'zone-c']);
+});
+
+test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolled back there, found past a watched hub view', async () => {
+  const doc = JSON.parse(spec()) as { zones: Record<string, unknown> };
+  doc.zones['zone-c'] = { cluster: 'eu-c', vmsingle: 'single-c' };
+  const { hub, remotes, clusters, step } = setup({ spec: JSON.stringify(doc) });
+  const c = remotes['eu-c'] as MemoryCluster;
+  c.objects.clear();
+  c.put({
+    apiVersion: vmApi,
+    kind: 'VMSingle',
+    metadata: { name: 'single-c', namespace: ns, generation: 1 },
+    spec: { retentionPeriod: '1' },
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  });
+  const vmuser = hub.getStored('VMUser', 'vmauth-read');
+  const crd = (kind: string, name: string) => ({ crd: { kind, name, namespace: ns } });
+  hub.put({
+    ...vmuser,
+    apiVersion: vmApi,
+    kind: 'VMUser',
+    spec: {
+      targetRefs: [
+        crd('VMCluster/vmselect', 'vm-zone-a'),
+        crd('VMCluster/vmselect', 'vm-zone-b'),
+        crd('VMSingle', 'single-c'),
+      ],
+    },
+  });
+  assert.equal((await untilDone(() => step('zone-c', 'drainReads'))).phase, 'Successful');
+  assert.equal((await step('zone-c', 'apply')).phase, 'Successful');
+  assert.equal(c.getStored('VMSingle', 'single-c').spec?.clusterVersion, 'v1.152.0-cluster', 'changed there');
+  assert.equal(
+    hub.patches.filter((p) => p.ref.startsWith('VMSingle')).length,
+    0,
+    'no VMSingle write in the hub',
+  );
+  hub.setStatus('Rollout', 'walk', { abort: true });
+  // A watched view of the hub (its own object, so every verdict is confirmed live); the remote cluster is listed live.
+  const watched: KubeObjects = {
+    get: (ref) => hub.get(ref),
+    list: (apiVersion, kind, namespace, selector) => hub.list(apiVersion, kind, namespace, selector),
+    mergePatch: () => Promise.reject(new Error('a watched view is never written')),
+    create: () => Promise.reject(new Error('a watched view is never written')),
+  };
+  const reconciler = new ZoneReconciler({ kube: hub, clusters, watched, logger: silentLogger });
+  let progress: Record<string, string> = {};
+  for (let i = 0; i < 10; i++) {
+    progress = await reconciler.tick();
+    if (Object.keys(progress).length > 0 && Object.values(progress).every((p) => p === 'done')) break;
+  }
+  assert.deepEqual(progress, { 'VMSingle eu-c/vm/single-c': 'done' }, 'keyed by kind and cluster');
+  const single = c.getStored('VMSingle', 'single-c');
+  assert.equal(single.spec?.clusterVersion, undefined, 'rolled back');
+  assert.equal(single.spec?.retentionPeriod, '1');
+  assert.equal(zoneState(single).lease, undefined, 'released');
+  const refs = hub.getStored('VMUser', 'vmauth-read').spec?.targetRefs as { crd: { name: string } }[];
+  assert.deepEqual(
+    refs.map((r) => r.crd.name),
+    ['vm-zone-a', 'vm-zone-b', 'single-c'],
+    'reads restored',
+  );
 });
 
 test('an unregistered cluster fails the step naming it, and nothing is written anywhere', async () => {
