@@ -13,6 +13,7 @@ import {
   type PatchOptions,
 } from '../../../plugin/kube/objects.ts';
 import { isJsonObject, type JsonValue, mergePatch } from '../../../plugin/zones/merge-patch.ts';
+import type { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { MemoryKube, readyPod } from '../gates/memory-kube.ts';
 import { secret } from '../kube/memory-kube.ts';
 
@@ -214,4 +215,14 @@ export function clusterSpecDocument(clusterOf: Record<string, string | undefined
 export function clusterSecret(name: string, server: string, config: object) {
   const s = secret('argo-rollouts', `cluster-${name}`, { name, server, config: JSON.stringify(config) });
   return { ...s, metadata: { ...s.metadata, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } };
+}
+
+/** Reconciler passes until every handed-over zone is done (or `passes` ran); the last pass's progress. */
+export async function untilSettled(reconciler: ZoneReconciler, passes = 10): Promise<Record<string, string>> {
+  let progress: Record<string, string> = {};
+  for (let i = 0; i < passes; i++) {
+    progress = await reconciler.tick();
+    if (Object.values(progress).every((p) => p === 'done')) break;
+  }
+  return progress;
 }

@@ -22,6 +22,7 @@ import {
   rolloutObject,
   startVmauthFixture,
   threeZones,
+  untilSettled,
 } from './memory-cluster.ts';
 
 let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
@@ -135,11 +136,7 @@ test('an Abort lost to a crash: the reconciler finds the remote zone by scanning
   assert.equal((await untilDone(() => step('zone-c', 'drainReads'))).phase, 'Successful');
   assert.equal((await step('zone-c', 'apply')).phase, 'Successful');
   hub.setStatus('Rollout', 'walk', { abort: true });
-  let progress: Record<string, string> = {};
-  for (let i = 0; i < 10; i++) {
-    progress = await reconciler.tick();
-    if (Object.values(progress).every((p) => p === 'done')) break;
-  }
+  const progress = await untilSettled(reconciler);
   assert.deepEqual(Object.keys(progress), ['eu-c/vm/vm-zone-c'], 'keyed by the cluster that holds it');
   const c = remotes['eu-c'] as MemoryCluster;
   assert.equal(c.getStored('VMCluster', 'vm-zone-c').spec?.clusterVersion, 'v1.151.0-cluster', 'rolled back');
@@ -191,11 +188,7 @@ test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolle
     create: () => Promise.reject(new Error('a watched view is never written')),
   };
   const reconciler = new ZoneReconciler({ kube: hub, clusters, watched, logger: silentLogger });
-  let progress: Record<string, string> = {};
-  for (let i = 0; i < 10; i++) {
-    progress = await reconciler.tick();
-    if (Object.keys(progress).length > 0 && Object.values(progress).every((p) => p === 'done')) break;
-  }
+  const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'VMSingle eu-c/vm/single-c': 'done' }, 'keyed by kind and cluster');
   const single = c.getStored('VMSingle', 'single-c');
   assert.equal(single.spec?.clusterVersion, undefined, 'rolled back');
@@ -278,11 +271,7 @@ test('the reconciler skips an unreachable cluster with a warning naming it, and 
         : (remotes['eu-b'] as MemoryCluster),
   });
   const reconciler = new ZoneReconciler({ kube: hub, clusters, logger });
-  let progress: Record<string, string> = {};
-  for (let i = 0; i < 10; i++) {
-    progress = await reconciler.tick();
-    if (Object.values(progress).every((p) => p === 'done')) break;
-  }
+  const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'eu-b/vm/vm-zone-b': 'done' });
   assert.equal(
     (remotes['eu-b'] as MemoryCluster).getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion,
