@@ -105,11 +105,17 @@ export const commands: readonly Command[] = [
     name: 'status',
     summary:
       "the Rollout's zones in walk order: state, VMCluster, routing, lease, gate, message; --watch follows the walk",
-    synopsis: 'status ROLLOUT [-n NS] [--watch] [-o json|wide] [--kubeconfig F] [--context C]',
+    synopsis:
+      'status ROLLOUT [-n NS] [--watch] [-o json|wide] [--clusters-namespace NS] [--kubeconfig F] [--context C]',
     flagHelp: `  -w, --watch        redraw until the walk ends: exit 0 when Healthy, 1 when aborted or Degraded
-  -o, --output F     wide (more columns, messages in full) or json`,
+  -o, --output F     wide (more columns, messages in full) or json
+  --clusters-namespace NS  where zones' clusters are registered (default argo-rollouts; docs/multicluster.md)`,
     examples: '  kubectl vmzones status walk -n vm --watch\n  vmzones status walk -n vm -o json',
-    options: { watch: { type: 'boolean', short: 'w' }, output: { type: 'string', short: 'o' } },
+    options: {
+      watch: { type: 'boolean', short: 'w' },
+      output: { type: 'string', short: 'o' },
+      'clusters-namespace': { type: 'string' },
+    },
     dataOutput: false,
     talksToKubernetes: true,
     positionals: true,

@@ -87,6 +87,8 @@ export interface ZoneProgress {
 
 export interface ZoneStatus {
   zone: string;
+  /** The registered cluster of the zone's VMCluster; absent = the one `vmzones status` talks to. */
+  cluster?: string;
   vmcluster: string;
   namespace: string;
   /** Where the zone's walk stands: before it, in it (the Rollout's current step lies within its steps), after it;
@@ -130,6 +132,10 @@ export interface StatusInput {
   rollout: unknown;
   /** The spec document's VMClusters as read (a missing one is simply absent). */
   vmclusters: readonly KubeObject[];
+  /** The same by zone: zones in different clusters may name the same namespace/VMCluster. */
+  byZone?: Readonly<Record<string, KubeObject>>;
+  /** Why a zone's VMCluster could not be read (its cluster is unknown or does not answer). */
+  zoneErrors?: Readonly<Record<string, string>>;
   analysisRuns: readonly unknown[];
   /** The zones the read balancer routes, or why it could not be read. */
   routing: { routed: readonly string[] } | { error: string };
@@ -300,9 +306,15 @@ export function buildStatus(input: StatusInput): RolloutStatus {
 
   const zones = all.map(({ zone, indices }): ZoneStatus => {
     const vmcluster = spec.zones[zone]?.vmcluster ?? '';
-    const cluster = input.vmclusters.find(
-      (c) => c.metadata.name === vmcluster && (c.metadata.namespace ?? namespace) === namespace,
-    );
+    const registered = spec.zones[zone]?.cluster;
+    const cluster =
+      input.byZone?.[zone] ??
+      (input.byZone === undefined
+        ? input.vmclusters.find(
+            (c) => c.metadata.name === vmcluster && (c.metadata.namespace ?? namespace) === namespace,
+          )
+        : undefined);
+    const zoneError = input.zoneErrors?.[zone];
     const row = states.zones.find((r) => r.namespace === namespace && r.vmcluster === vmcluster);
     const first = indices[0];
     const last = indices.at(-1);
@@ -359,6 +371,7 @@ export function buildStatus(input: StatusInput): RolloutStatus {
         : undefined;
     return {
       zone,
+      ...(registered === undefined ? {} : { cluster: registered }),
       vmcluster,
       namespace,
       walk,
@@ -371,7 +384,11 @@ export function buildStatus(input: StatusInput): RolloutStatus {
       routed: routed === undefined ? undefined : routed.has(zone),
       lease: state?.lease && { rollout: state.lease.rollout, revision: state.lease.revision },
       gate: run === undefined ? undefined : gateReading(run),
-      message: cluster === undefined ? `VMCluster ${namespace}/${vmcluster} does not exist` : message,
+      message:
+        zoneError ??
+        (cluster === undefined
+          ? `VMCluster ${namespace}/${vmcluster} does not exist${registered === undefined ? '' : ` in cluster ${registered}`}`
+          : message),
       notChangedBy,
     };
   });

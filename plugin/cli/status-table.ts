@@ -139,7 +139,7 @@ export function formatStatusTable(status: RolloutStatus, options: TableOptions):
     const cells = {
       mark: marker(zone),
       zone: zone.zone,
-      vmcluster: `${zone.namespace}/${zone.vmcluster}`,
+      vmcluster: `${zone.cluster === undefined ? '' : `${zone.cluster}:`}${zone.namespace}/${zone.vmcluster}`,
       steps: progressCell(zone, options.frame),
       state: zone.state,
       since: age(zone.since, options.now),

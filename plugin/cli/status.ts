@@ -11,6 +11,12 @@
 // Loaded on demand from the command table (plugin/cli/commands.ts): it evaluates the Kubernetes client.
 
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  type ClusterClients,
+  ClusterRegistryError,
+  clusterClients,
+  hubOnly,
+} from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { readRouting } from '../vm/read-routing.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
@@ -27,7 +33,15 @@ export const statusFormats = ['table', 'wide', 'json'] as const;
 export type StatusFormat = (typeof statusFormats)[number];
 
 /** Reads everything one snapshot needs; a Rollout that does not exist is an InputError (exit 1). */
-export async function readStatus(kube: KubeObjects, namespace: string, name: string): Promise<RolloutStatus> {
+/** The clients of the zones' registered clusters (docs/multicluster.md); the user's own for zones without one. */
+type ZoneClusterClients = Pick<ClusterClients, 'client'>;
+
+export async function readStatus(
+  kube: KubeObjects,
+  namespace: string,
+  name: string,
+  clusters: ZoneClusterClients = hubOnly(kube),
+): Promise<RolloutStatus> {
   let rolloutObject: KubeObject;
   try {
     rolloutObject = await kube.get({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', namespace, name });
@@ -39,26 +53,43 @@ export async function readStatus(kube: KubeObjects, namespace: string, name: str
   const rollout = parseStatusRollout(rolloutObject);
   const spec = rolloutSpec(rollout);
   const zoneNamespace = spec.namespace ?? namespace;
+  const zoneErrors: Record<string, string> = {};
+  const reads = readBalancerConfig(spec, zoneNamespace);
   const [vmclusters, analysisRuns, routing] = await Promise.all([
     Promise.all(
-      Object.values(spec.zones).map((zone) =>
-        kube
-          .get(zoneObjectRef(zoneWorkload(zone).kind, zoneNamespace, zoneWorkload(zone).name))
-          .catch((err: unknown) => {
-            if (err instanceof KubeError && err.kind === 'notFound') return undefined;
+      Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
+        try {
+          const zoneKube = await clusters.client(zone.cluster);
+          const { kind, name } = zoneWorkload(zone);
+          return [zoneName, await zoneKube.get(zoneObjectRef(kind, zoneNamespace, name))];
+        } catch (err) {
+          if (err instanceof KubeError && err.kind === 'notFound') return [zoneName, undefined];
+          // A zone whose cluster is unknown or does not answer is shown as such; the other zones still are.
+          if (
+            zone.cluster === undefined ||
+            !(err instanceof KubeError || err instanceof ClusterRegistryError)
+          )
             throw err;
-          }),
-      ),
+          zoneErrors[zoneName] = err.message;
+          return [zoneName, undefined];
+        }
+      }),
     ),
     kube.list('argoproj.io/v1alpha1', 'AnalysisRun', namespace),
-    readRouting(kube, readBalancerConfig(spec, zoneNamespace)).then(
-      (r) => ({ routed: r.routed }),
-      (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
-    ),
+    clusters
+      .client(reads.cluster)
+      .then((readsKube) => readRouting(readsKube, reads))
+      .then(
+        (r) => ({ routed: r.routed }),
+        (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
+      ),
   ]);
+  const byZone = Object.fromEntries(vmclusters.filter((e): e is [string, KubeObject] => e[1] !== undefined));
   return buildStatus({
     rollout: rolloutObject,
-    vmclusters: vmclusters.filter((c): c is KubeObject => c !== undefined),
+    vmclusters: Object.values(byZone),
+    byZone,
+    zoneErrors,
     analysisRuns,
     routing,
   });
@@ -180,7 +211,13 @@ export async function run(flags: Flags, context: CommandContext): Promise<number
   const kc = kubeConfigFor(target);
   const namespace = namespaceOf(target.namespace, kc.getContextObject(kc.getCurrentContext())?.namespace);
   const kube = kubeObjects(kc);
-  const read = () => readStatus(kube, namespace, name);
+  // Remote zones are read with the clusters' registrations, as the plugin reads them (the user needs to read
+  // those Secrets; docs/multicluster.md).
+  const clusters = clusterClients({
+    hub: kube,
+    namespace: flags.string('clusters-namespace') ?? 'argo-rollouts',
+  });
+  const read = () => readStatus(kube, namespace, name, clusters);
   const tty = process.stdout.isTTY === true;
   const columns = () => (tty ? process.stdout.columns : undefined);
 

@@ -3,7 +3,9 @@
 // VMAgent spec lists at that index. A pod whose process was started with another -remoteWrite.url order (the
 // spec was reordered, the pods still run the old args) is "not drained", saying that the order changed.
 
+import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import { namespacedName } from '../kube/objects.ts';
+import { podProxyTarget } from '../vm/pod-proxy.ts';
 import { describePod, listSelectedPods } from '../vm/pods.ts';
 import { pickQueueSamples, queueMetricNameList, remoteWriteQueueDirName } from '../vm/remote-write.ts';
 import { ScrapeError, scrapeMetrics } from '../vm/scrape.ts';
@@ -27,6 +29,8 @@ export async function scrapeAgent(
   namespace: string,
   config: DrainGateConfig,
   access: ScrapeAccess,
+  /** The agents' registered cluster: with pod access `proxy`, pods are scraped through its API server. */
+  cluster?: ClusterRegistration,
 ): Promise<{ pods: PodScrape[]; keys: string[] }> {
   const { active } = await listSelectedPods(kube, namespace, agent.selector);
   const port = config.pods?.port ?? 'http';
@@ -56,12 +60,15 @@ export async function scrapeAgent(
           : await processOrderProblem(podUrls, agent, expectedDirName as string);
       if (orderProblem !== undefined) return { pod: pod.key, ok: false, error: orderProblem };
       try {
+        const address = pod.address;
         const page = await scrapeMetrics(
-          {
-            url: `${access.scheme}://${pod.address}/metrics`,
-            ...(access.tls === undefined ? {} : { tls: access.tls }),
-            ...(access.auth === undefined ? {} : { auth: access.auth }),
-          },
+          cluster?.podAccess === 'proxy'
+            ? podProxyTarget(cluster, { namespace, name: pod.name, address }, access.scheme, '/metrics')
+            : {
+                url: `${access.scheme}://${address}/metrics`,
+                ...(access.tls === undefined ? {} : { tls: access.tls }),
+                ...(access.auth === undefined ? {} : { auth: access.auth }),
+              },
           queueMetricNameList,
           {
             ...(config.pods?.scrapeTimeout === undefined ? {} : { timeoutMs: config.pods.scrapeTimeout }),

@@ -4,7 +4,8 @@
 // hold credentials) and the list is stored as a digest, to notice an edit between readings.
 
 import { createHash } from 'node:crypto';
-import type { KubeObject } from '../kube/objects.ts';
+import { type ClusterRegistration, ClusterRegistryError } from '../kube/cluster-registry.ts';
+import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import { equalitySelector } from '../kube/selectors.ts';
 import {
   expectedVmagentPods,
@@ -16,8 +17,15 @@ import {
 } from '../vm/vmagent.ts';
 import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
 import { type DrainGateConfig, explicitZoneObject, GateConfigError } from './config.ts';
+import { GateSetupError } from './owner-spec.ts';
 import type { GateContext } from './reading.ts';
-import { allowedGateNamespace, explicitNamespace, type SpecZone, zoneFromSpec } from './zone-target.ts';
+import {
+  allowedGateNamespace,
+  clusterKube,
+  explicitNamespace,
+  type SpecZone,
+  zoneFromSpec,
+} from './zone-target.ts';
 
 export interface AgentTarget {
   /** VMAgent name, or `pods(<selector>)` for pods named only by a selector. */
@@ -44,14 +52,51 @@ export interface Targets {
   agents: AgentTarget[];
 }
 
+/** Whether the gate takes its zone object or VMAgents from the Rollout's spec document. */
+export function drainNeedsSpec(config: DrainGateConfig): boolean {
+  const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
+  return (
+    (explicitZoneObject(config) === undefined && config.zone !== undefined) ||
+    (explicitAgents === undefined && config.pods?.selector === undefined)
+  );
+}
+
+/** Where the gate reads: the zone's object in its cluster, the VMAgents and their pods in theirs. */
+export interface DrainPlaces {
+  zone: KubeObjects;
+  agents: KubeObjects;
+  /** The VMAgents' registered cluster; undefined = the controller's own (pods scraped at their IPs). */
+  agentsCluster: ClusterRegistration | undefined;
+}
+
+/** The places named by the spec document (zones.<zone>.cluster, vmagent.cluster); the controller's own cluster
+ *  for whatever the config names itself. */
+export async function drainPlaces(config: DrainGateConfig, context: GateContext): Promise<DrainPlaces> {
+  if (!drainNeedsSpec(config)) return { zone: context.kube, agents: context.kube, agentsCluster: undefined };
+  const zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
+  const namespace = config.namespace ?? zone.namespace;
+  const agentsName = zone.spec.vmagent.cluster;
+  const agents = await clusterKube(context, agentsName, namespace, 'the VMAgents');
+  let agentsCluster: ClusterRegistration | undefined;
+  try {
+    agentsCluster = await context.clusters.registration(agentsName);
+  } catch (error) {
+    if (error instanceof ClusterRegistryError) throw new GateSetupError(error.message);
+    throw error;
+  }
+  return {
+    zone: await clusterKube(context, zone.cluster, namespace, `${zone.kind.kind} ${zone.vmcluster}`),
+    agents,
+    agentsCluster,
+  };
+}
+
 export async function resolveTargets(config: DrainGateConfig, context: GateContext): Promise<Targets> {
   const selector = config.pods?.selector;
   const explicitAgents = config.vmagents ?? (config.vmagent === undefined ? undefined : [config.vmagent]);
   const explicitQueue = config.remoteWriteUrl !== undefined || config.remoteWriteIndex !== undefined;
   const explicit = explicitZoneObject(config);
-  const needSpec =
-    (explicit === undefined && config.zone !== undefined) ||
-    (explicitAgents === undefined && selector === undefined);
+  const needSpec = drainNeedsSpec(config);
   let zone: SpecZone | undefined;
   if (needSpec) zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
   const namespace = allowedGateNamespace(

@@ -14,6 +14,7 @@
 
 import type { z } from 'zod';
 import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type {
   AnalysisRunView,
@@ -50,6 +51,8 @@ const transientRetryMs = 10_000;
 export interface GatesProviderOptions {
   /** The Kubernetes client; default: in-cluster or KUBECONFIG, created on first use. */
   kube?: () => KubeObjects;
+  /** The registered clusters; default: those of the plugin's `--cluster-secrets-namespace` argument. */
+  clusters?: () => ClusterClients;
   /** Milliseconds since the epoch; tests move it. */
   now?: () => number;
   /** Namespaces allowed beyond the AnalysisRun's own; default: the plugin's `--allowed-namespaces` argument. */
@@ -91,6 +94,11 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     client ??= options.kube?.() ?? kubeObjects();
     return client;
   };
+  let registry: ClusterClients | undefined;
+  const clusters = () => {
+    registry ??= options.clusters?.() ?? clusterClientsFromArgs(kube(), process.argv.slice(2));
+    return registry;
+  };
 
   async function read(config: GateConfig, context: GateContext, previous: MeasurementView | undefined) {
     switch (config.gate) {
@@ -126,6 +134,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
       metadata[metadataKeys.gate] = config.gate;
       const context: GateContext = {
         kube: kube(),
+        clusters: clusters(),
         run,
         now,
         allowance: allowance(),

@@ -2,6 +2,7 @@
 // for successCondition / failureCondition), the gate's own verdict, and how long the measurement may wait.
 
 import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
+import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
 import type { AnalysisRunView } from '../rollouts/types.ts';
 import type { OwnerSpec } from './owner-spec.ts';
@@ -23,7 +24,10 @@ export interface GateReading {
 }
 
 export interface GateContext {
+  /** The controller's own cluster (the AnalysisRun, its Rollout, and zones that name no cluster). */
   readonly kube: KubeObjects;
+  /** The registered clusters of zones, vmauth and vmagents (docs/multicluster.md). */
+  readonly clusters: Pick<ClusterClients, 'client' | 'registration'>;
   readonly run: AnalysisRunView;
   /** Milliseconds since the epoch at the start of this reading. */
   readonly now: number;

@@ -10,7 +10,7 @@ import { type DrainGateConfig, GateConfigError } from './config.ts';
 import { drainFigures } from './drain-figures.ts';
 import { scrapeAgent } from './drain-scrape.ts';
 import type { DrainState, StoredRound } from './drain-state.ts';
-import { resolveTargets } from './drain-targets.ts';
+import { type DrainPlaces, drainPlaces, resolveTargets } from './drain-targets.ts';
 import {
   type DrainRound,
   defaultQueueDrainConfig,
@@ -71,6 +71,8 @@ export async function readVmagentDrained(
   config: DrainGateConfig,
   context: GateContext,
   previous: DrainState | undefined,
+  /** Where to read, when the caller knows (the reconciler's rollback check); default: from the spec document. */
+  places?: DrainPlaces,
 ): Promise<GateReading> {
   const settings = drainSettings(config);
   const timeoutMs = config.timeout ?? defaultDrainTimeoutMs;
@@ -81,7 +83,9 @@ export async function readVmagentDrained(
         `${settings.minRoundSpacingMs / 1000} s apart that prove a drain`,
     ]);
   }
-  const targets = await resolveTargets(config, context);
+  const where = places ?? (await drainPlaces(config, context));
+  // The VMAgents and their pods (and the Secrets of scrape credentials) live where the VMAgents run.
+  const targets = await resolveTargets(config, { ...context, kube: where.agents });
   const requireZoneReady = config.requireZoneReady ?? targets.vmcluster !== undefined;
   if (requireZoneReady && targets.vmcluster === undefined) {
     throw new GateConfigError([
@@ -89,7 +93,7 @@ export async function readVmagentDrained(
     ]);
   }
   const access = await resolveScrapeAccess(
-    context.kube,
+    where.agents,
     targets.namespace,
     config.pods?.scheme ?? 'http',
     config.pods?.tls,
@@ -100,14 +104,16 @@ export async function readVmagentDrained(
   let zoneReady: boolean | null = null;
   if (requireZoneReady) {
     const readiness = vmclusterReadiness(
-      await context.kube.get(zoneObjectRef(targets.kind, targets.namespace, targets.vmcluster as string)),
+      await where.zone.get(zoneObjectRef(targets.kind, targets.namespace, targets.vmcluster as string)),
     );
     zoneReady = readiness.state === 'ready';
     if (!zoneReady) readinessMessage = readiness.message;
   }
 
   const scraped = await Promise.all(
-    targets.agents.map((agent) => scrapeAgent(context.kube, agent, targets.namespace, config, access)),
+    targets.agents.map((agent) =>
+      scrapeAgent(where.agents, agent, targets.namespace, config, access, where.agentsCluster),
+    ),
   );
 
   // Carry the state forward: rounds, per-pod baselines, the agents' remote-write lists at the start.

@@ -3,7 +3,7 @@
 // adds the time the config source was last written.
 
 import { z } from 'zod';
-import { describeRef, type KubeObject, type ObjectRef } from '../kube/objects.ts';
+import { describeRef, type KubeObject, type KubeObjects, type ObjectRef } from '../kube/objects.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
 import { operatorVmauthPods, vmauthsServingUser } from '../vm/vmauth-pods.ts';
 import {
@@ -17,7 +17,7 @@ import type { ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError, type ReloadGateConfig } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
 import type { GateContext, GateReading } from './reading.ts';
-import { allowedGateNamespace, explicitNamespace } from './zone-target.ts';
+import { allowedGateNamespace, clusterKube, explicitNamespace } from './zone-target.ts';
 
 const defaultReloadTimeoutMs = 5 * 60_000;
 const defaultReloadPollMs = 5_000;
@@ -31,6 +31,8 @@ function lastWriteTime(object: KubeObject): Date | undefined {
 
 interface ReloadTarget {
   namespace: string;
+  /** The cluster the vmauth runs in (the spec document's vmauth.cluster; docs/multicluster.md). */
+  kube: KubeObjects;
   /** One group per VMAuth, or the pods named by pods.selector. */
   groups: VmauthPods[];
   since: Date;
@@ -90,10 +92,11 @@ async function resolveTarget(config: ReloadGateConfig, context: GateContext): Pr
     config.namespace ?? owner?.spec.namespace ?? owner?.namespace ?? explicitNamespace(context, undefined),
   );
   const source = owner?.spec.vmauth;
-  const groups = await vmauthGroups(config, context, namespace, source);
+  const kube = await clusterKube(context, source?.cluster, namespace, 'the vmauth');
+  const groups = await vmauthGroups(config, { ...context, kube }, namespace, source);
 
   if (config.since !== undefined) {
-    return { namespace, groups, since: new Date(config.since), sinceSource: 'the gate config' };
+    return { namespace, kube, groups, since: new Date(config.since), sinceSource: 'the gate config' };
   }
   let ref: ObjectRef;
   if (source?.vmuser !== undefined) {
@@ -105,11 +108,11 @@ async function resolveTarget(config: ReloadGateConfig, context: GateContext): Pr
   } else {
     throw new GateConfigError(['since: required (the Rollout spec names no vmauth config source)']);
   }
-  const since = lastWriteTime(await context.kube.get(ref));
+  const since = lastWriteTime(await kube.get(ref));
   if (since === undefined) {
     throw new GateSetupError(`${describeRef(ref)} has no managedFields times; set since in the gate config`);
   }
-  return { namespace, groups, since, sinceSource: `the last write of ${describeRef(ref)}` };
+  return { namespace, kube, groups, since, sinceSource: `the last write of ${describeRef(ref)}` };
 }
 
 /**
@@ -131,7 +134,7 @@ export async function readVmauthReloaded(
   const target = await resolveTarget(config, context);
   const since = target.since.toISOString();
   const seenBefore = previous?.since === since ? previous.pods : {};
-  const evidence = await vmauthReloadEvidence(context.kube, target.groups, target.since, {
+  const evidence = await vmauthReloadEvidence(target.kube, target.groups, target.since, {
     v: 1,
     at: since,
     pods: seenBefore,

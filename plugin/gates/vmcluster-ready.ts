@@ -5,7 +5,7 @@ import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { explicitZoneObject, type ReadyGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './reading.ts';
-import { allowedGateNamespace, explicitNamespace, zoneFromSpec } from './zone-target.ts';
+import { allowedGateNamespace, clusterKube, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
 /** The spec document's readyTimeout is used when the zone comes from there. */
 const defaultReadyTimeoutMs = 15 * 60_000;
@@ -19,6 +19,7 @@ export async function readVmclusterReady(
   let vmcluster: string;
   let kind: ZoneKind = defaultZoneKind;
   let timeoutMs = config.timeout ?? defaultReadyTimeoutMs;
+  let where: string | undefined;
   const explicit = explicitZoneObject(config);
   if (explicit !== undefined) {
     vmcluster = explicit.name;
@@ -27,16 +28,19 @@ export async function readVmclusterReady(
   } else {
     const zone = await zoneFromSpec(context, config.zone, 'vmcluster');
     vmcluster = zone.vmcluster;
+    where = zone.cluster;
     kind = zone.kind;
     namespace = config.namespace ?? zone.namespace;
     timeoutMs = config.timeout ?? zone.readyTimeoutMs;
   }
   allowedGateNamespace(context, namespace);
-  const cluster = await context.kube.get(zoneObjectRef(kind, namespace, vmcluster));
+  const kube = await clusterKube(context, where, namespace, `${kind.kind} ${vmcluster}`);
+  const cluster = await kube.get(zoneObjectRef(kind, namespace, vmcluster));
   const readiness = vmclusterReadiness(cluster, config.generation);
   const figures = {
     gate: config.gate,
     zone: config.zone ?? null,
+    ...(where === undefined ? {} : { cluster: where }),
     namespace,
     vmcluster,
     kind: kind.kind,

@@ -10,7 +10,7 @@ import { drainStateSchema } from './drain-state.ts';
 import { GateSetupError } from './owner-spec.ts';
 import { readVmagentDrained } from './vmagent-drained.ts';
 
-export const checkZoneQueue: ZoneQueueCheck = async (kube, request, previous, now) => {
+export const checkZoneQueue: ZoneQueueCheck = async (clients, request, previous, now) => {
   const config = parseGateConfig({
     gate: 'vmagentQueueDrained',
     namespace: request.namespace,
@@ -21,7 +21,11 @@ export const checkZoneQueue: ZoneQueueCheck = async (kube, request, previous, no
   const reading = await readVmagentDrained(
     config,
     {
-      kube,
+      kube: clients.zone,
+      clusters: {
+        client: () => Promise.reject(new GateSetupError('a rollback check is handed its clusters')),
+        registration: () => Promise.reject(new GateSetupError('a rollback check is handed its clusters')),
+      },
       run: {
         metadata: { namespace: request.namespace, name: `rollback of ${request.vmcluster}` },
         spec: {},
@@ -32,6 +36,7 @@ export const checkZoneQueue: ZoneQueueCheck = async (kube, request, previous, no
       ownerSpec: () => Promise.reject(new GateSetupError('a rollback check names its VMAgents itself')),
     },
     state.success ? state.data : undefined,
+    { zone: clients.zone, agents: clients.vmagents, agentsCluster: clients.vmagentsCluster },
   );
   return { verdict: reading.verdict, message: reading.message, state: reading.state };
 };

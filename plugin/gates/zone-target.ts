@@ -2,8 +2,9 @@
 // spec document. The spec is read only when the config leaves something out.
 
 import { NamespaceAllowanceError, requireNamespaceAllowed } from '../kube/allowed-namespaces.ts';
+import { ClusterRegistryError, requireClusterNamespace } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
-import { namespacedName } from '../kube/objects.ts';
+import { type KubeObjects, namespacedName } from '../kube/objects.ts';
 import type { ZoneKind } from '../vm/zone-kinds.ts';
 import { resolveZone, SpecError, type ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError } from './config.ts';
@@ -12,6 +13,8 @@ import type { GateContext } from './reading.ts';
 
 export interface SpecZone {
   readonly zone: string;
+  /** The registered cluster of the zone's object; undefined = the controller's own. */
+  readonly cluster: string | undefined;
   readonly namespace: string;
   /** The zone's object, of `kind`. */
   readonly vmcluster: string;
@@ -37,6 +40,7 @@ export async function zoneFromSpec(
     const resolved = resolveZone(owner.spec, zone, owner.namespace);
     return {
       zone,
+      cluster: resolved.cluster,
       namespace: resolved.namespace,
       vmcluster: resolved.vmcluster,
       kind: resolved.kind,
@@ -81,4 +85,22 @@ export function allowedGateNamespace(context: GateContext, namespace: string): s
     throw error;
   }
   return namespace;
+}
+
+/** The client of a registered cluster (undefined = the controller's own), after checking that its registration
+ *  lets vmzones act in `namespace` there; an unknown cluster is a setup error naming it. */
+export async function clusterKube(
+  context: GateContext,
+  cluster: string | undefined,
+  namespace: string,
+  what: string,
+): Promise<KubeObjects> {
+  if (cluster === undefined) return context.kube;
+  try {
+    requireClusterNamespace(await context.clusters.registration(cluster), namespace, what);
+    return await context.clusters.client(cluster);
+  } catch (error) {
+    if (error instanceof ClusterRegistryError) throw new GateSetupError(error.message);
+    throw error;
+  }
 }

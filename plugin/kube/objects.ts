@@ -98,6 +98,15 @@ export function toKubeError(err: unknown, what: string): KubeError {
         return new KubeError('unavailable', text, err.code);
     }
   }
+  // The client's discovery found the API group without this kind: its CRD is not installed, as a 404 would say
+  // (a zone kind the cluster has no operator CRD for holds no zones: plugin/zones/reconciler.ts).
+  if (err instanceof Error && err.message.startsWith('Unrecognized API version and kind:')) {
+    return new KubeError(
+      'notFound',
+      `${what}: the API server serves no such kind (is its CRD installed?)`,
+      404,
+    );
+  }
   return new KubeError(
     'unavailable',
     `${what}: ${redactText(err instanceof Error ? err.message : String(err))}`,

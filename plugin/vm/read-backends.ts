@@ -20,6 +20,8 @@ export interface ReadBalancerConfig {
   zones: ZoneReadBackend[];
   /** `bestEffort` accepts vmauth versions without reload evidence (the grace period is all that protects). */
   reloadEvidence: 'required' | 'bestEffort';
+  /** The registered cluster the vmauth and its config object run in (docs/multicluster.md); absent = own. */
+  cluster?: string;
 }
 
 export function describeBalancer(ref: ReadBalancerRef): string {
@@ -37,6 +39,8 @@ export function balancerObjectRef(ref: ReadBalancerRef): ObjectRef {
 export interface ZoneReadBackend {
   /** The zone's name in the spec document; also the key of drain records. */
   zone: string;
+  /** The registered cluster of the zone's object; absent = the controller's own. */
+  cluster?: string;
   /** The zone's object: a VMCluster unless `kind` says otherwise (records handed over before kinds had none). */
   namespace: string;
   vmcluster: string;

@@ -12,7 +12,7 @@ import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
 import { type StatusDocument, showValue, successful } from './outcome.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
-import type { ZoneTarget } from './target.ts';
+import { agentsCluster, type ZoneTarget } from './target.ts';
 import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
 
 async function handTargetOver(
@@ -33,6 +33,7 @@ async function handTargetOver(
       reads: target.reads,
       drainGracePeriod: target.drainGracePeriod,
       vmagents: target.vmagents,
+      ...agentsCluster(target),
       rollback,
     },
     deps.now(),

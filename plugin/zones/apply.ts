@@ -21,7 +21,7 @@ import {
   timestamp,
 } from './state.ts';
 import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
-import type { ZoneTarget } from './target.ts';
+import { agentsCluster, type ZoneTarget } from './target.ts';
 import { loadCluster, patchCluster } from './vmcluster-state.ts';
 
 const maxChangedStatusChars = 3000;
@@ -137,6 +137,7 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     reads: target.reads,
     drainGracePeriod: target.drainGracePeriod,
     vmagents: target.vmagents,
+    ...agentsCluster(target),
   };
   const patch = {
     annotations: { [rollbackAnnotation]: annotationValue(record) },

@@ -4,6 +4,7 @@
 // it in (plugin/gates/zone-queue-check.ts). One call is one reading; `state` carries the rounds between readings
 // and is kept in the handoff annotation, so a plugin restart loses nothing.
 
+import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
 import type { ZoneKindName } from '../vm/zone-kinds.ts';
 
@@ -23,8 +24,17 @@ export interface ZoneQueueReading {
   state?: unknown;
 }
 
+/** Where the check reads: the zone's VMCluster in its cluster, the VMAgents (and their pods) in theirs. */
+export interface ZoneQueueClients {
+  zone: KubeObjects;
+  vmagents: KubeObjects;
+  /** The VMAgents' registered cluster (undefined = the controller's own): its pod access says whether their pods
+   *  are scraped at their IPs or through that cluster's API server (docs/multicluster.md). */
+  vmagentsCluster: ClusterRegistration | undefined;
+}
+
 export type ZoneQueueCheck = (
-  kube: KubeObjects,
+  clients: ZoneQueueClients,
   request: ZoneQueueRequest,
   previous: unknown,
   now: number,

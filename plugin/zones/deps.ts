@@ -3,10 +3,14 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../goplugin/index.ts';
+import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
 
 export interface ZoneDeps {
+  /** The zone's objects, each in the cluster it lives in (zones/cluster-routing.ts). */
   kube: KubeObjects;
+  /** Any registered cluster's client, for the other zones' VMClusters (docs/multicluster.md). */
+  clusters: ClusterClients;
   now(): Date;
   logger: Logger;
   /** How long a Run may wait in the call for something that usually comes quickly (a vmauth reload, the end of

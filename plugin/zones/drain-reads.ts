@@ -23,7 +23,7 @@ import {
   sameRollout,
   timestamp,
 } from './state.ts';
-import type { ZoneTarget } from './target.ts';
+import { agentsCluster, type ZoneTarget } from './target.ts';
 import { leasePatch, loadCluster, openZoneAction, patchCluster, releasePatch } from './vmcluster-state.ts';
 import { holderExists } from './walk.ts';
 
@@ -58,6 +58,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       reads: target.reads,
       drainGracePeriod: target.drainGracePeriod,
       vmagents: target.vmagents,
+      ...agentsCluster(target),
     };
     const written = await patchCluster(
       kube,
@@ -113,7 +114,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
     );
   }
   if (routed) {
-    const blocker = await drainBlocker(kube, target.reads, routing, zone, false);
+    const blocker = await drainBlocker(deps.clusters, target.reads, routing, zone, false);
     if (blocker !== undefined) {
       return running(`zone ${zone}: not drained yet: ${blocker}`, {
         ...status,

@@ -5,6 +5,7 @@
 //   vmauth → release the lease, the maintenance mark and the handoff.
 
 import type { Logger } from '../goplugin/index.ts';
+import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
@@ -40,7 +41,9 @@ import { holderExists } from './walk.ts';
 export type ZoneProgress = 'done' | 'working' | 'blocked';
 
 export interface FinishDeps {
+  /** The zone's objects, each in its own cluster (zones/cluster-routing.ts). */
   kube: KubeObjects;
+  clusters: ClusterClients;
   logger: Logger;
   now(): Date;
   /** Without it (tests of the decisions), a zone is complete once operational. */
@@ -116,7 +119,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
           'blocked',
         );
       }
-      const blocker = await drainBlocker(kube, reads, routing, zone, true);
+      const blocker = await drainBlocker(deps.clusters, reads, routing, zone, true);
       if (blocker !== undefined) return note(`waiting to roll back zone ${zone}: ${blocker}`, 'blocked');
       if (state.maintenance === undefined) {
         const maintenance: Maintenance = {
@@ -191,7 +194,11 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
       const kind = zoneKindOf(ref.kind) ?? defaultZoneKind;
       const reading = await deps.queueCheck(
-        kube,
+        {
+          zone: kube,
+          vmagents: await deps.clusters.client(handoff.vmagentsCluster),
+          vmagentsCluster: await deps.clusters.registration(handoff.vmagentsCluster),
+        },
         {
           namespace: ref.namespace,
           vmcluster: ref.name,

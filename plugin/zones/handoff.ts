@@ -28,6 +28,7 @@ export interface HandoffRequest {
   reads: ReadBalancerConfig;
   drainGracePeriod: string;
   vmagents: string[] | undefined;
+  vmagentsCluster?: string | undefined;
   /** The applied change to undo first, if any. */
   rollback: RollbackRecord | undefined;
 }
@@ -42,6 +43,7 @@ function handoffFor(request: HandoffRequest, existing: Handoff | undefined, now:
     reads: request.reads,
     drainGracePeriod: request.drainGracePeriod,
     ...(request.vmagents === undefined ? {} : { vmagents: request.vmagents }),
+    ...(request.vmagentsCluster === undefined ? {} : { vmagentsCluster: request.vmagentsCluster }),
   };
 }
 

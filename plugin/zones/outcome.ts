@@ -3,6 +3,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NamespaceAllowanceError } from '../kube/allowed-namespaces.ts';
+import { ClusterRegistryError } from '../kube/cluster-registry.ts';
 import { KubeError } from '../kube/objects.ts';
 import { LabelSelectorError } from '../kube/selectors.ts';
 import type { StepResult } from '../rollouts/types.ts';
@@ -45,6 +46,7 @@ export function isFinal(err: unknown): err is Error {
   return (
     err instanceof StepFailure ||
     err instanceof NamespaceAllowanceError ||
+    err instanceof ClusterRegistryError ||
     (err instanceof KubeError && (err.kind === 'forbidden' || err.kind === 'invalid')) ||
     err instanceof SpecError ||
     err instanceof ReadRoutingError ||

@@ -1,7 +1,7 @@
 // When taking a zone out of reads is safe, and when the reads it stopped serving have settled: shared by drainReads
 // and the reconciler's rollbacks, so both drain by the same rules and wait for the same evidence.
 
-import type { KubeObjects } from '../kube/objects.ts';
+import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { ReadBalancerConfig, ReadEvidence, ReadRouting } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { zoneKindOrDefault, zoneObjectRef } from '../vm/zone-kinds.ts';
@@ -13,7 +13,7 @@ import { zoneKindOrDefault, zoneObjectRef } from '../vm/zone-kinds.ts';
  * than the rollout did). The last serving zone is refused by drainZone itself.
  */
 export async function drainBlocker(
-  kube: KubeObjects,
+  clusters: Pick<ClusterClients, 'client'>,
   reads: ReadBalancerConfig,
   routing: ReadRouting,
   zone: string,
@@ -27,6 +27,8 @@ export async function drainBlocker(
   }
   for (const backend of reads.zones) {
     if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;
+    // Each zone's object is read in its own cluster (the names may repeat across clusters).
+    const kube = await clusters.client(backend.cluster);
     const readiness = vmclusterReadiness(
       await kube.get(zoneObjectRef(zoneKindOrDefault(backend.kind), backend.namespace, backend.vmcluster)),
     );

@@ -4,17 +4,22 @@
 //   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
 //      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
 //      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
-// Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes.
-// The listing and the holders' Rollouts may come from a watched view (plugin/kube/watched-objects.ts, wired in
-// main.ts), which costs no API call per pass but may be a moment behind: a zone is only handed over after its
-// VMCluster and its holder's Rollout were read again from the API server and still say so (docs/scale.md).
+// Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes. The
+// controller's own cluster and every registered one (docs/multicluster.md) are listed; a cluster that cannot be
+// listed is skipped for the pass with a warning naming it, and the others go on.
+// The controller's own listing and the holders' Rollouts may come from a watched view
+// (plugin/kube/watched-objects.ts, wired in main.ts), which costs no API call per pass but may be a moment behind:
+// a zone is only handed over after its object and its holder's Rollout were read again from the API server and
+// still say so (docs/scale.md). Registered clusters are listed through their live clients.
 
 import type { Logger } from '../goplugin/index.ts';
-import type { KubeObject, KubeObjects } from '../kube/objects.ts';
+import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
+import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { KubeError } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
 import { vmApiVersion } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
+import { zoneKube } from './cluster-routing.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
@@ -29,7 +34,10 @@ import { holderProgress, walkVerdict } from './walk.ts';
 export type { ZoneProgress } from './finish-zone.ts';
 
 export interface ReconcilerOptions {
+  /** The controller's own cluster. */
   kube: KubeObjects;
+  /** The registered clusters whose zone objects are zones too; default: none. */
+  clusters?: ClusterClients;
   logger: Logger;
   now?: () => Date;
   intervalMs?: number;
@@ -65,9 +73,10 @@ function progressReader(kube: KubeObjects): ProgressOf {
 
 const vmzonesAnnotations = ['vmzones.io/lease', 'vmzones.io/rollback', 'vmzones.io/handoff'];
 
-/** `namespace/name` for a VMCluster (as before zone kinds), `Kind namespace/name` for the other kinds. */
-function key(cluster: KubeObject): string {
-  const id = `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+/** `namespace/name` for a VMCluster (as before zone kinds), `Kind namespace/name` for the other kinds; the
+ *  namespace is prefixed by the registered cluster's name for an object outside the controller's own. */
+function key(cluster: KubeObject, where: string | undefined = undefined): string {
+  const id = `${where === undefined ? '' : `${where}/`}${cluster.metadata.namespace}/${cluster.metadata.name}`;
   const kind = zoneKindOf(cluster.kind) ?? defaultZoneKind;
   return kind === defaultZoneKind ? id : `${kind.kind} ${id}`;
 }
@@ -80,12 +89,27 @@ function refOf(cluster: KubeObject) {
   );
 }
 
+/** The read balancer's cluster, as the zone object's own records say (handoff, lease, rollback record). */
+function readsClusterOf(listed: KubeObject): string | undefined {
+  const { state } = loadedCluster(listed);
+  return (state.handoff?.reads ?? state.lease?.reads ?? state.rollback?.reads)?.cluster;
+}
+
+interface Found {
+  /** The registered cluster the object was listed in; undefined = the controller's own. */
+  where: string | undefined;
+  object: KubeObject;
+  /** That cluster's live client, to read the object again before acting on a watched listing. */
+  live: KubeObjects;
+}
+
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
 export class ZoneReconciler {
   readonly #kube: KubeObjects;
+  readonly #clusters: ClusterClients;
   readonly #watched: KubeObjects;
   readonly #logger: Logger;
   readonly #now: () => Date;
@@ -93,10 +117,12 @@ export class ZoneReconciler {
   readonly #queueCheck: ZoneQueueCheck | undefined;
   readonly #namespaces: readonly string[];
   #timer: NodeJS.Timeout | undefined;
+  #registryProblem: string | undefined;
   #running: Promise<void> | undefined;
 
   constructor(options: ReconcilerOptions) {
     this.#kube = options.kube;
+    this.#clusters = options.clusters ?? hubOnly(options.kube);
     this.#watched = options.watched ?? options.kube;
     this.#logger = options.logger;
     this.#now = options.now ?? (() => new Date());
@@ -131,41 +157,44 @@ export class ZoneReconciler {
     await this.#running;
   }
 
-  /** One pass; returns the progress of every handed-over zone, by `namespace/name`. */
+  /** One pass; returns the progress of every handed-over zone, by key() (`[cluster/]namespace/name`). */
   async tick(): Promise<Record<string, ZoneProgress>> {
-    const listed = await Promise.all(
-      this.#namespaces.flatMap((n) => Object.values(zoneKinds).map((kind) => this.#listKind(kind, n))),
-    );
-    const clusters = listed
-      .flat()
-      .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined));
+    const found = await this.#listZones();
     const progressOf = progressReader(this.#watched);
     const liveProgressOf = this.#watched === this.#kube ? undefined : progressReader(this.#kube);
-    const pending: KubeObject[] = [];
-    for (const cluster of clusters) {
+    const pending: { id: string; ref: ObjectRef; kube: KubeObjects }[] = [];
+    for (const zone of found) {
+      const id = key(zone.object, zone.where);
       try {
-        if (await this.#adopt(cluster, progressOf, liveProgressOf)) pending.push(cluster);
+        const readsCluster = await this.#adopt(zone, progressOf, liveProgressOf);
+        if (readsCluster !== false) {
+          pending.push({
+            id,
+            ref: refOf(zone.object),
+            kube: await this.#zoneKube(zone.where, readsCluster.cluster, zone.object),
+          });
+        }
       } catch (err) {
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
-          vmcluster: key(cluster),
+          vmcluster: id,
           error: errorText(err),
         });
       }
     }
     const results = await Promise.all(
-      pending.map(async (cluster): Promise<[string, ZoneProgress]> => {
-        const id = key(cluster);
+      pending.map(async ({ id, ref, kube }): Promise<[string, ZoneProgress]> => {
         try {
           return [
             id,
             await finishZone(
               {
-                kube: this.#kube,
+                kube,
+                clusters: this.#clusters,
                 logger: this.#logger,
                 now: this.#now,
                 ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
               },
-              refOf(cluster),
+              ref,
             ),
           ];
         } catch (err) {
@@ -184,15 +213,61 @@ export class ZoneReconciler {
     return Object.fromEntries(results);
   }
 
-  /** Whether the zone has handed-over work now: it had already, or its walk ended and it is handed over here. */
+  /** The zone objects of every kind with vmzones state in the controller's cluster and in every registered one. */
+  async #listZones(): Promise<Found[]> {
+    let names: string[] = [];
+    try {
+      names = await this.#clusters.names();
+      this.#registryProblem = undefined;
+    } catch (err) {
+      // Said once per problem, not every pass: a single-cluster install may not grant the Secret list at all.
+      if (this.#registryProblem !== errorText(err)) {
+        this.#registryProblem = errorText(err);
+        this.#logger.warn(
+          'reconciler: cannot list the registered clusters; only this cluster is reconciled',
+          {
+            error: errorText(err),
+          },
+        );
+      }
+    }
+    const all = await Promise.all(
+      [undefined, ...names].map(async (where): Promise<Found[]> => {
+        try {
+          // The controller's own cluster is listed through the watched view; a registered one live.
+          const live = where === undefined ? this.#kube : await this.#clusters.client(where);
+          const view = where === undefined ? this.#watched : live;
+          const listed = await Promise.all(
+            this.#namespaces.flatMap((n) =>
+              Object.values(zoneKinds).map((kind) => this.#listKind(view, kind, n)),
+            ),
+          );
+          return listed
+            .flat()
+            .filter((c) => vmzonesAnnotations.some((a) => c.metadata.annotations?.[a] !== undefined))
+            .map((object) => ({ where, object, live }));
+        } catch (err) {
+          // The controller's own cluster failing fails the pass, as before; a registered one is skipped.
+          if (where === undefined) throw err;
+          this.#logger.warn('reconciler: a registered cluster cannot be listed; its zones wait', {
+            cluster: where,
+            error: errorText(err),
+          });
+          return [];
+        }
+      }),
+    );
+    return all.flat();
+  }
+
   /**
    * The zone objects of one kind in a namespace (`''`: all). A kind whose CRD is not installed, or that the
    * plugin's RBAC does not grant (an install from before that kind was supported), holds no zones: skipped.
    */
-  async #listKind(kind: ZoneKind, namespace: string): Promise<KubeObject[]> {
+  async #listKind(view: KubeObjects, kind: ZoneKind, namespace: string): Promise<KubeObject[]> {
     try {
       // List items carry no kind of their own: tag them, so each is acted on as its kind.
-      const items = await this.#watched.list(kind.apiVersion, kind.kind, namespace);
+      const items = await view.list(kind.apiVersion, kind.kind, namespace);
       return items.map((item) => ({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }));
     } catch (err) {
       if (
@@ -206,15 +281,23 @@ export class ZoneReconciler {
     }
   }
 
+  /** The one zone's objects, each in its own cluster: its zone object there, its reads where vmauth runs. */
+  #zoneKube(where: string | undefined, reads: string | undefined, listed: KubeObject): Promise<KubeObjects> {
+    return zoneKube(this.#clusters, this.#kube, { zone: where, reads }, listed.metadata.namespace ?? '');
+  }
+
+  /** Whether the zone has handed-over work now (it had already, or its walk ended and it is handed over here),
+   *  with the cluster of its read balancer; false when not. */
   async #adopt(
-    listed: KubeObject,
+    found: Found,
     progressOf: ProgressOf,
-    /** Set while `listed` and `progressOf` come from the watched view: the live readers to confirm with. */
+    /** Set while the holders' progress (and the hub's listing) come from the watched view: the live readers. */
     confirmWith?: ProgressOf,
-  ): Promise<boolean> {
+  ): Promise<false | { cluster: string | undefined }> {
+    const listed = found.object;
     const cluster = loadedCluster(listed);
     const { state } = cluster;
-    if (state.handoff !== undefined) return true;
+    if (state.handoff !== undefined) return { cluster: readsClusterOf(listed) };
     const leased = state.lease !== undefined;
     const holder: RolloutIdentity | undefined =
       state.lease ?? (state.rollback?.phase === 'applied' ? state.rollback : undefined);
@@ -226,8 +309,11 @@ export class ZoneReconciler {
     if (verdict.verdict === 'walking') return false;
     if (confirmWith !== undefined) {
       // The watched view says the walk ended; act only on what the API server says now.
-      const live = await this.#kube.get(refOf(listed));
-      return this.#adopt({ ...live, apiVersion: listed.apiVersion, kind: listed.kind }, confirmWith);
+      const live = await found.live.get(refOf(listed));
+      return this.#adopt(
+        { ...found, object: { ...live, apiVersion: listed.apiVersion, kind: listed.kind } },
+        confirmWith,
+      );
     }
 
     const rollback: RollbackRecord | undefined =
@@ -242,14 +328,15 @@ export class ZoneReconciler {
     const reads = this.#readsOf(state.lease, state.rollback, progress, listed);
     if (typeof reads === 'string') {
       this.#logger.warn('reconciler: cannot finish a zone whose walk ended', {
-        vmcluster: key(listed),
+        vmcluster: key(listed, found.where),
         why: verdict.why,
         problem: reads,
       });
       return false;
     }
+    const kube = await this.#zoneKube(found.where, reads.reads.cluster, listed);
     await handOver(
-      this.#kube,
+      kube,
       cluster,
       {
         zone,
@@ -259,12 +346,13 @@ export class ZoneReconciler {
         reads: reads.reads,
         drainGracePeriod: reads.drainGracePeriod,
         vmagents: reads.vmagents,
+        vmagentsCluster: reads.vmagentsCluster,
         rollback,
       },
       this.#now(),
     );
     await emitZoneEvent(
-      this.#kube,
+      kube,
       this.#logger,
       {
         reason: 'ZoneWalkEnded',
@@ -278,12 +366,12 @@ export class ZoneReconciler {
       this.#now(),
     );
     this.#logger.info('reconciler: took over a zone whose walk ended', {
-      vmcluster: key(listed),
+      vmcluster: key(listed, found.where),
       zone,
       why: verdict.why,
       rollback: rollback !== undefined,
     });
-    return true;
+    return { cluster: reads.reads.cluster };
   }
 
   /** How to reach the zone's reads: from the lease or record (format 1), else from the Rollout's spec document. */
@@ -293,11 +381,21 @@ export class ZoneReconciler {
     progress: RolloutProgress | undefined,
     cluster: KubeObject,
   ):
-    | { reads: NonNullable<Lease['reads']>; drainGracePeriod: string; vmagents: string[] | undefined }
+    | {
+        reads: NonNullable<Lease['reads']>;
+        drainGracePeriod: string;
+        vmagents: string[] | undefined;
+        vmagentsCluster: string | undefined;
+      }
     | string {
     for (const source of [lease, record]) {
       if (source?.reads !== undefined && source.drainGracePeriod !== undefined) {
-        return { reads: source.reads, drainGracePeriod: source.drainGracePeriod, vmagents: source.vmagents };
+        return {
+          reads: source.reads,
+          drainGracePeriod: source.drainGracePeriod,
+          vmagents: source.vmagents,
+          vmagentsCluster: source.vmagentsCluster,
+        };
       }
     }
     if (progress === undefined) {
@@ -309,6 +407,7 @@ export class ZoneReconciler {
         reads: readBalancerConfig(spec, spec.namespace ?? cluster.metadata.namespace ?? ''),
         drainGracePeriod: spec.vmauth.drainGracePeriod,
         vmagents: vmagentsOf(spec),
+        vmagentsCluster: spec.vmagent.cluster,
       };
     } catch (err) {
       return `the Rollout's spec document cannot be read: ${errorText(err)}`;

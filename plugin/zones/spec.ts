@@ -28,6 +28,16 @@ const jsonObject = z.custom<JsonObject>(
   'must be a mapping (an object of VMCluster spec fields)',
 );
 
+/** A cluster registered by the admin (plugin/kube/cluster-registry.ts); absent = the controller's own cluster. */
+const clusterName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:@/-]*$/,
+    'must be the name of a registered cluster (docs/multicluster.md)',
+  );
+
 const secretKeyRef = z.strictObject({ name: objectName, key: z.string().min(1) });
 
 const vmauthPods = z.strictObject({
@@ -40,6 +50,8 @@ const vmauthPods = z.strictObject({
 
 const vmauthSource = z
   .strictObject({
+    /** The cluster the vmauth and its VMUser / Secret / ConfigMap run in; absent = the controller's own. */
+    cluster: clusterName.optional(),
     /** An operator-managed VMUser whose targetRefs route reads to the zones' vmselects. */
     vmuser: objectName.optional(),
     /** A helm-managed vmauth whose raw config file lives in a Secret or a ConfigMap. */
@@ -77,6 +89,8 @@ const vmauthSource = z
 
 const vmagentSource = z
   .strictObject({
+    /** The cluster the VMAgents run in; absent = the controller's own. */
+    cluster: clusterName.optional(),
     vmagent: objectName.optional(),
     vmagents: z.array(objectName).min(1).optional(),
   })
@@ -91,6 +105,8 @@ const vmagentSource = z
 
 const zone = z
   .strictObject({
+    /** The registered cluster the zone's object lives in; absent = the controller's own. */
+    cluster: clusterName.optional(),
     /** The zone's object, exactly one of these (docs/zone-kinds.md). */
     vmcluster: objectName.optional(),
     vmsingle: objectName.optional(),
@@ -202,6 +218,8 @@ export function specFromAnnotations(
 
 export interface ResolvedZone {
   name: string;
+  /** The registered cluster of the zone's object; undefined = the controller's own. */
+  cluster?: string;
   namespace: string;
   kind: ZoneKind;
   /** The zone's object (of `kind`); named vmcluster because VMCluster was the first kind. */
@@ -225,6 +243,7 @@ export function resolveZone(
   const workload = zoneWorkload(zone);
   return {
     name: zoneName,
+    ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
     namespace: spec.namespace ?? defaultNamespace,
     kind: workload.kind,
     vmcluster: workload.name,

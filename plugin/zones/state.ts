@@ -34,6 +34,8 @@ const readsFields = {
   drainGracePeriod: z.string().optional(),
   /** The VMAgents writing to the zone: their queues must drain before a finished zone serves reads again. */
   vmagents: z.array(z.string()).optional(),
+  /** The registered cluster those VMAgents run in (docs/multicluster.md); absent = the controller's own. */
+  vmagentsCluster: z.string().optional(),
 };
 
 const identitySchema = z.object(identity);
@@ -92,6 +94,7 @@ const handoffSchema = z.object({
   reads: readsConfig,
   drainGracePeriod: z.string(),
   vmagents: z.array(z.string()).optional(),
+  vmagentsCluster: z.string().optional(),
   /** The rounds of the queue check so far (plugin/zones/completeness.ts). */
   queueState: z.unknown().optional(),
   /** The reconciler's latest progress, in words. */

@@ -8,11 +8,13 @@ import {
   parseNamespaceAllowance,
   parseWatchNamespaces,
 } from '../kube/allowed-namespaces.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { WatchedObjects } from '../kube/watched-objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
 import { applyZone } from './apply.ts';
+import { zoneKube } from './cluster-routing.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
@@ -27,6 +29,9 @@ export const stepPluginType = 'vmzones/step';
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
   kube?: KubeObjects;
+  /** The registered zone clusters (docs/multicluster.md); default: the cluster Secrets of the plugin's
+   *  `--cluster-secrets-namespace` argument, none without it. */
+  clusters?: ClusterClients;
   now?: () => Date;
   logger?: Logger;
   /** Start the background reconciler at init (default true); tests drive it by hand. */
@@ -67,9 +72,19 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   const now = options.now ?? (() => new Date());
   let namespaces = options.namespaces;
 
-  const deps = (): ZoneDeps => {
+  let clusters = options.clusters;
+  const hubDeps = (): ZoneDeps => {
     kube ??= kubeObjects();
-    return { kube, now, logger, inCallWaitMs: options.inCallWaitMs ?? 5_000 };
+    clusters ??= clusterClientsFromArgs(kube, process.argv, (message) =>
+      logger.warn('a cluster Secret cannot be used', { error: message }),
+    );
+    return { kube, clusters, now, logger, inCallWaitMs: options.inCallWaitMs ?? 5_000 };
+  };
+  /** The target's objects each in its own cluster; an unregistered cluster fails the step, naming it. */
+  const deps = async (target: ZoneTarget): Promise<ZoneDeps> => {
+    const hub = hubDeps();
+    const where = { zone: target.zone.cluster, reads: target.reads.cluster };
+    return { ...hub, kube: await zoneKube(hub.clusters, hub.kube, where, target.zone.namespace) };
   };
 
   /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. */
@@ -84,7 +99,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       namespaces ??= parseNamespaceAllowance(process.argv);
       target = resolveTarget(rollout, context.config, namespaces);
       const resolved = target;
-      return await withTransientRetries(() => work(deps(), resolved));
+      return await withTransientRetries(async () => work(await deps(resolved), resolved));
     } catch (err) {
       if (!isFinal(err)) {
         logger.warn(`${operation} failed; the controller retries`, {
@@ -110,7 +125,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   return {
     async init() {
       if (options.reconciler === false) return;
-      const d = deps();
+      const d = hubDeps();
       // A bad flag fails InitPlugin: the controller then reports the plugin as broken, with this message.
       const watched = options.watchNamespaces ?? parseWatchNamespaces(process.argv);
       watchedView = options.watch?.(d.kube, watched ?? ['']);
@@ -118,6 +133,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       void watchedView?.start();
       reconciler = new ZoneReconciler({
         kube: d.kube,
+        clusters: d.clusters,
         logger,
         now,
         ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),

@@ -59,11 +59,17 @@ export interface ZoneTarget {
   drainGracePeriod: string;
   drainGraceMs: number;
   readyTimeoutMs: number;
-  /** The VMAgents that write to the zones. */
+  /** The VMAgents that write to the zones, and the cluster they run in (undefined = the controller's own). */
   vmagents: string[];
+  vmagentsCluster: string | undefined;
   who: RolloutIdentity;
   /** The Rollout's `status.stableRS`: the revision a rollback goes back to. */
   stableRevision: string | undefined;
+}
+
+/** The `vmagentsCluster` field of the state records, present only when the VMAgents are in another cluster. */
+export function agentsCluster(target: Pick<ZoneTarget, 'vmagentsCluster'>): { vmagentsCluster?: string } {
+  return target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster };
 }
 
 export function vmagentsOf(spec: ZoneSpecDocument): string[] {
@@ -91,6 +97,7 @@ export function readBackends(spec: ZoneSpecDocument, namespace: string): ZoneRea
     const { kind, name: object } = zoneWorkload(zone);
     return {
       zone: name,
+      ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
       namespace,
       vmcluster: object,
       ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
@@ -116,6 +123,7 @@ export function readBalancerConfig(spec: ZoneSpecDocument, namespace: string): R
         }),
     zones: readBackends(spec, namespace),
     reloadEvidence: spec.vmauth.reloadEvidence,
+    ...(spec.vmauth.cluster === undefined ? {} : { cluster: spec.vmauth.cluster }),
   };
 }
 
@@ -146,6 +154,7 @@ export function resolveTarget(
     drainGraceMs: parseGoDurationMs(spec.vmauth.drainGracePeriod),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     vmagents: vmagentsOf(spec),
+    vmagentsCluster: spec.vmagent.cluster,
     who: rolloutIdentity(rollout),
     stableRevision: rollout.status.stableRS,
   };

@@ -14,7 +14,7 @@ import {
   type ZoneState,
   zoneState,
 } from './state.ts';
-import type { ZoneTarget } from './target.ts';
+import { agentsCluster, type ZoneTarget } from './target.ts';
 
 export interface LoadedCluster {
   object: KubeObject;
@@ -96,6 +96,7 @@ export function leasePatch(target: ZoneTarget, now: Date, reason: string): Clust
     reads: target.reads,
     drainGracePeriod: target.drainGracePeriod,
     vmagents: target.vmagents,
+    ...agentsCluster(target),
   };
   const maintenance: Maintenance = { zone, since: timestamp(now), reason };
   return {

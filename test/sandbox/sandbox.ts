@@ -192,7 +192,7 @@ async function httpOk(url: string): Promise<true | undefined> {
   return response.ok ? true : undefined;
 }
 
-function kubeconfigYaml(server: string, pkiDir: string): string {
+export function kubeconfigYaml(server: string, pkiDir: string): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
@@ -224,7 +224,7 @@ export function pluginLocation(): PluginLocation | undefined {
  * The VictoriaMetrics CRDs from the operator module's bundle: all of them for the real operator
  * (it refuses to start without every kind it serves), else VMCluster, VMAgent, VMAuth, VMUser.
  */
-function vmCrdsFile(stateDir: string, operator: OperatorMode): string {
+export function vmCrdsFile(stateDir: string, operator: OperatorMode): string {
   const dir = moduleDir('github.com/VictoriaMetrics/operator', versions.vmOperator, 'vmoperator');
   const path = join(dir, 'config', 'crd', 'overlay', 'crd.descriptionless.yaml');
   if (operator === 'real') return path;
@@ -267,6 +267,87 @@ function writeBinDir(stateDir: string, binaries: BuiltBinaries): void {
     `#!/bin/sh\n# The real promote/abort/retry/status commands of kubectl-argo-rollouts ${versions.argoRollouts}.\nexec '${binaries.sandboxctl}' rollouts "$@"\n`,
     { mode: 0o755 },
   );
+}
+
+export interface ControlPlaneOptions {
+  /** Starts and records a daemon (torn down with the rest of its sandbox). */
+  daemon: (spec: Parameters<typeof startDaemon>[0]) => DaemonRecord;
+  binaries: BuiltBinaries;
+  /** etcd data and apiserver certs go under this directory. */
+  stateDir: string;
+  /** Written by `sandboxctl pki`: ca.crt, apiserver.*, admin.*, sa.*. */
+  pkiDir: string;
+  logDir: string;
+  /** etcd member name; also names the logs of a second control plane (`<name>-etcd.log`). */
+  name: string;
+}
+
+/** etcd and kube-apiserver of one cluster; returns the API server's URL once /readyz answers 200. */
+export async function startControlPlane(options: ControlPlaneOptions): Promise<string> {
+  const { daemon, binaries, stateDir, pkiDir, logDir } = options;
+  const prefix = options.name === 'sandbox' ? '' : `${options.name}-`;
+  const etcdClient = await freePort();
+  const etcdPeer = await freePort();
+  const etcd = daemon({
+    name: `${prefix}etcd`,
+    command: binaries.etcd,
+    args: [
+      `--name=${options.name}`,
+      `--data-dir=${join(stateDir, `${prefix}etcd`)}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=${options.name}=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ],
+    log: join(logDir, `${prefix}etcd.log`),
+    ports: [etcdClient, etcdPeer],
+  });
+  await waitFor(() => httpOk(`http://127.0.0.1:${etcdClient}/health`), {
+    part: `${prefix}etcd`,
+    log: etcd.log,
+    pid: etcd.pid,
+    timeoutMs: 30_000,
+  });
+
+  const apiPort = await freePort();
+  const apiServer = `https://127.0.0.1:${apiPort}`;
+  const apiserver = daemon({
+    name: `${prefix}kube-apiserver`,
+    command: binaries['kube-apiserver'],
+    args: [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${join(stateDir, `${prefix}apiserver`)}`,
+      `--tls-cert-file=${join(pkiDir, 'apiserver.crt')}`,
+      `--tls-private-key-file=${join(pkiDir, 'apiserver.key')}`,
+      `--client-ca-file=${join(pkiDir, 'ca.crt')}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${join(pkiDir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(pkiDir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.96.0.0/16',
+      '--authorization-mode=RBAC',
+      // The loopback address is not a valid endpoint for the kubernetes Service.
+      '--endpoint-reconciler-type=none',
+      '--profiling=false',
+      '--v=1',
+    ],
+    log: join(logDir, `${prefix}kube-apiserver.log`),
+    ports: [apiPort],
+  });
+  await waitFor(
+    async () => {
+      const r = await httpsGet(`${apiServer}/readyz`, pkiDir);
+      if (r.status !== 200) throw new Error(`readyz ${r.status}: ${r.body.slice(0, 200)}`);
+      return true;
+    },
+    { part: `${prefix}kube-apiserver`, log: apiserver.log, pid: apiserver.pid, timeoutMs: 90_000 },
+  );
+  return apiServer;
 }
 
 export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
@@ -326,67 +407,14 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
     writeBinDir(stateDir, binaries);
 
-    const etcdClient = await freePort();
-    const etcdPeer = await freePort();
-    const etcd = daemon({
-      name: 'etcd',
-      command: binaries.etcd,
-      args: [
-        '--name=sandbox',
-        `--data-dir=${join(stateDir, 'etcd')}`,
-        `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
-        `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
-        `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-        `--initial-cluster=sandbox=http://127.0.0.1:${etcdPeer}`,
-        '--unsafe-no-fsync=true',
-        '--log-level=warn',
-      ],
-      log: join(logDir, 'etcd.log'),
-      ports: [etcdClient, etcdPeer],
+    state.apiServer = await startControlPlane({
+      daemon,
+      binaries,
+      stateDir,
+      pkiDir,
+      logDir,
+      name: 'sandbox',
     });
-    await waitFor(() => httpOk(`http://127.0.0.1:${etcdClient}/health`), {
-      part: 'etcd',
-      log: etcd.log,
-      pid: etcd.pid,
-      timeoutMs: 30_000,
-    });
-
-    const apiPort = await freePort();
-    state.apiServer = `https://127.0.0.1:${apiPort}`;
-    const apiserver = daemon({
-      name: 'kube-apiserver',
-      command: binaries['kube-apiserver'],
-      args: [
-        `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${apiPort}`,
-        `--cert-dir=${join(stateDir, 'apiserver')}`,
-        `--tls-cert-file=${join(pkiDir, 'apiserver.crt')}`,
-        `--tls-private-key-file=${join(pkiDir, 'apiserver.key')}`,
-        `--client-ca-file=${join(pkiDir, 'ca.crt')}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${join(pkiDir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${join(pkiDir, 'sa.key')}`,
-        '--service-cluster-ip-range=10.96.0.0/16',
-        '--authorization-mode=RBAC',
-        // The loopback address is not a valid endpoint for the kubernetes Service.
-        '--endpoint-reconciler-type=none',
-        '--profiling=false',
-        '--v=1',
-      ],
-      log: join(logDir, 'kube-apiserver.log'),
-      ports: [apiPort],
-    });
-    await waitFor(
-      async () => {
-        const r = await httpsGet(`${state.apiServer}/readyz`, pkiDir);
-        if (r.status !== 200) throw new Error(`readyz ${r.status}: ${r.body.slice(0, 200)}`);
-        return true;
-      },
-      { part: 'kube-apiserver', log: apiserver.log, pid: apiserver.pid, timeoutMs: 90_000 },
-    );
     writeFileSync(kubeconfig, kubeconfigYaml(state.apiServer, pkiDir), { mode: 0o600 });
     writeState(state);
     const kubectl = new Kubectl(binaries.kubectl, kubeconfig);

@@ -17,6 +17,7 @@ import {
 } from '../../../plugin/cli/status.ts';
 import { buildStatus, type RolloutStatus } from '../../../plugin/cli/status-model.ts';
 import { age, bytes, formatStatusTable } from '../../../plugin/cli/status-table.ts';
+import { ClusterRegistryError } from '../../../plugin/kube/cluster-registry.ts';
 import { MemoryKube } from '../kube/memory-kube.ts';
 import { run } from './run.ts';
 import {
@@ -24,6 +25,7 @@ import {
   now,
   type RolloutFixture,
   rollout,
+  specDocument,
   vmcluster,
   vmclusters,
   vmuser,
@@ -333,4 +335,38 @@ test('a Rollout without a spec document ends --watch at once with one line, rath
     }),
     /Rollout vm\/walk carries no vmzones.io\/spec annotation on spec.template.metadata: it walks no zones/,
   );
+});
+
+test('readStatus reads a zone in a registered cluster there, and names a cluster it cannot reach', async () => {
+  const hub = new MemoryKube();
+  const remote = new MemoryKube();
+  const object = rollout();
+  const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
+    .template;
+  template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
+    ...specDocument,
+    zones: {
+      ...specDocument.zones,
+      'zone-b': { cluster: 'eu-b', vmcluster: 'vm-zone-b' },
+      'zone-c': { cluster: 'eu-gone', vmcluster: 'vm-zone-c' },
+    },
+  });
+  hub.put(object).put(vmuser());
+  for (const c of vmclusters()) (c.metadata.name === 'vm-zone-b' ? remote : hub).put(c);
+  for (const r of analysisRuns()) hub.put(r);
+  const clusters = {
+    client: async (cluster: string | undefined) => {
+      if (cluster === undefined) return hub;
+      if (cluster === 'eu-b') return remote;
+      throw new ClusterRegistryError(`cluster "${cluster}" is not registered`);
+    },
+  };
+  const s = await readStatus(hub, 'vm', 'walk', clusters);
+  const b = s.zones.find((z) => z.zone === 'zone-b');
+  assert.equal(b?.state, 'waiting-gate', 'read from its own cluster');
+  assert.equal(b?.cluster, 'eu-b');
+  const c = s.zones.find((z) => z.zone === 'zone-c');
+  assert.equal(c?.state, 'unknown');
+  assert.match(c?.message ?? '', /cluster "eu-gone" is not registered/);
+  assert.match(formatStatusTable(s, { now, wide: true }), /eu-b:vm\/vm-zone-b/);
 });

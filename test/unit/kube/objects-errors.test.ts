@@ -37,3 +37,14 @@ test('a transport error naming a URL with user info is redacted too', () => {
   assert.ok(!error.message.includes('admin:pw'), error.message);
   assert.match(error.message, /https:\/\/\*\*\*@10\.0\.0\.1:6443/);
 });
+
+test('a kind the API server does not serve (its CRD not installed) is notFound, as a 404 is, not a retry', () => {
+  // The message @kubernetes/client-node throws when discovery lists the group without the kind.
+  const error = toKubeError(
+    new Error('Unrecognized API version and kind: operator.victoriametrics.com/v1beta1 VMSingle'),
+    'listing VMSingle in vm',
+  );
+  assert.equal(error.kind, 'notFound');
+  assert.equal(error.status, 404);
+  assert.match(error.message, /^listing VMSingle in vm: the API server serves no such kind/);
+});

@@ -21,6 +21,7 @@ import {
   specDocument,
   startVmauthFixture,
   threeZones,
+  untilSettled,
 } from './memory-cluster.ts';
 
 let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
@@ -65,15 +66,6 @@ function routed(kube: MemoryCluster): string[] {
 
 function stateOf(kube: MemoryCluster, zone: string) {
   return zoneState(kube.getStored('VMCluster', `vm-${zone}`));
-}
-
-async function untilSettled(reconciler: ZoneReconciler, passes = 10): Promise<Record<string, string>> {
-  let progress: Record<string, string> = {};
-  for (let i = 0; i < passes; i++) {
-    progress = await reconciler.tick();
-    if (Object.values(progress).every((p) => p === 'done')) break;
-  }
-  return progress;
 }
 
 /** drainReads (to Successful) and apply of `zone` by the Rollout's current revision. */

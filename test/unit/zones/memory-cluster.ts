@@ -13,7 +13,9 @@ import {
   type PatchOptions,
 } from '../../../plugin/kube/objects.ts';
 import { isJsonObject, type JsonValue, mergePatch } from '../../../plugin/zones/merge-patch.ts';
+import type { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { MemoryKube, readyPod } from '../gates/memory-kube.ts';
+import { secret } from '../kube/memory-kube.ts';
 
 export const ns = 'vm';
 const vmApi = 'operator.victoriametrics.com/v1beta1';
@@ -66,7 +68,7 @@ export class MemoryCluster extends MemoryKube {
     const specChanged = JSON.stringify(merged.spec ?? {}) !== JSON.stringify(current.spec ?? {});
     merged.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     merged.metadata.resourceVersion = String(this.#version++);
-    if (!this.heldBack.has(what) && (ref.kind === 'VMCluster' || ref.kind === 'VMUser')) {
+    if (!this.heldBack.has(what) && ['VMCluster', 'VMSingle', 'VMUser'].includes(ref.kind)) {
       merged.status = {
         ...(merged.status ?? {}),
         updateStatus: 'operational',
@@ -197,4 +199,30 @@ export function rolloutObject(name: string, status: RolloutStatus, spec = specDo
     },
     status,
   };
+}
+
+/** The test spec document with zones in registered clusters (docs/multicluster.md): zone → cluster name. */
+export function clusterSpecDocument(clusterOf: Record<string, string | undefined>): string {
+  const doc = JSON.parse(specDocument()) as { zones: Record<string, Record<string, string>> };
+  for (const [zone, cluster] of Object.entries(clusterOf)) {
+    const entry = doc.zones[zone];
+    if (entry !== undefined && cluster !== undefined) entry.cluster = cluster;
+  }
+  return JSON.stringify(doc);
+}
+
+/** An Argo CD cluster Secret in argo-rollouts registering `name` (plugin/kube/cluster-registry.ts). */
+export function clusterSecret(name: string, server: string, config: object) {
+  const s = secret('argo-rollouts', `cluster-${name}`, { name, server, config: JSON.stringify(config) });
+  return { ...s, metadata: { ...s.metadata, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } };
+}
+
+/** Reconciler passes until every handed-over zone is done (or `passes` ran); the last pass's progress. */
+export async function untilSettled(reconciler: ZoneReconciler, passes = 10): Promise<Record<string, string>> {
+  let progress: Record<string, string> = {};
+  for (let i = 0; i < passes; i++) {
+    progress = await reconciler.tick();
+    if (Object.values(progress).every((p) => p === 'done')) break;
+  }
+  return progress;
 }

@@ -81,6 +81,17 @@ test('zoneWalk names the zones a subset leaves out; a full order leaves none out
   assert.deepEqual(zoneWalk(spec), { zones: ['zone-a', 'zone-b', 'zone-c'], leftOut: [] });
 });
 
+test('zones in other clusters walk the same: the steps name zones, never clusters', () => {
+  const base = 'vmauth: {vmuser: r}\nvmagent: {vmagent: a}\nzones:\n';
+  const local = parseSpecDocument(`${base}  zone-a: {vmcluster: vm}\n  zone-b: {vmcluster: vm-b}\n`);
+  const remote = parseSpecDocument(
+    `${base}  zone-a: {vmcluster: vm}\n  zone-b: {cluster: eu-west-1b, vmcluster: vm-b}\n`,
+  );
+  const steps = renderSteps(remote, {});
+  assert.deepEqual(steps, renderSteps(local, {}));
+  assert.doesNotMatch(JSON.stringify(steps), /eu-west-1b/);
+});
+
 test('zones of every kind render the same walk, in the document order', () => {
   const mixed = parseSpecDocument(`
 vmauth: {vmuser: reads}

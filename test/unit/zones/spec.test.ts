@@ -96,6 +96,34 @@ test('the annotation must be present', () => {
   assert.equal(specFromAnnotations({ 'vmzones.io/spec': valid }).vmagent.vmagent, 'vmagent');
 });
 
+test('zones, vmauth and vmagent may name a registered cluster; a bad name is refused at its path', () => {
+  const doc = parseSpecDocument(`
+vmauth: {vmuser: read, cluster: hub-eu}
+vmagent: {vmagent: agent, cluster: hub-eu}
+zones:
+  zone-a: {vmcluster: vm}
+  zone-b: {cluster: eu-west-1b, vmcluster: vm}
+  zone-c: {cluster: eu-west-1c, vmsingle: single}
+`);
+  assert.equal(doc.zones['zone-b']?.cluster, 'eu-west-1b');
+  const single = resolveZone(doc, 'zone-c', 'vm');
+  assert.deepEqual(
+    [single.cluster, single.kind.kind, single.vmcluster],
+    ['eu-west-1c', 'VMSingle', 'single'],
+  );
+  assert.equal(doc.vmauth.cluster, 'hub-eu');
+  assert.equal(doc.vmagent.cluster, 'hub-eu');
+  assert.equal(resolveZone(doc, 'zone-b', 'vm').cluster, 'eu-west-1b');
+  assert.equal('cluster' in resolveZone(doc, 'zone-a', 'vm'), false, 'absent: the controller cluster');
+  assert.throws(
+    () =>
+      parseSpecDocument(
+        'vmauth: {vmuser: r}\nvmagent: {vmagent: a}\nzones: {z: {cluster: "no spaces", vmcluster: vm}}',
+      ),
+    /zones\.z\.cluster: must be the name of a registered cluster/,
+  );
+});
+
 test('a zone is a VMCluster, a VMSingle or a VLCluster, named by its field', () => {
   const spec = parseSpecDocument(`
 vmauth: {vmuser: vmauth-read}

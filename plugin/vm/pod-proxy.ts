@@ -1,0 +1,43 @@
+// Scraping a pod of a registered cluster without reaching its pod network: through that cluster's API server, at
+// the pod `proxy` subresource (GET /api/v1/namespaces/NS/pods/SCHEME:NAME:PORT/proxy/metrics, RBAC `get` on
+// `pods/proxy`; docs/multicluster.md). The request carries the cluster's credential (bearer token or client
+// certificate) and trusts its CA; a credential of the pod itself cannot be passed through (the Authorization
+// header is the API server's).
+
+import type { ClusterRegistration } from '../kube/cluster-registry.ts';
+import type { ScrapeTarget } from './scrape.ts';
+
+function pem(base64: string | undefined): string | undefined {
+  return base64 === undefined ? undefined : Buffer.from(base64.replace(/\s/g, ''), 'base64').toString('utf8');
+}
+
+/** The port of a `host:port` address (IPv6 hosts in brackets). */
+function portOf(address: string): string {
+  return address.slice(address.lastIndexOf(':') + 1);
+}
+
+export function podProxyTarget(
+  cluster: ClusterRegistration,
+  pod: { namespace: string; name: string; address: string },
+  scheme: 'http' | 'https',
+  path: string,
+): ScrapeTarget {
+  const tls = cluster.config.tlsClientConfig;
+  const ca = pem(tls.caData);
+  const cert = pem(tls.certData);
+  const key = pem(tls.keyData);
+  const podPart = `${scheme}:${encodeURIComponent(pod.name)}:${portOf(pod.address)}`;
+  return {
+    url: `${cluster.server}/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${podPart}/proxy${path}`,
+    tls: {
+      ...(ca === undefined ? {} : { ca }),
+      ...(cert === undefined ? {} : { cert }),
+      ...(key === undefined ? {} : { key }),
+      ...(tls.insecure ? { insecureSkipVerify: true } : {}),
+      ...(tls.serverName === undefined ? {} : { serverName: tls.serverName }),
+    },
+    ...(cluster.config.bearerToken === undefined
+      ? {}
+      : { auth: { kind: 'bearer', token: cluster.config.bearerToken } }),
+  };
+}
