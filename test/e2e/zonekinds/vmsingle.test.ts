@@ -102,7 +102,7 @@ test('three VMSingle zones walk under the real controller with the gates to Heal
   const walkStarted = Date.now();
   const spec = singleSpec(latencyOffset('6s'));
   await sandbox.kubectl.apply([rolloutObject(name, spec, steps(spec))]);
-  const done = await eventually(
+  await eventually(
     'the three-zone VMSingle rollout to be Healthy',
     async () => {
       const s = await rolloutState(kube, name);
