@@ -17,7 +17,6 @@ import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { KubeError } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
-import { vmApiVersion } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { zoneKube } from './cluster-routing.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
@@ -51,9 +50,11 @@ export interface ReconcilerOptions {
 
 /** What the reconciler reads on every pass: main.ts watches these instead of listing and getting them. */
 export const reconcilerWatchedKinds = [
-  { apiVersion: vmApiVersion, kind: 'VMCluster', plural: 'vmclusters' },
+  // Every zone kind: the reconciler lists each on every pass (a kind whose CRD is absent is read live, and holds
+  // no zones).
+  ...Object.values(zoneKinds).map((k) => ({ apiVersion: k.apiVersion, kind: k.kind, plural: k.resource })),
   { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', plural: 'rollouts' },
-] as const;
+];
 
 type ProgressOf = (holder: RolloutIdentity) => Promise<RolloutProgress | undefined>;
 

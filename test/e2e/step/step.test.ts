@@ -408,6 +408,8 @@ async function untilDone(
 const serviceAccount = 'system:serviceaccount:argo-rollouts:argo-rollouts';
 const resources: Record<string, string> = {
   VMCluster: 'vmclusters.operator.victoriametrics.com',
+  VMSingle: 'vmsingles.operator.victoriametrics.com',
+  VLCluster: 'vlclusters.operator.victoriametrics.com',
   VMUser: 'vmusers.operator.victoriametrics.com',
   VMAuth: 'vmauths.operator.victoriametrics.com',
   Pod: 'pods',
