@@ -498,8 +498,10 @@ test('through the real controller: a terminated run ends a waiting gate Inconclu
                   gate: 'vmagentQueueDrained',
                   vmcluster: 'vm-zone-b',
                   vmagent: 'vmagent',
-                  consecutiveRounds: 100,
-                  roundSpacing: '2s',
+                  // The most rounds a gate accepts (plugin/gates/config.ts), far apart: the run is still waiting
+                  // when it is terminated.
+                  consecutiveRounds: 30,
+                  roundSpacing: '5s',
                   timeout: '10m',
                 },
               },
@@ -512,7 +514,7 @@ test('through the real controller: a terminated run ends a waiting gate Inconclu
   await eventually('a waiting measurement', async () => {
     const ar = await sandbox.kubectl.getJson<AnalysisRunJson>(['analysisrun', 'gates-terminated', '-n', ns]);
     const last = ar.status?.metricResults?.[0]?.measurements?.at(-1);
-    return last?.phase === 'Running' && /looks drained in \d+ of the 100/.test(last.message ?? '')
+    return last?.phase === 'Running' && /looks drained in \d+ of the 30/.test(last.message ?? '')
       ? true
       : undefined;
   });
