@@ -138,6 +138,25 @@ export async function killDaemon(record: DaemonRecord): Promise<void> {
   while (groupAlive(record.pid) && Date.now() < deadline) await sleep(50);
 }
 
+/**
+ * Pids of the processes whose executable is `argv0` and, with `argIncluding`, one of whose arguments contains it
+ * (the sandbox's state folder: another sandbox's processes run the same binary).
+ */
+export function pidsRunning(argv0: string, argIncluding?: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv[0] === argv0 && (argIncluding === undefined || argv.some((a) => a.includes(argIncluding))))
+        pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
 export interface WaitOptions {
   part: string;
   log?: string;

@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { exportedSeqs } from '../../sandbox/loadgen-client.ts';
+import { pidsRunning } from '../../sandbox/processes.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import { eventually, gateMetric, measure, providerFor, type Reading, rawQueue } from './support.ts';
 
@@ -540,20 +541,7 @@ test('through the real controller: a terminated run ends a waiting gate Inconclu
 });
 
 /** Pids of this sandbox's vmagent processes (the simulated operator plays its Deployment's pod with one). */
-function vmagentPids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (argv[0] === sandbox.state.binaries.vmagent && argv.some((a) => a.includes(sandbox.state.stateDir)))
-        pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
+const vmagentPids = () => pidsRunning(sandbox.state.binaries.vmagent, sandbox.state.stateDir);
 
 test('a vmagent restarted mid-gate (its counters reset) is not drained until fresh rounds after the restart', async () => {
   const name = 'gates-vmagent-restart';

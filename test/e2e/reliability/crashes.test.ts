@@ -6,11 +6,11 @@
 // every scenario starts from a Healthy Rollout and ends with every zone released and routed (asserted), so the
 // next one starts clean. Run `npm run build` first.
 
-import { readdirSync, readFileSync } from 'node:fs';
 import { after as afterAll, before } from 'node:test';
 import type { FaultConfig, FaultControl } from '../../sandbox/fault-proxy.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { vmauthName } from '../../sandbox/manifests.ts';
+import { pidsRunning } from '../../sandbox/processes.ts';
 import {
   cluster,
   eventually,
@@ -167,21 +167,7 @@ scenario(
 );
 
 /** Pids of this sandbox's vmauth processes (the data plane plays the VMAuth's pod with one). */
-function vmauthPids(): number[] {
-  const pids: number[] = [];
-  const binary = scene.sandbox.state.binaries.vmauth;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (argv[0] === binary && argv.some((a) => a.includes(scene.sandbox.state.stateDir)))
-        pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
+const vmauthPids = () => pidsRunning(scene.sandbox.state.binaries.vmauth, scene.sandbox.state.stateDir);
 
 scenario(
   'vmauth-restart',

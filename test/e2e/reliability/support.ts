@@ -3,12 +3,13 @@
 // the load generator's sample stream is checked in every zone afterwards, and the plugin process can be
 // SIGKILLed while the controller keeps running (the controller starts a new one on its next reconcile).
 
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { duplicateSpecPatches, FaultControl, type ProxyStats } from '../../sandbox/fault-proxy.ts';
 import type { Sandbox } from '../../sandbox/helper.ts';
 import { exportedSeqs, loadgenStatus } from '../../sandbox/loadgen-client.ts';
+import { pidsRunning } from '../../sandbox/processes.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import {
   cluster,
@@ -53,18 +54,7 @@ export function controllerRequests(stats: ProxyStats): number {
 
 /** Pids of this sandbox's vmzones step plugin processes (argv[0] is the controller's copy in plugin-bin/). */
 export function stepPluginPids(sandbox: Sandbox): number[] {
-  const binary = join(sandbox.state.stateDir, 'rollouts-controller', 'plugin-bin', 'vmzones', 'step');
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv0 = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')[0];
-      if (argv0 === binary) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
+  return pidsRunning(join(sandbox.state.stateDir, 'rollouts-controller', 'plugin-bin', 'vmzones', 'step'));
 }
 
 export function killStepPlugin(sandbox: Sandbox): number[] {
