@@ -7,6 +7,13 @@
 // phases don't interleave. Each phase's duration is printed as it ends, then a table of all phases; closing line:
 // `npm test: N passed, M failed` (tests of node's runner and of the conformance suite, summed). Every phase
 // runs even after a failure; the exit code is non-zero when any failed.
+//
+// Nothing can hang the run silently: every 5 minutes the runner prints which phases are running, for how long,
+// and the last line each printed; a node test that runs past 20 minutes fails (node's --test-timeout); a phase
+// that runs past its limit (2.5 times its previous duration, at least 15 and at most 40 minutes) is stopped
+// (SIGTERM to its process group, so its sandbox goes down; SIGKILL a minute later) and counted failed, its output
+// so far printed; and at `VMZONES_TEST_DEADLINE` (epoch seconds; `.ci/run` sets it inside CI's time limit) the
+// phases still running are stopped the same way, those not started are NOT RUN, and the table is printed.
 
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,6 +28,8 @@ interface Phase {
   gate?: boolean;
   /** Needs the sandbox's binaries. */
   sandbox?: boolean;
+  /** Only the deadline stops it: a cold build's time says nothing of the next (a version key changed). */
+  unlimited?: boolean;
 }
 
 interface Outcome {
@@ -30,9 +39,29 @@ interface Outcome {
   passed: number;
   failed: number;
   notRun?: boolean;
+  /** Stopped at its limit or at the deadline. */
+  stopped?: string;
 }
 
+/** A phase's limit: generous against its previous duration, bounded so one hang can't eat CI's time. */
+function limitSeconds(previous: number | undefined): number {
+  return Math.min(40 * 60, Math.max(15 * 60, 2.5 * (previous ?? 40 * 60)));
+}
+
+interface Running {
+  name: string;
+  started: number;
+  lastLine: () => string;
+  stop: (why: string) => void;
+}
+const running = new Set<Running>();
+
+const started = Date.now();
 const node = process.execPath;
+/** One node test (the longest, a fault walk, takes about 10 minutes on a loaded 2-core machine). */
+const testTimeoutMs = 20 * 60_000;
+const heartbeatMs = 5 * 60_000;
+const deadline = Number(process.env.VMZONES_TEST_DEADLINE ?? '') * 1000 || Number.POSITIVE_INFINITY;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '3') || 1);
 const logDir = '.cache/test-logs';
@@ -55,7 +84,7 @@ function testFiles(dir: string): string[] {
 const nodeTest = (file: string): Phase => ({
   name: file,
   command: node,
-  args: ['--test', '--test-concurrency=1', '--test-reporter=spec', file],
+  args: ['--test', '--test-concurrency=1', `--test-timeout=${testTimeoutMs}`, '--test-reporter=spec', file],
   sandbox: true,
 });
 
@@ -69,6 +98,7 @@ const sandboxBuild: Phase = {
   command: npm,
   args: ['run', '--silent', 'env:build'],
   gate: true,
+  unlimited: true,
 };
 const parallel: Phase[] = [
   { name: 'unit tests', command: npm, args: ['run', '--silent', 'test:unit'] },
@@ -103,23 +133,32 @@ function countTests(line: string, counts: { passed: number; failed: number }): v
 }
 
 /** Runs a phase; `buffered` keeps its output in a log file and prints it whole at the end. */
-function run(phase: Phase, buffered: boolean): Promise<Outcome> {
+function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcome> {
   const started = Date.now();
   const logPath = join(logDir, `${phase.name.replaceAll(/[^A-Za-z0-9.-]+/g, '_')}.log`);
   const log = buffered ? createWriteStream(logPath) : undefined;
   if (buffered) console.log(`[npm test] ${phase.name}: started (output in ${logPath})`);
   return new Promise((resolve) => {
+    // Its own process group, so a stop reaches the test process and whatever it started.
     const child = spawn(phase.command, phase.args, {
       stdio: ['ignore', 'pipe', buffered ? 'pipe' : 'inherit'],
+      detached: true,
     });
     const counts = { passed: 0, failed: 0 };
     const output: Buffer[] = [];
     let tail = '';
+    let lastLine = '';
+    let stopped: string | undefined;
     const keep = (chunk: Buffer): void => {
       if (log) {
         log.write(chunk);
         output.push(chunk);
       } else process.stdout.write(chunk);
+      const lines = chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '');
+      lastLine = lines.at(-1) ?? lastLine;
     };
     child.stderr?.on('data', keep);
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -128,7 +167,43 @@ function run(phase: Phase, buffered: boolean): Promise<Outcome> {
       tail = lines.pop() ?? '';
       for (const line of lines) countTests(line, counts);
     });
-    child.on('close', (code) => {
+    const signalGroup = (signal: NodeJS.Signals): void => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+      } catch {
+        // already gone
+      }
+    };
+    let killTimer: NodeJS.Timeout | undefined;
+    const entry: Running = {
+      name: phase.name,
+      started,
+      lastLine: () => lastLine,
+      stop: (why) => {
+        if (stopped !== undefined) return;
+        stopped = why;
+        console.log(
+          `\n[npm test] ${phase.name}: STOPPING after ${((Date.now() - started) / 1000).toFixed(0)} s: ${why}`,
+        );
+        signalGroup('SIGTERM');
+        killTimer = setTimeout(() => signalGroup('SIGKILL'), 60_000);
+      },
+    };
+    running.add(entry);
+    const limit = limitSeconds(previous);
+    const limitTimer = phase.unlimited
+      ? undefined
+      : setTimeout(
+          () => entry.stop(`past its limit of ${limit.toFixed(0)} s (previous run: ${previous ?? 'none'} s)`),
+          limit * 1000,
+        );
+    let finished = false;
+    const finish = (code: number | null, signal: NodeJS.Signals | null): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(limitTimer);
+      clearTimeout(killTimer);
+      running.delete(entry);
       countTests(tail, counts);
       const seconds = (Date.now() - started) / 1000;
       if (log) {
@@ -136,20 +211,60 @@ function run(phase: Phase, buffered: boolean): Promise<Outcome> {
         process.stdout.write(`\n==== ${phase.name} ====\n`);
         process.stdout.write(Buffer.concat(output));
       }
-      console.log(
-        `\n[npm test] ${phase.name}: ${code === 0 ? 'ok' : `FAILED (exit ${code})`} in ${seconds.toFixed(0)} s\n`,
-      );
-      resolve({ name: phase.name, seconds, ok: code === 0, ...counts });
+      const ok = code === 0 && stopped === undefined;
+      const how =
+        stopped !== undefined ? `STOPPED (${stopped})` : ok ? 'ok' : `FAILED (exit ${code ?? signal})`;
+      console.log(`\n[npm test] ${phase.name}: ${how} in ${seconds.toFixed(0)} s\n`);
+      resolve({ name: phase.name, seconds, ok, ...counts, ...(stopped !== undefined ? { stopped } : {}) });
+    };
+    child.on('close', finish);
+    // A process the phase left behind may hold its pipes open: the phase is over when its own process exits
+    // (its last output given a few seconds to arrive).
+    child.on('exit', (code, signal) => {
+      setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(code, signal);
+      }, 5_000).unref();
     });
   });
 }
 
+const heartbeat = setInterval(() => {
+  if (running.size === 0) return;
+  const now = Date.now();
+  const lines = [...running].map(
+    (r) =>
+      `  ${r.name}: ${((now - r.started) / 1000).toFixed(0)} s; last line: ${r.lastLine().slice(0, 160)}`,
+  );
+  console.log(`[npm test] still running at ${((now - started) / 1000).toFixed(0)} s:\n${lines.join('\n')}`);
+}, heartbeatMs);
+heartbeat.unref();
+
+// The phases run in their own process groups, so a Ctrl-C of `npm test` reaches them through here.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const r of running) r.stop(`npm test got ${signal}`);
+    setTimeout(() => process.exit(signal === 'SIGINT' ? 130 : 143), 3_000).unref();
+  });
+}
+
+let pastDeadline = false;
+if (Number.isFinite(deadline)) {
+  setTimeout(
+    () => {
+      pastDeadline = true;
+      for (const r of running) r.stop('the run reached VMZONES_TEST_DEADLINE');
+    },
+    Math.max(0, deadline - Date.now()),
+  ).unref();
+}
+
 mkdirSync(logDir, { recursive: true });
-const started = Date.now();
 const outcomes: Outcome[] = [];
 let gatesPassed = true;
 for (const phase of gates) {
-  const outcome = await run(phase, false);
+  const outcome = await run(phase, false, previousDurations()[phase.name]);
   outcomes.push(outcome);
   if (!outcome.ok) {
     console.log(`[npm test] ${phase.name} failed: the phases after it are not run`);
@@ -165,20 +280,20 @@ if (gatesPassed) {
   let sandboxReady: Promise<boolean> = Promise.resolve(false);
   const lane = async (first?: Phase): Promise<void> => {
     if (first) {
-      const outcome = await run(first, lanes > 1);
+      const outcome = await run(first, lanes > 1, durations[first.name]);
       outcomes.push(outcome);
     }
     for (let phase = queue.shift(); phase !== undefined; phase = queue.shift()) {
-      if (phase.sandbox && !(await sandboxReady)) {
+      if (pastDeadline || (phase.sandbox && !(await sandboxReady))) {
         outcomes.push({ name: phase.name, seconds: 0, ok: false, passed: 0, failed: 0, notRun: true });
         continue;
       }
-      outcomes.push(await run(phase, lanes > 1));
+      outcomes.push(await run(phase, lanes > 1, durations[phase.name]));
     }
   };
   // Phases that don't need the sandbox go first while it builds.
   queue.sort((a, b) => Number(a.sandbox ?? false) - Number(b.sandbox ?? false));
-  const built = run(sandboxBuild, lanes > 1).then((outcome) => {
+  const built = run(sandboxBuild, lanes > 1, durations[sandboxBuild.name]).then((outcome) => {
     outcomes.push(outcome);
     if (!outcome.ok) console.log('[npm test] sandbox build failed: the sandbox phases are not run');
     return outcome.ok;
@@ -191,7 +306,7 @@ if (gatesPassed) {
   mkdirSync(dirname(durationsFile), { recursive: true });
   writeFileSync(
     durationsFile,
-    `${JSON.stringify(Object.fromEntries(outcomes.filter((o) => !o.notRun).map((o) => [o.name, Math.round(o.seconds)])), null, 2)}\n`,
+    `${JSON.stringify({ ...durations, ...Object.fromEntries(outcomes.filter((o) => !o.notRun && !o.stopped).map((o) => [o.name, Math.round(o.seconds)])) }, null, 2)}\n`,
   );
 }
 
@@ -201,7 +316,7 @@ console.log(`\n---- npm test: phases (${lanes} lane${lanes === 1 ? '' : 's'}) --
 for (const o of outcomes) {
   const counts = o.passed + o.failed > 0 ? `  (${o.passed} passed, ${o.failed} failed)` : '';
   console.log(
-    `${o.notRun ? 'NOT RUN' : o.ok ? 'ok     ' : 'FAILED '} ${o.seconds.toFixed(0).padStart(5)} s  ${o.name}${counts}`,
+    `${o.notRun ? 'NOT RUN' : o.stopped ? 'STOPPED' : o.ok ? 'ok     ' : 'FAILED '} ${o.seconds.toFixed(0).padStart(5)} s  ${o.name}${counts}`,
   );
 }
 console.log(

@@ -55,12 +55,17 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
     stopped ??= down(stateDir);
     return stopped;
   };
+  const starting = up({ ...options, stateDir });
+  // A signal while the sandbox starts waits for the start to end, so no daemon it spawns afterwards is left.
   const onSignal = (signal: NodeJS.Signals) => {
-    void stop().then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    void starting
+      .catch(() => undefined)
+      .then(stop)
+      .then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const state = await up({ ...options, stateDir });
+  const state = await starting;
   const kubectl = new Kubectl(state.binaries.kubectl, state.kubeconfig);
   return {
     state,
