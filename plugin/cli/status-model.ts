@@ -13,8 +13,9 @@ import {
   type StepPluginStatus,
 } from '../rollouts/rollout-object.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
+import { defaultZoneKind, type ZoneKindName } from '../vm/zone-kinds.ts';
 import type { ZoneAction } from '../zones/actions.ts';
-import { parseSpecDocument, specAnnotation, type ZoneSpecDocument } from '../zones/spec.ts';
+import { parseSpecDocument, specAnnotation, type ZoneSpecDocument, zoneWorkload } from '../zones/spec.ts';
 import { StateError, zoneState } from '../zones/state.ts';
 import { InputError } from './io.ts';
 import { classifyStep } from './walk-steps.ts';
@@ -89,6 +90,9 @@ export interface ZoneStatus {
   zone: string;
   /** The registered cluster of the zone's VMCluster; absent = the one `vmzones status` talks to. */
   cluster?: string;
+  /** The kind of the zone's object (docs/zone-kinds.md). */
+  kind: ZoneKindName;
+  /** The zone's object name (of `kind`); named vmcluster because VMCluster was the first kind. */
   vmcluster: string;
   namespace: string;
   /** Where the zone's walk stands: before it, in it (the Rollout's current step lies within its steps), after it;
@@ -130,11 +134,11 @@ export interface RolloutStatus {
 
 export interface StatusInput {
   rollout: unknown;
-  /** The spec document's VMClusters as read (a missing one is simply absent). */
-  vmclusters: readonly KubeObject[];
-  /** The same by zone: zones in different clusters may name the same namespace/VMCluster. */
+  /** The spec document's zone objects as read, of any zone kind (a missing one is simply absent). */
+  zoneObjects: readonly KubeObject[];
+  /** The same by zone: zones in different clusters may name the same namespace/name. */
   byZone?: Readonly<Record<string, KubeObject>>;
-  /** Why a zone's VMCluster could not be read (its cluster is unknown or does not answer). */
+  /** Why a zone's object could not be read (its cluster is unknown or does not answer). */
   zoneErrors?: Readonly<Record<string, string>>;
   analysisRuns: readonly unknown[];
   /** The zones the read balancer routes, or why it could not be read. */
@@ -285,7 +289,7 @@ export function buildStatus(input: StatusInput): RolloutStatus {
       .map((zone) => ({ zone, indices: [] })),
   ];
 
-  const states = deriveZoneStates({ rollouts: [input.rollout], vmclusters: input.vmclusters });
+  const states = deriveZoneStates({ rollouts: [input.rollout], zoneObjects: input.zoneObjects });
   problems.push(...states.problems);
   const runs = input.analysisRuns.flatMap((value) => {
     const parsed = analysisRunSchema.safeParse(value);
@@ -305,17 +309,25 @@ export function buildStatus(input: StatusInput): RolloutStatus {
   const outcome = outcomeOf(rollout, steps.length);
 
   const zones = all.map(({ zone, indices }): ZoneStatus => {
-    const vmcluster = spec.zones[zone]?.vmcluster ?? '';
-    const registered = spec.zones[zone]?.cluster;
+    const entry = spec.zones[zone];
+    const workload = entry === undefined ? undefined : zoneWorkload(entry);
+    const kind = workload?.kind ?? defaultZoneKind;
+    const vmcluster = workload?.name ?? '';
+    const registered = entry?.cluster;
     const cluster =
       input.byZone?.[zone] ??
       (input.byZone === undefined
-        ? input.vmclusters.find(
-            (c) => c.metadata.name === vmcluster && (c.metadata.namespace ?? namespace) === namespace,
+        ? input.zoneObjects.find(
+            (c) =>
+              (c.kind ?? defaultZoneKind.kind) === kind.kind &&
+              c.metadata.name === vmcluster &&
+              (c.metadata.namespace ?? namespace) === namespace,
           )
         : undefined);
     const zoneError = input.zoneErrors?.[zone];
-    const row = states.zones.find((r) => r.namespace === namespace && r.vmcluster === vmcluster);
+    const row = states.zones.find(
+      (r) => r.kind === kind.kind && r.namespace === namespace && r.vmcluster === vmcluster,
+    );
     const first = indices[0];
     const last = indices.at(-1);
     // Steps the Rollout ran for this zone, by the controller's record of this revision's step runs.
@@ -372,6 +384,7 @@ export function buildStatus(input: StatusInput): RolloutStatus {
     return {
       zone,
       ...(registered === undefined ? {} : { cluster: registered }),
+      kind: kind.kind,
       vmcluster,
       namespace,
       walk,
@@ -387,7 +400,7 @@ export function buildStatus(input: StatusInput): RolloutStatus {
       message:
         zoneError ??
         (cluster === undefined
-          ? `VMCluster ${namespace}/${vmcluster} does not exist${registered === undefined ? '' : ` in cluster ${registered}`}`
+          ? `${kind.kind} ${namespace}/${vmcluster} does not exist${registered === undefined ? '' : ` in cluster ${registered}`}`
           : message),
       notChangedBy,
     };

@@ -8,7 +8,7 @@ import type { RolloutStatus, ZoneStatus } from './status-model.ts';
 export interface TableOptions {
   /** Times (`since`) are shown as ages from this instant. */
   now: Date;
-  /** `-o wide`: VMCluster name, observed generation, lease revision, AnalysisRun, messages unshortened. */
+  /** `-o wide`: the zone's object (kind, namespace/name), observed generation, lease revision, AnalysisRun, messages unshortened. */
   wide?: boolean;
   /** Spinner frame for the current zone (--watch on a terminal); undefined draws none. */
   frame?: number;
@@ -120,7 +120,8 @@ export function formatStatusTable(status: RolloutStatus, options: TableOptions):
     ? [
         '',
         'ZONE',
-        'VMCLUSTER',
+        'KIND',
+        'OBJECT',
         'STEPS',
         'STATE',
         'SINCE',
@@ -139,6 +140,7 @@ export function formatStatusTable(status: RolloutStatus, options: TableOptions):
     const cells = {
       mark: marker(zone),
       zone: zone.zone,
+      kind: zone.kind,
       vmcluster: `${zone.cluster === undefined ? '' : `${zone.cluster}:`}${zone.namespace}/${zone.vmcluster}`,
       steps: progressCell(zone, options.frame),
       state: zone.state,
@@ -156,6 +158,7 @@ export function formatStatusTable(status: RolloutStatus, options: TableOptions):
       ? [
           cells.mark,
           cells.zone,
+          cells.kind,
           cells.vmcluster,
           cells.steps,
           cells.state,

@@ -55,7 +55,7 @@ export async function readStatus(
   const zoneNamespace = spec.namespace ?? namespace;
   const zoneErrors: Record<string, string> = {};
   const reads = readBalancerConfig(spec, zoneNamespace);
-  const [vmclusters, analysisRuns, routing] = await Promise.all([
+  const [zoneObjects, analysisRuns, routing] = await Promise.all([
     Promise.all(
       Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
         try {
@@ -84,10 +84,10 @@ export async function readStatus(
         (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
       ),
   ]);
-  const byZone = Object.fromEntries(vmclusters.filter((e): e is [string, KubeObject] => e[1] !== undefined));
+  const byZone = Object.fromEntries(zoneObjects.filter((e): e is [string, KubeObject] => e[1] !== undefined));
   return buildStatus({
     rollout: rolloutObject,
-    vmclusters: Object.values(byZone),
+    zoneObjects: Object.values(byZone),
     byZone,
     zoneErrors,
     analysisRuns,

@@ -8,7 +8,8 @@ import { zoneStateNames } from './zone-states.ts';
 
 export type ObserveRole = 'step' | 'metricprovider';
 
-const zoneLabels = ['namespace', 'vmcluster', 'zone', 'rollout'] as const;
+// `vmcluster` is the zone object's name whatever its kind (the first kind named it); `kind` says which kind.
+const zoneLabels = ['namespace', 'kind', 'vmcluster', 'zone', 'rollout'] as const;
 
 /** Buckets of the step and gate durations: a second to an hour. */
 const walkBuckets = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
@@ -149,6 +150,7 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
     for (const row of snapshot.zones) {
       const labels = {
         namespace: row.namespace,
+        kind: row.kind,
         vmcluster: row.vmcluster,
         zone: row.zone,
         rollout: row.rollout,

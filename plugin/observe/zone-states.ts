@@ -11,6 +11,7 @@ import {
   rolloutObjectSchema,
 } from '../rollouts/rollout-object.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from '../vm/vmcluster.ts';
+import { defaultZoneKind, type ZoneKindName, zoneKindOf } from '../vm/zone-kinds.ts';
 import { maintenanceOf } from '../zones/maintenance.ts';
 import { parseSpecDocument, specAnnotation, zoneWorkload } from '../zones/spec.ts';
 import {
@@ -38,6 +39,9 @@ const stepConfigSchema = z.object({ zone: z.string(), action: z.string() });
 
 export interface ZoneRow {
   namespace: string;
+  /** The kind of the zone's object (docs/zone-kinds.md). */
+  kind: ZoneKindName;
+  /** The zone's object name (of `kind`); named vmcluster because VMCluster was the first kind. */
   vmcluster: string;
   zone: string;
   /** `namespace/name` of the Rollout that holds the zone, else the one whose spec names it; '' if none. */
@@ -62,7 +66,8 @@ export interface ZoneRow {
 export interface ZoneStatesInput {
   /** Rollouts as listed (any shape: those that do not parse are reported in `problems`). */
   rollouts: readonly unknown[];
-  vmclusters: readonly KubeObject[];
+  /** The zones' objects as listed, of every zone kind (VMCluster, VMSingle, VLCluster). */
+  zoneObjects: readonly KubeObject[];
 }
 
 export interface ZoneStates {
@@ -76,9 +81,13 @@ interface Named {
   rollout: string;
 }
 
-const clusterKey = (namespace: string, name: string) => `${namespace}/${name}`;
+// `Kind/namespace/name`: a VMSingle and a VMCluster of one name in one namespace are two zones.
+const objectKey = (kind: ZoneKindName, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+const kindOf = (object: KubeObject): ZoneKindName => (zoneKindOf(object.kind) ?? defaultZoneKind).kind;
+const keyOf = (object: KubeObject) =>
+  objectKey(kindOf(object), object.metadata.namespace ?? '', object.metadata.name ?? '');
 
-/** Zones named by the Rollouts' spec documents, by VMCluster `namespace/name`. */
+/** Zones named by the Rollouts' spec documents, by `Kind/namespace/name` of their objects. */
 function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[]): Map<string, Named[]> {
   const named = new Map<string, Named[]>();
   for (const rollout of rollouts) {
@@ -88,7 +97,8 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
     try {
       const spec = parseSpecDocument(text);
       for (const [zone, entry] of Object.entries(spec.zones)) {
-        const key = clusterKey(spec.namespace ?? rollout.metadata.namespace, zoneWorkload(entry).name);
+        const { kind, name } = zoneWorkload(entry);
+        const key = objectKey(kind.kind, spec.namespace ?? rollout.metadata.namespace, name);
         named.set(key, [...(named.get(key) ?? []), { zone, rollout: id }]);
       }
     } catch (err) {
@@ -155,7 +165,7 @@ function vmclusterReadinessAt(readiness: VMClusterReadiness, generation: number)
   return (readiness.observedGeneration ?? 0) >= generation ? 'ready' : 'progressing';
 }
 
-/** Every zone a Rollout names or a VMCluster's annotations mention, sorted by namespace/vmcluster. */
+/** Every zone a Rollout names or a zone object's annotations mention, sorted by kind, namespace and name. */
 export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
   const problems: string[] = [];
   const rollouts: RolloutObject[] = [];
@@ -166,11 +176,9 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
   }
   const byId = new Map(rollouts.map((r) => [`${r.metadata.namespace}/${r.metadata.name}`, r]));
   const named = zonesFromRollouts(rollouts, problems);
-  const clusters = new Map(
-    input.vmclusters.map((c) => [clusterKey(c.metadata.namespace ?? '', c.metadata.name ?? ''), c]),
-  );
+  const clusters = new Map(input.zoneObjects.map((c) => [keyOf(c), c]));
   const maintained = new Map(
-    maintenanceOf(input.vmclusters).map((m) => [clusterKey(m.namespace, m.vmcluster), m]),
+    input.zoneObjects.flatMap((object) => maintenanceOf([object]).map((m) => [keyOf(object), m] as const)),
   );
 
   const keys = new Set([...named.keys()]);
@@ -181,12 +189,14 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
 
   const zones: ZoneRow[] = [];
   for (const key of [...keys].sort()) {
-    const [namespace = '', vmcluster = ''] = key.split('/');
+    const [kindName = '', namespace = '', vmcluster = ''] = key.split('/');
+    const kind = (zoneKindOf(kindName) ?? defaultZoneKind).kind;
     const names = named.get(key) ?? [];
     const cluster = clusters.get(key);
     const referencing = [...new Set(names.map((n) => n.rollout))].sort();
     const base = {
       namespace,
+      kind,
       vmcluster,
       rollouts: referencing,
       lease: undefined,
@@ -202,7 +212,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
         state: 'unknown',
         maintenance: false,
         since: undefined,
-        reason: `VMCluster ${key} does not exist`,
+        reason: `${kind} ${namespace}/${vmcluster} does not exist`,
       });
       continue;
     }

@@ -36,7 +36,7 @@ const routing = { routed: ['zone-a', 'zone-c', 'zone-d'] };
 function status(options: RolloutFixture = {}, clusters = vmclusters()): RolloutStatus {
   return buildStatus({
     rollout: rollout(options),
-    vmclusters: clusters,
+    zoneObjects: clusters,
     analysisRuns: analysisRuns(),
     routing,
   });
@@ -131,15 +131,15 @@ test('the table: a header line, aligned columns, the walked zone marked with its
   assert.doesNotMatch(formatStatusTable(status(), { now }), /gate [|/\\-]/, 'no spinner without a frame');
 });
 
-test('-o wide adds the VMCluster, observed generation, lease revision and AnalysisRun; the table is cut to the terminal', () => {
+test('-o wide adds the zone’s object kind and name, observed generation, lease revision and AnalysisRun; the table is cut to the terminal', () => {
   const wide = formatStatusTable(status(), { now, wide: true, columns: 40 });
   assert.match(
     wide,
-    /^ +ZONE +VMCLUSTER +STEPS +STATE +SINCE +GEN +OBSERVED +UPDATE +ROUTED +LEASE +GATE +ANALYSISRUN +MESSAGE$/m,
+    /^ +ZONE +KIND +OBJECT +STEPS +STATE +SINCE +GEN +OBSERVED +UPDATE +ROUTED +LEASE +GATE +ANALYSISRUN +MESSAGE$/m,
   );
   assert.match(
     wide,
-    /^>> +zone-b +vm\/vm-zone-b .* walk@rev2 +Running 12\.5KiB 1\/3 +walk-rev2-6 +zone zone-b: applied 1 field\(s\), generation 5$/m,
+    /^>> +zone-b +VMCluster +vm\/vm-zone-b .* walk@rev2 +Running 12\.5KiB 1\/3 +walk-rev2-6 +zone zone-b: applied 1 field\(s\), generation 5$/m,
   );
   const narrow = formatStatusTable(status(), { now, columns: 40 });
   for (const line of narrow.split('\n')) assert.ok(line.length <= 40, line);
@@ -197,7 +197,7 @@ test('the walk’s end: Healthy at the new revision 0, aborted or Degraded 1, Pa
   );
   const unseen = rollout({ currentStepIndex: 12, phase: 'Healthy', stableRS: 'rev2' });
   unseen.metadata.generation = 5; // just applied: the controller still reports generation 4
-  const stale = buildStatus({ rollout: unseen, vmclusters: vmclusters(), analysisRuns: [], routing });
+  const stale = buildStatus({ rollout: unseen, zoneObjects: vmclusters(), analysisRuns: [], routing });
   assert.equal(walkExitCode(stale), undefined, 'a Healthy the controller wrote before the new spec');
 });
 
@@ -206,7 +206,7 @@ test('a missing VMCluster, a malformed annotation and unreadable routing are sho
   clusters[0] = vmcluster('vm-zone-a', 3, { 'vmzones.io/maintenance': '{not json' });
   const s = buildStatus({
     rollout: rollout(),
-    vmclusters: clusters,
+    zoneObjects: clusters,
     analysisRuns: [],
     routing: { error: 'reading VMUser vm/vmauth-read: HTTP 403: forbidden' },
   });
@@ -369,4 +369,39 @@ test('readStatus reads a zone in a registered cluster there, and names a cluster
   assert.equal(c?.state, 'unknown');
   assert.match(c?.message ?? '', /cluster "eu-gone" is not registered/);
   assert.match(formatStatusTable(s, { now, wide: true }), /eu-b:vm\/vm-zone-b/);
+});
+
+test('readStatus shows a VMSingle zone by its name and kind, and names a missing VLCluster by its kind', async () => {
+  const kube = new MemoryKube();
+  const object = rollout();
+  const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
+    .template;
+  template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
+    ...specDocument,
+    zones: {
+      ...specDocument.zones,
+      'zone-b': { vmsingle: 'vm-zone-b' },
+      'zone-c': { vlcluster: 'vm-zone-c' },
+    },
+  });
+  kube.put(object).put(vmuser());
+  // zone-b's object is a VMSingle with zone-b's lease and maintenance; a VMCluster of the same name holds nothing.
+  const single = vmclusters().find((c) => c.metadata.name === 'vm-zone-b');
+  assert.ok(single);
+  kube.put({ ...single, kind: 'VMSingle' });
+  kube.put(vmcluster('vm-zone-b', 9));
+  for (const c of vmclusters()) if (!['vm-zone-b', 'vm-zone-c'].includes(c.metadata.name ?? '')) kube.put(c);
+  for (const r of analysisRuns()) kube.put(r);
+
+  const s = await readStatus(kube, 'vm', 'walk');
+  const b = s.zones.find((z) => z.zone === 'zone-b');
+  assert.equal(b?.kind, 'VMSingle');
+  assert.equal(b?.vmcluster, 'vm-zone-b');
+  assert.equal(b?.state, 'waiting-gate', 'the VMSingle’s annotations, not the VMCluster’s of the same name');
+  assert.equal(b?.generation, 5);
+  const c = s.zones.find((z) => z.zone === 'zone-c');
+  assert.equal(c?.kind, 'VLCluster');
+  assert.equal(c?.state, 'unknown');
+  assert.equal(c?.message, 'VLCluster vm/vm-zone-c does not exist');
+  assert.match(formatStatusTable(s, { now, wide: true }), /zone-b +VMSingle +vm\/vm-zone-b /);
 });

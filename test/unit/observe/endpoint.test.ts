@@ -9,6 +9,7 @@ import { countedKube } from '../../../plugin/observe/kube-metrics.ts';
 import { createMetrics, registerZoneMetrics } from '../../../plugin/observe/metrics.ts';
 import { createObserveApp, listen } from '../../../plugin/observe/server.ts';
 import { ZoneSnapshots } from '../../../plugin/observe/zone-snapshot.ts';
+import { specAnnotation } from '../../../plugin/zones/spec.ts';
 import { MemoryKube } from '../gates/memory-kube.ts';
 import { rollout, vmcluster } from './zone-fixtures.ts';
 
@@ -72,6 +73,54 @@ test('/metrics exports maintenance and state per zone from Kubernetes, with the 
     sample(page.text, 'vmzones_kube_api_requests_total', { verb: 'list', resource: 'VMCluster' }),
     1,
   );
+});
+
+test('every zone kind is listed: a VMSingle zone is exported with its kind; a kind without CRD is no problem, one that may not be listed is named', async () => {
+  const object = rollout({ zones: ['zone-a', 'zone-b'] });
+  const template = object.spec as { template: { metadata: { annotations: Record<string, string> } } };
+  const annotations = template.template.metadata.annotations;
+  annotations[specAnnotation] = (annotations[specAnnotation] ?? '').replace(
+    'zone-b: {vmcluster: vm-zone-b}',
+    'zone-b: {vmsingle: vm-zone-b}',
+  );
+  const kube = new MemoryKube()
+    .put(object)
+    .put(vmcluster('zone-a'))
+    .put({ ...vmcluster('zone-b', { drained: true }), kind: 'VMSingle' });
+  kube.failNext.set(
+    'VLCluster',
+    new KubeError('notFound', 'the server could not find the requested resource', 404),
+  );
+  const { get } = await serve(kube, { ms: Date.now() });
+  const page = await get('/metrics');
+  const b = { kind: 'VMSingle', vmcluster: 'vm-zone-b', zone: 'zone-b' };
+  assert.equal(sample(page.text, 'vmzones_zone_maintenance', b), 1);
+  assert.equal(sample(page.text, 'vmzones_zone_state', { ...b, state: 'drained' }), 1);
+  assert.equal(sample(page.text, 'vmzones_zone_maintenance', { kind: 'VMCluster', zone: 'zone-a' }), 0);
+  assert.match(page.text, /\nvmzones_zone_snapshot_success\{role="step"\} 1\n/);
+  for (const kind of ['Rollout', 'VMCluster', 'VMSingle', 'VLCluster'])
+    assert.equal(kube.reads.filter((r) => r.startsWith(`list ${kind} `)).length, 1, kind);
+  const healthy = JSON.parse((await get('/status')).text) as { problems: string[] };
+  assert.deepEqual(healthy.problems, [], 'a zone kind whose CRD is not installed holds no zones');
+
+  const denied = new MemoryKube().put(object).put(vmcluster('zone-a'));
+  denied.failNext.set(
+    'VMSingle',
+    new KubeError('forbidden', 'listing VMSingle in all namespaces: HTTP 403', 403),
+  );
+  const other = await serve(denied, { ms: Date.now() });
+  const partial = await other.get('/metrics');
+  assert.match(partial.text, /\nvmzones_zone_snapshot_success\{role="step"\} 1\n/);
+  assert.equal(sample(partial.text, 'vmzones_zone_maintenance', { kind: 'VMCluster', zone: 'zone-a' }), 0);
+  const body = JSON.parse((await other.get('/status')).text) as {
+    problems: string[];
+    zones: { zone: string; state: string; reason: string }[];
+  };
+  assert.ok(
+    body.problems.some((p) => p.startsWith('listing vmsingles: ') && p.includes('HTTP 403')),
+    body.problems.join('; '),
+  );
+  assert.equal(body.zones.find((z) => z.zone === 'zone-b')?.state, 'unknown');
 });
 
 test('scrapes within the TTL share one listing; after it a new listing sees the change', async () => {

@@ -14,7 +14,7 @@ function zoneA(rows: ZoneRow[]): ZoneRow {
 test('a zone named by a Rollout and without annotations is serving, not in maintenance', () => {
   const { zones, problems } = deriveZoneStates({
     rollouts: [rollout()],
-    vmclusters: [vmcluster('zone-a'), vmcluster('zone-b')],
+    zoneObjects: [vmcluster('zone-a'), vmcluster('zone-b')],
   });
   assert.deepEqual(problems, []);
   assert.deepEqual(
@@ -28,7 +28,7 @@ test('a zone named by a Rollout and without annotations is serving, not in maint
 
 test('drained: leased and in maintenance, no change applied yet', () => {
   const row = zoneA(
-    deriveZoneStates({ rollouts: [rollout()], vmclusters: [vmcluster('zone-a', { drained: true })] }).zones,
+    deriveZoneStates({ rollouts: [rollout()], zoneObjects: [vmcluster('zone-a', { drained: true })] }).zones,
   );
   assert.equal(row.state, 'drained');
   assert.equal(row.maintenance, true);
@@ -44,16 +44,16 @@ test('applying while the VMCluster has not reached the applied generation, waiti
     observedGeneration: 1,
   });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [applying] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [applying] }).zones).state,
     'applying',
   );
   const expanding = vmcluster('zone-a', { drained: true, applied: {}, operational: false });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [expanding] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [expanding] }).zones).state,
     'applying',
   );
   const ready = vmcluster('zone-a', { drained: true, applied: { generation: 2 }, generation: 2 });
-  const row = zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [ready] }).zones);
+  const row = zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [ready] }).zones);
   assert.equal(row.state, 'waiting-gate');
   assert.equal(row.since, '2026-12-01T10:01:00Z');
   assert.equal(row.maintenance, true);
@@ -64,18 +64,18 @@ test("restoring while the holder Rollout's current step is restoreReads of that 
   const steps = [step('zone-a', 'drainReads'), step('zone-a', 'apply'), {}, step('zone-a', 'restoreReads')];
   const atRestore = rollout({ steps, currentStepIndex: 3 });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [atRestore], vmclusters: [ready] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [atRestore], zoneObjects: [ready] }).zones).state,
     'restoring',
   );
   const atGate = rollout({ steps, currentStepIndex: 2 });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [atGate], vmclusters: [ready] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [atGate], zoneObjects: [ready] }).zones).state,
     'waiting-gate',
   );
   // The same step of another zone says nothing about zone-a.
   const other = rollout({ steps: [step('zone-b', 'restoreReads')], currentStepIndex: 0 });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [other], vmclusters: [ready] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [other], zoneObjects: [ready] }).zones).state,
     'waiting-gate',
   );
 });
@@ -86,22 +86,22 @@ test('rolling-back while a handed-over rollback is requested or reverted but not
     applied: { phase: 'requested', requestedAt: '2026-12-01T10:05:01Z' },
     handoff: {},
   });
-  const row = zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [requested] }).zones);
+  const row = zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [requested] }).zones);
   assert.equal(row.state, 'rolling-back');
   assert.equal(row.since, '2026-12-01T10:05:01Z');
   assert.equal(row.maintenance, true);
   const reverting = vmcluster('zone-a', { applied: { phase: 'reverted' }, handoff: {}, operational: false });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [reverting] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [reverting] }).zones).state,
     'rolling-back',
   );
   const reverted = vmcluster('zone-a', { applied: { phase: 'reverted' }, handoff: {} });
   assert.equal(
-    zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [reverted] }).zones).state,
+    zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [reverted] }).zones).state,
     'restoring',
   );
   const terminated = vmcluster('zone-a', { drained: true, handoff: { rollback: false, by: 'Terminate' } });
-  const restoring = zoneA(deriveZoneStates({ rollouts: [rollout()], vmclusters: [terminated] }).zones);
+  const restoring = zoneA(deriveZoneStates({ rollouts: [rollout()], zoneObjects: [terminated] }).zones);
   assert.equal(restoring.state, 'restoring');
   assert.equal(restoring.maintenance, true);
 });
@@ -109,7 +109,7 @@ test('rolling-back while a handed-over rollback is requested or reverted but not
 test('a zone that only its annotations name is still listed; a VMCluster without vmzones annotations is not', () => {
   const { zones } = deriveZoneStates({
     rollouts: [],
-    vmclusters: [vmcluster('zone-a', { drained: true }), vmcluster('zone-c')],
+    zoneObjects: [vmcluster('zone-a', { drained: true }), vmcluster('zone-c')],
   });
   assert.deepEqual(
     zones.map((z) => [z.vmcluster, z.zone, z.rollout, z.state]),
@@ -119,7 +119,7 @@ test('a zone that only its annotations name is still listed; a VMCluster without
 
 test('a malformed maintenance annotation is unknown and still counts as maintenance; a missing VMCluster is unknown', () => {
   const broken = vmcluster('zone-a', { annotations: { [maintenanceAnnotation]: '{not json' } });
-  const { zones } = deriveZoneStates({ rollouts: [rollout()], vmclusters: [broken] });
+  const { zones } = deriveZoneStates({ rollouts: [rollout()], zoneObjects: [broken] });
   const row = zoneA(zones);
   assert.equal(row.state, 'unknown');
   assert.equal(row.maintenance, true);
@@ -135,7 +135,7 @@ test('a Rollout whose spec document is invalid is a problem naming it, and its z
   (
     bad.spec as { template: { metadata: { annotations: Record<string, string> } } }
   ).template.metadata.annotations['vmzones.io/spec'] = 'zones: {}';
-  const { zones, problems } = deriveZoneStates({ rollouts: [bad], vmclusters: [vmcluster('zone-a')] });
+  const { zones, problems } = deriveZoneStates({ rollouts: [bad], zoneObjects: [vmcluster('zone-a')] });
   assert.deepEqual(zones, []);
   assert.equal(problems.length, 1);
   assert.match(problems[0] ?? '', /^Rollout vm\/walk: its vmzones.io\/spec cannot be read/);
