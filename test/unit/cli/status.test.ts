@@ -33,6 +33,18 @@ import {
 
 const routing = { routed: ['zone-a', 'zone-c', 'zone-d'] };
 
+/** The fixture Rollout with some zones of its spec document replaced. */
+function rolloutWithZones(zones: Record<string, Record<string, string>>): ReturnType<typeof rollout> {
+  const object = rollout();
+  const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
+    .template;
+  template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
+    ...specDocument,
+    zones: { ...specDocument.zones, ...zones },
+  });
+  return object;
+}
+
 function status(options: RolloutFixture = {}, clusters = vmclusters()): RolloutStatus {
   return buildStatus({
     rollout: rollout(options),
@@ -340,16 +352,9 @@ test('a Rollout without a spec document ends --watch at once with one line, rath
 test('readStatus reads a zone in a registered cluster there, and names a cluster it cannot reach', async () => {
   const hub = new MemoryKube();
   const remote = new MemoryKube();
-  const object = rollout();
-  const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
-    .template;
-  template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
-    ...specDocument,
-    zones: {
-      ...specDocument.zones,
-      'zone-b': { cluster: 'eu-b', vmcluster: 'vm-zone-b' },
-      'zone-c': { cluster: 'eu-gone', vmcluster: 'vm-zone-c' },
-    },
+  const object = rolloutWithZones({
+    'zone-b': { cluster: 'eu-b', vmcluster: 'vm-zone-b' },
+    'zone-c': { cluster: 'eu-gone', vmcluster: 'vm-zone-c' },
   });
   hub.put(object).put(vmuser());
   for (const c of vmclusters()) (c.metadata.name === 'vm-zone-b' ? remote : hub).put(c);
@@ -373,16 +378,9 @@ test('readStatus reads a zone in a registered cluster there, and names a cluster
 
 test('readStatus shows a VMSingle zone by its name and kind, and names a missing VLCluster by its kind', async () => {
   const kube = new MemoryKube();
-  const object = rollout();
-  const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
-    .template;
-  template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
-    ...specDocument,
-    zones: {
-      ...specDocument.zones,
-      'zone-b': { vmsingle: 'vm-zone-b' },
-      'zone-c': { vlcluster: 'vm-zone-c' },
-    },
+  const object = rolloutWithZones({
+    'zone-b': { vmsingle: 'vm-zone-b' },
+    'zone-c': { vlcluster: 'vm-zone-c' },
   });
   kube.put(object).put(vmuser());
   // zone-b's object is a VMSingle with zone-b's lease and maintenance; a VMCluster of the same name holds nothing.
