@@ -39,9 +39,16 @@ export async function gitopsDemo(options: { keep: boolean }): Promise<number> {
     await sandbox.kubectl.apply([applicationObject(repo.url)]);
     say(`app repository ${repo.url} (working clone ${repo.work}); Application victoria-metrics created`);
     const app = () => api.application('victoria-metrics');
+    const syncDeadline = Date.now() + 5 * 60_000;
     for (;;) {
       const a = await app();
       if (a.status?.sync?.status === 'Synced' && a.status.health?.status === 'Healthy') break;
+      if (Date.now() > syncDeadline) {
+        throw new Error(
+          `the first sync did not end Synced and Healthy within 5 minutes: ${a.status?.sync?.status}/` +
+            `${a.status?.health?.status}${a.status?.health?.message ? ` (${a.status.health.message})` : ''}`,
+        );
+      }
       await sleep(2000);
     }
     say('first sync done: Synced, Healthy');
