@@ -5,7 +5,16 @@
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -363,6 +372,7 @@ export function buildAll(): BuiltBinaries {
   for (const target of targets) {
     const out = binaryPath(target);
     if (!existsSync(out)) buildTarget(target, out);
+    else touch(out);
     built[target.name] = out;
   }
   const debian = ensureDebianVictoriaMetrics();
@@ -375,14 +385,28 @@ export function buildAll(): BuiltBinaries {
   };
 }
 
-/** Binaries of older keys are left behind by version bumps; remove all but the current ones. */
+// A binary's mtime is when a build last used it: another checkout on the machine (a branch, a worktree, a clean
+// clone running CI) may use other keys of the same target right now.
+function touch(path: string): void {
+  const now = new Date();
+  try {
+    utimesSync(path, now, now);
+  } catch {
+    // read-only cache: the binary is still usable
+  }
+}
+
+const unusedFor = 2 * 24 * 3600_000;
+
+/** Binaries of older keys are left behind by version bumps; remove those no build has used for two days. */
 export function pruneCache(): void {
   const binDir = join(cacheDir(), 'bin');
   if (!existsSync(binDir)) return;
   const keep = new Set(targets.map((t) => binaryPath(t)));
   for (const name of readdirSync(binDir)) {
     const path = join(binDir, name);
-    if (!keep.has(path) && statSync(path).isFile()) rmSync(path);
+    const stat = statSync(path);
+    if (!keep.has(path) && stat.isFile() && Date.now() - stat.mtimeMs > unusedFor) rmSync(path);
   }
 }
 
