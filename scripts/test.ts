@@ -9,7 +9,8 @@
 // runs even after a failure; the exit code is non-zero when any failed.
 //
 // Nothing can hang the run silently: every 5 minutes the runner prints which phases are running, for how long,
-// and the last line each printed; a node test that runs past 20 minutes fails (node's --test-timeout); a phase
+// and the last line each printed; a node test that runs past 20 minutes fails (node's --test-timeout), a file
+// whose tests have ended exits (--test-force-exit) even with a handle left open; a phase
 // that runs past its limit (2.5 times its previous duration, at least 15 and at most 40 minutes) is stopped
 // (SIGTERM to its process group, so its sandbox goes down; SIGKILL a minute later) and counted failed, its output
 // so far printed; and at `VMZONES_TEST_DEADLINE` (epoch seconds; `.ci/run` sets it inside CI's time limit) the
@@ -84,7 +85,16 @@ function testFiles(dir: string): string[] {
 const nodeTest = (file: string): Phase => ({
   name: file,
   command: node,
-  args: ['--test', '--test-concurrency=1', `--test-timeout=${testTimeoutMs}`, '--test-reporter=spec', file],
+  // --test-force-exit: a file whose tests have all ended exits even if a handle (a socket, a timer, a child's
+  // pipe) would keep its event loop alive — without it such a file waits forever after its last test.
+  args: [
+    '--test',
+    '--test-concurrency=1',
+    `--test-timeout=${testTimeoutMs}`,
+    '--test-force-exit',
+    '--test-reporter=spec',
+    file,
+  ],
   sandbox: true,
 });
 
