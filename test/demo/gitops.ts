@@ -6,7 +6,14 @@ import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { applicationObject, createAppRepo } from '../e2e/gitops/app-repo.ts';
 import { ArgoCdApi } from '../e2e/gitops/argocd-api.ts';
-import { ns, rolloutState, routedZones, sandboxKube, startReadProber } from '../e2e/step/harness.ts';
+import {
+  ns,
+  pluginStatuses,
+  rolloutState,
+  routedZones,
+  sandboxKube,
+  startReadProber,
+} from '../e2e/step/harness.ts';
 import { argocdAdmin } from '../sandbox/argocd.ts';
 import { startSandbox } from '../sandbox/helper.ts';
 import { readUser, vmauthName } from '../sandbox/manifests.ts';
@@ -53,6 +60,9 @@ export async function gitopsDemo(options: { keep: boolean }): Promise<number> {
     }
     say('first sync done: Synced, Healthy');
 
+    // The walk is over when the Rollout is Healthy on a new revision and Argo CD has synced the commit: Argo CD
+    // shows the commit as its revision as soon as it compares it (OutOfSync), before it applies it.
+    const before = (await rolloutState(kube, 'victoria-metrics')).status.currentPodHash;
     repo.editSpec((spec) => {
       spec.overrideSpec = { vmselect: { extraArgs: { 'search.maxQueryDuration': '45s' } } };
     });
@@ -73,10 +83,14 @@ export async function gitopsDemo(options: { keep: boolean }): Promise<number> {
       const rollout = await rolloutState(kube, 'victoria-metrics');
       const health = await api.health('victoria-metrics', 'Rollout', 'victoria-metrics');
       const routed = await routedZones(kube).catch(() => []);
+      const step = rollout.status.currentStepIndex;
+      const stepMessage = pluginStatuses(rollout)
+        .filter((s) => s.index === step)
+        .at(-1)?.message;
       const line =
         `Argo CD: ${a.status?.sync?.status}/${a.status?.health?.status} at ${a.status?.sync?.revision?.slice(0, 7)}` +
-        ` | Rollout ${health?.status}${health?.message ? ` (${health.message})` : ''} step ${rollout.status.currentStepIndex}` +
-        ` | reads routed to ${routed.join(', ') || 'none'}`;
+        ` | Rollout ${health?.status}${health?.message ? ` (${health.message})` : ''} step ${step}` +
+        `${stepMessage ? ` (${stepMessage.slice(0, 110)})` : ''} | reads routed to ${routed.join(', ') || 'none'}`;
       if (line !== last)
         say(`${line} | queries ${prober.figures.sent} sent, ${prober.figures.failed} failed`);
       last = line;
@@ -87,8 +101,10 @@ export async function gitopsDemo(options: { keep: boolean }): Promise<number> {
       }
       if (
         rollout.status.phase === 'Healthy' &&
+        rollout.status.currentPodHash !== before &&
         rollout.status.stableRS === rollout.status.currentPodHash &&
         a.status?.sync?.revision === commit &&
+        a.status.sync.status === 'Synced' &&
         a.status.health?.status === 'Healthy'
       ) {
         break;

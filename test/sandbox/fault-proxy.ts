@@ -15,6 +15,7 @@ import { Agent, createServer as createHttpsServer, request as httpsRequest } fro
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { seededRandom } from '../fixtures/seeded-random.ts';
+import { fetchFrom } from './http.ts';
 
 export const faultKinds = ['status500', 'status503', 'status429', 'status409', 'hang', 'reset'] as const;
 export type FaultKind = (typeof faultKinds)[number];
@@ -479,12 +480,16 @@ export class FaultControl {
     this.#url = controlUrl;
   }
   async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${this.#url}${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-    });
+    const response = await fetchFrom(
+      `the fault proxy's control API (${method} ${path})`,
+      `${this.#url}${path}`,
+      {
+        method,
+        ...(body === undefined
+          ? {}
+          : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      },
+    );
     const text = await response.text();
     if (!response.ok) throw new Error(`fault proxy ${method} ${path}: HTTP ${response.status}: ${text}`);
     return JSON.parse(text) as T;

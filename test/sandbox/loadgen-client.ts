@@ -1,6 +1,7 @@
 // Reading the load generator's sample stream back (test/sandbox/loadgen.ts): its /status figures, and which
 // sequence numbers of series 0 a zone holds. Shared by the smoke test, the e2e tests and the benchmark.
 
+import { fetchFrom } from './http.ts';
 import type { SandboxState } from './sandbox.ts';
 
 /** The load generator's /status (the fields the tests read). */
@@ -13,14 +14,14 @@ export interface LoadgenStatus {
 export async function loadgenStatus(sandbox: { state: SandboxState }): Promise<LoadgenStatus> {
   const url = sandbox.state.loadgenUrl;
   if (url === undefined) throw new Error('the sandbox has no load generator');
-  return (await (await fetch(url)).json()) as LoadgenStatus;
+  return (await (await fetchFrom('the load generator', url)).json()) as LoadgenStatus;
 }
 
 /** The sequence numbers of series 0 stored in the zone at `zoneUrl` (its export API). */
 export async function exportedSeqs(zoneUrl: string, timeoutMs?: number): Promise<Set<number>> {
   const url = `${zoneUrl}/api/v1/export?match[]=${encodeURIComponent('vmzones_sandbox_seq{series="0"}')}`;
   const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
-  const text = await (await fetch(url, { signal })).text();
+  const text = await (await fetchFrom('a zone’s export API', url, signal ? { signal } : {})).text();
   const seqs = new Set<number>();
   for (const line of text.split('\n').filter(Boolean)) {
     for (const v of (JSON.parse(line) as { values: number[] }).values) seqs.add(v);

@@ -44,6 +44,7 @@ const scenario = scenarioFilter(
   'crashes.test.ts',
   ['controller-kill', 'plugin-kill-in-action', 'vmauth-restart', 'abort-crash-edit'],
   ['controller-kill', 'plugin-kill-in-action', 'vmauth-restart', 'abort-crash-edit'],
+  () => sandbox,
 );
 
 let sandbox: Sandbox | undefined;

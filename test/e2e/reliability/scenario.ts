@@ -10,6 +10,7 @@ import type { ProxyStats } from '../../sandbox/fault-proxy.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import { isAlive, tailLog } from '../../sandbox/processes.ts';
 import {
   eventually,
   type RolloutState,
@@ -47,9 +48,32 @@ export async function withSandbox<T>(run: (scene: Scene) => Promise<T>): Promise
   const sandbox = await startSandbox({ zones: 3, podRestartSeconds: 2, plugin: true, faultProxy: true });
   try {
     return await run({ sandbox, kube: sandboxKube(sandbox) });
+  } catch (error) {
+    reportDaemons(sandbox);
+    throw error;
   } finally {
+    await stopProbes();
     await sandbox.stop();
   }
+}
+
+/** After a failed scenario: which daemons still run, and the last lines of their logs (CI shows only output). */
+export function reportDaemons(sandbox: Sandbox): void {
+  const lines = ['[reliability] the scenario failed; the sandbox’s daemons:'];
+  for (const d of sandbox.state.daemons) {
+    lines.push(`--- ${d.name} (pid ${d.pid}, ${isAlive(d.pid) ? 'running' : 'NOT RUNNING'}): ${d.log}`);
+    lines.push(tailLog(d.log, 8));
+  }
+  process.stderr.write(`${lines.join('\n')}\n`);
+}
+
+/** Probes a failed scenario left running: stopped before its sandbox goes down, so nothing polls a dead port. */
+const running = new Set<() => Promise<unknown>>();
+
+export async function stopProbes(): Promise<void> {
+  const stops = [...running];
+  running.clear();
+  await Promise.all(stops.map((stop) => stop().catch(() => undefined)));
 }
 
 /** The first revision (the controller runs no steps for it) and the spec values every zone starts from. */
@@ -74,11 +98,14 @@ export async function measure(scene: Scene) {
   const loadgen = await loadgenStatus(scene.sandbox);
   const prober = startReadProber(scene.sandbox.endpoint('VMAuth', vmauthName).url, readUser);
   const watcher = startRoutingWatcher(scene.kube, zones);
+  const stop = () => Promise.all([prober.stop(), watcher.stop()]);
+  running.add(stop);
   return {
     started,
     /** Reads failed so far (live). */
     failedReads: () => prober.figures.failed,
     async finish() {
+      running.delete(stop);
       const reads = await prober.stop();
       const routing = await watcher.stop();
       const to = (await loadgenStatus(scene.sandbox)).lastSeq - 3;
@@ -219,7 +246,13 @@ export function assertZeros(row: Row, expected: string): void {
  * Registers the scenarios `VMZONES_RELIABILITY` names (default: `defaults`); the others are not registered at all
  * (never counted as passed), and the file says which ran.
  */
-export function scenarioFilter(file: string, all: readonly string[], defaults: readonly string[]) {
+/** `shared`: the sandbox the file's scenarios share, reported when one fails (withSandbox reports its own). */
+export function scenarioFilter(
+  file: string,
+  all: readonly string[],
+  defaults: readonly string[],
+  shared?: () => Sandbox | undefined,
+) {
   const chosen = new Set(
     (process.env.VMZONES_RELIABILITY ?? defaults.join(','))
       .split(',')
@@ -230,6 +263,17 @@ export function scenarioFilter(file: string, all: readonly string[], defaults: r
     `[reliability] ${file}: scenarios ${[...chosen].join(', ') || 'none'} (all: ${all.join(', ')})`,
   );
   return (key: string, name: string, body: () => Promise<void>) => {
-    if (chosen.has(key)) test(name, body);
+    if (!chosen.has(key)) return;
+    test(name, async () => {
+      try {
+        await body();
+      } catch (error) {
+        const sandbox = shared?.();
+        if (sandbox !== undefined) reportDaemons(sandbox);
+        throw error;
+      } finally {
+        await stopProbes(); // a failed scenario's probes must not run on into the next one
+      }
+    });
   };
 }
