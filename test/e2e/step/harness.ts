@@ -17,6 +17,7 @@ import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import { eventually as waitUntil } from '../../sandbox/eventually.ts';
 import type { Sandbox } from '../../sandbox/helper.ts';
+import { fetchFrom } from '../../sandbox/http.ts';
 import { type DaemonRecord, startDaemon } from '../../sandbox/processes.ts';
 
 export const ns = 'vm';
@@ -187,7 +188,7 @@ export interface ReadFigures {
 }
 
 async function backendErrorCount(vmauthUrl: string, username: string | undefined): Promise<number> {
-  const text = await (await fetch(`${vmauthUrl}/metrics`)).text();
+  const text = await (await fetchFrom('vmauth’s /metrics', `${vmauthUrl}/metrics`)).text();
   const prefix =
     username === undefined
       ? 'vmauth_unauthorized_user_request_backend_errors_total'
