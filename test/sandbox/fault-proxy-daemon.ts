@@ -16,6 +16,16 @@ if (!values.upstream || !values.pki || !values.port || !values['control-port']) 
   process.stderr.write('usage: fault-proxy-daemon.ts --upstream URL --pki DIR --port N --control-port M\n');
   process.exit(2);
 }
+// One connection's failure must not end the proxy (every plugin request of the sandbox goes through it): it is
+// logged with its stack, for the test that sees its effect, and the proxy goes on.
+process.on('uncaughtException', (error) => {
+  process.stderr.write(`fault proxy: uncaught ${error.stack ?? String(error)}\n`);
+});
+process.on('unhandledRejection', (reason) => {
+  process.stderr.write(
+    `fault proxy: unhandled rejection ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}\n`,
+  );
+});
 const proxy = await startFaultProxy({
   upstream: values.upstream,
   pkiDir: values.pki,

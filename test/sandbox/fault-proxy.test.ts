@@ -97,7 +97,16 @@ before(async () => {
     (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => answer(req, res, Buffer.concat(chunks).toString()));
+      req.on('end', () => {
+        if (req.url?.endsWith('/cut-off')) {
+          // An answer the API server starts and never finishes (it went away mid-body).
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"kind":"VMCluster",');
+          setTimeout(() => res.socket?.destroy(), 20);
+          return;
+        }
+        answer(req, res, Buffer.concat(chunks).toString());
+      });
     },
   );
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -239,6 +248,25 @@ describe('fault proxy', () => {
       assert.equal(got.status, undefined, `${when}: no answer`);
       assert.match(got.error ?? '', /ECONNRESET|socket hang up/);
       assert.equal(seen.length, when === 'after' ? 1 : 0);
+    }
+  });
+
+  it('an answer cut off upstream ends the client’s answer, with or without a fault after it, and the proxy goes on', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      for (const rules of [[], [{ faults: ['status500' as const], rate: 1, limit: 1, when: 'after' as const }]]) {
+        reset({ seed: 1, rules });
+        const got = await call('GET', `${vmclusterPath}/cut-off`);
+        assert.notEqual(got.status, 500, 'no fault answer for a request whose upstream answer broke');
+        assert.ok(got.error !== undefined || got.body !== undefined);
+        assert.equal((await call('GET', vmclusterPath)).status, 200, 'the proxy still forwards');
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.deepEqual(rejections, [], 'the broken upstream answer was handled');
+    } finally {
+      process.off('unhandledRejection', onRejection);
     }
   });
 

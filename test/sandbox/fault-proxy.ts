@@ -366,10 +366,14 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         agent,
       },
       (up) => {
+        // An answer cut off upstream (the API server closed, or the client left and we destroyed the request)
+        // ends the client's answer too; unhandled, its 'error' would end the whole proxy.
+        up.on('error', () => res.destroy());
+        const cutOff = () => res.destroy();
         if (patch !== undefined) patch.status = up.statusCode ?? 0;
         if (fault !== undefined) {
           // The API server did the work; the client gets the fault instead of the answer.
-          void readBody(up).then(() => inject(fault.kind, info, req, res));
+          void readBody(up).then(() => inject(fault.kind, info, req, res), cutOff);
           return;
         }
         if (patch !== undefined && (up.statusCode ?? 0) < 300) {
@@ -383,7 +387,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
               // Not JSON: nothing to record.
             }
             res.writeHead(up.statusCode ?? 502, up.headers).end(answer);
-          });
+          }, cutOff);
           return;
         }
         res.writeHead(up.statusCode ?? 502, up.headers);
