@@ -256,7 +256,10 @@ describe('fault proxy', () => {
     const onRejection = (reason: unknown) => rejections.push(reason);
     process.on('unhandledRejection', onRejection);
     try {
-      for (const rules of [[], [{ faults: ['status500' as const], rate: 1, limit: 1, when: 'after' as const }]]) {
+      for (const rules of [
+        [],
+        [{ faults: ['status500' as const], rate: 1, limit: 1, when: 'after' as const }],
+      ]) {
         reset({ seed: 1, rules });
         const got = await call('GET', `${vmclusterPath}/cut-off`);
         assert.notEqual(got.status, 500, 'no fault answer for a request whose upstream answer broke');
