@@ -32,6 +32,16 @@ type Config struct {
 	// Mode "dataplane" runs next to the real operator: it only runs the real processes the
 	// objects ask for and feeds vmauth the config the operator rendered.
 	Mode string `json:"mode"`
+	// Publish puts Services of this cluster on loopback addresses (published.go): the sandbox's stand-in for
+	// the LoadBalancer Services or Ingresses through which another cluster reaches a zone's vminsert and vmselect.
+	Publish []Published `json:"publish"`
+}
+
+// Published is one Service on one address: requests to Address go to Service (e.g.
+// "vminsert-vm-zone-b.vm.svc:8480"), as they would through a LoadBalancer Service in front of it.
+type Published struct {
+	Address string `json:"address"`
+	Service string `json:"service"`
 }
 
 func (c *Config) dataPlaneOnly() bool { return c.Mode == "dataplane" }

@@ -14,7 +14,9 @@ import (
 // vmagent keeps the production URLs of the VMAgent spec (so its queue folders, hashed from those
 // URLs, match what the operator's Pod args say) and sends them through this HTTP proxy
 // (-remoteWrite.proxyURL), which forwards vminsert-<cluster>.<ns>.svc to that zone's process. A
-// zone that is down drops the connection, as a Service without ready endpoints does.
+// zone that is down drops the connection, as a Service without ready endpoints does. A loopback address
+// (127.0.0.0/8) is sent on as it is: it stands for an address outside the cluster, such as another
+// cluster's published vminsert (published.go), which the network, not cluster DNS, routes.
 type serviceProxy struct {
 	sim      *Sim
 	listener net.Listener
@@ -49,6 +51,10 @@ func (p *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sandbox service proxy: absolute URL expected", http.StatusBadRequest)
 		return
 	}
+	if ip := net.ParseIP(r.URL.Hostname()); ip != nil && ip.IsLoopback() {
+		forward(w, r, r.URL, p.client)
+		return
+	}
 	target, err := p.sim.translateURL(r.URL.String())
 	if err != nil || target == r.URL.String() {
 		http.Error(w, "sandbox service proxy: no sandbox zone behind "+r.URL.Host, http.StatusBadGateway)
@@ -59,9 +65,14 @@ func (p *serviceProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
+	forward(w, r, u, p.client)
+}
+
+// forward sends r to u and copies the answer back; a target that does not answer drops the connection.
+func forward(w http.ResponseWriter, r *http.Request, u *url.URL, client *http.Client) {
 	out := r.Clone(r.Context())
 	out.URL, out.Host, out.RequestURI = u, u.Host, ""
-	resp, err := p.client.Do(out)
+	resp, err := client.Do(out)
 	if err != nil {
 		dropConnection(w)
 		return

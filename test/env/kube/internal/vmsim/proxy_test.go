@@ -55,3 +55,41 @@ func TestServiceProxyForwardsToTheZoneAndDropsWhenItIsDown(t *testing.T) {
 		t.Fatalf("unknown host: status %d, want 502", resp.StatusCode)
 	}
 }
+
+func TestPublishedServiceReachesTheZoneAndTheProxyPassesLoopbackThrough(t *testing.T) {
+	var gotPath string
+	zone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath = r.URL.Path
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer zone.Close()
+	zonePort, _ := strconv.Atoi(zone.URL[strings.LastIndex(zone.URL, ":")+1:])
+	free, _ := net.Listen("tcp", "127.0.0.2:0")
+	address := free.Addr().String()
+	_ = free.Close()
+
+	s := &Sim{
+		cfg:       &Config{Publish: []Published{{Address: address, Service: "vminsert-vm-zone-b.vm.svc:8480"}}},
+		ports:     &ports{byKey: map[string]int{"vmclusters/vm/vm-zone-b": zonePort}},
+		endpoints: &endpoints{items: map[string]Endpoint{}},
+	}
+	if err := s.startPublished(); err != nil {
+		t.Fatal(err)
+	}
+	// The hub's service proxy sends a loopback address on unchanged, to the other cluster's published Service.
+	hub := &Sim{ports: &ports{byKey: map[string]int{}}}
+	proxy, err := hub.startProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyURL, _ := url.Parse(proxy.url())
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	resp, err := client.Post("http://"+address+"/insert/0/prometheus/api/v1/write", "application/x-protobuf", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || gotPath != "/prometheus/api/v1/write" {
+		t.Fatalf("published: status %d path %q, want 204 /prometheus/api/v1/write", resp.StatusCode, gotPath)
+	}
+}

@@ -78,6 +78,9 @@ func (s *Sim) Run(ctx context.Context) error {
 	}
 	s.proxy = proxy
 	s.endpoints.set(Endpoint{Kind: "ServiceProxy", Key: "sandbox", URL: proxy.url()})
+	if err := s.startPublished(); err != nil {
+		return err
+	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
 	for _, gvr := range s.watched() {
 		gvr := gvr
