@@ -130,7 +130,13 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
           ...(config.remoteWriteUrl === undefined ? {} : { remoteWriteUrl: config.remoteWriteUrl }),
           ...(config.remoteWriteIndex === undefined ? {} : { remoteWriteIndex: config.remoteWriteIndex }),
         })
-      : zoneQueueOf(vmagent, vmcluster as string, namespace, kind);
+      : zoneQueueOf(
+          vmagent,
+          vmcluster as string,
+          namespace,
+          kind,
+          explicit === undefined ? zone?.vminsertHosts : undefined,
+        );
     agents.push({
       key: name,
       vmagent,

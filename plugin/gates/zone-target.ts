@@ -19,6 +19,8 @@ export interface SpecZone {
   /** The zone's object, of `kind`. */
   readonly vmcluster: string;
   readonly kind: ZoneKind;
+  /** The zone's `vminsertHosts`: how the vmagents' remote-write URLs name it, when not by its write Service. */
+  readonly vminsertHosts: readonly string[] | undefined;
   readonly spec: ZoneSpecDocument;
   readonly rollout: string;
   readonly readyTimeoutMs: number;
@@ -44,6 +46,7 @@ export async function zoneFromSpec(
       namespace: resolved.namespace,
       vmcluster: resolved.vmcluster,
       kind: resolved.kind,
+      vminsertHosts: owner.spec.zones[zone]?.vminsertHosts,
       spec: owner.spec,
       rollout: owner.rollout,
       readyTimeoutMs: parseGoDurationMs(owner.spec.readyTimeout),

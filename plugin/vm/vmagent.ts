@@ -78,35 +78,48 @@ export interface ZoneQueue {
 /**
  * The remote-write entry that writes to zone object `vmcluster` in `namespace`: the one whose host is the
  * operator's write Service of its kind (`vminsert-<vmcluster>` for a VMCluster, `vmsingle-<name>` for a VMSingle;
- * alone or followed by `.<namespace>` and any domain). Exactly one entry must match.
+ * alone or followed by `.<namespace>` and any domain), or, when `hosts` is given (the zone's `vminsertHosts`,
+ * e.g. the address another cluster publishes its vminsert on), the one whose host is one of those. Exactly one
+ * entry must match.
  */
 export function zoneQueueOf(
   vmagent: KubeObject,
   vmcluster: string,
   namespace: string,
   kind: ZoneKind = defaultZoneKind,
+  hosts?: readonly string[],
 ): ZoneQueue {
   const urls = remoteWriteUrls(vmagent);
   const service = `${kind.writeServicePrefix}${vmcluster}`;
+  const wanted = hosts?.map((h) => h.toLowerCase());
   const matches: ZoneQueue[] = [];
   urls.forEach((url, position) => {
-    const labels = hostName(url)?.split('.') ?? [];
+    const host = hostName(url);
+    if (wanted !== undefined) {
+      if (host !== undefined && wanted.includes(host)) matches.push({ index: position + 1, url });
+      return;
+    }
+    const labels = host?.split('.') ?? [];
     if (labels[0] !== service) return;
     if (labels.length > 1 && labels[1] !== namespace) return;
     matches.push({ index: position + 1, url });
   });
   if (matches.length === 1) return matches[0] as ZoneQueue;
   const listed = urls.map((url, position) => `${position + 1}: ${redactUrl(url)}`).join(', ');
+  const target =
+    wanted === undefined
+      ? `${service}.${namespace} (the write Service of ${kind.kind} ${namespacedName({ namespace, name: vmcluster })})`
+      : `${wanted.join(' or ')} (the vminsertHosts of ${kind.kind} ${namespacedName({ namespace, name: vmcluster })})`;
   if (matches.length === 0) {
     throw new VmagentSpecError(
       describe(vmagent),
-      `no spec.remoteWrite URL points at ${service}.${namespace} (the write Service of ${kind.kind} ${namespacedName({ namespace, name: vmcluster })}); ` +
+      `no spec.remoteWrite URL points at ${target}; ` +
         `its URLs are ${listed}. Name the zone's URL with remoteWriteUrl or remoteWriteIndex in the gate config`,
     );
   }
   throw new VmagentSpecError(
     describe(vmagent),
-    `${matches.length} spec.remoteWrite URLs point at ${service} (positions ${matches.map((m) => m.index).join(', ')}); ` +
+    `${matches.length} spec.remoteWrite URLs point at ${target} (positions ${matches.map((m) => m.index).join(', ')}); ` +
       'name the zone\u2019s URL with remoteWriteUrl or remoteWriteIndex in the gate config',
   );
 }

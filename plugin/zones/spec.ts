@@ -114,6 +114,9 @@ const zone = z
     overrideSpec: jsonObject.optional(),
     /** Host names by which read URLs reach this zone's read Service; default e.g. vmselect-<vmcluster>.<namespace>.svc[.cluster.local]. */
     vmselectHosts: z.array(hostNameSchema).min(1).optional(),
+    /** Host names by which the vmagents' remote-write URLs reach this zone (e.g. the address another cluster
+     *  publishes its vminsert on); default: the host is the zone's write Service, vminsert-<vmcluster>[.<namespace>...]. */
+    vminsertHosts: z.array(hostNameSchema).min(1).optional(),
   })
   .superRefine((v, ctx) => {
     const set = zoneKindFields.filter((k) => v[k] !== undefined);

@@ -33,6 +33,33 @@ test("finds the zone's queue by the vminsert Service its URL points at, 1-based"
   );
 });
 
+test('a zone in another cluster is found by its vminsertHosts, not by a Service name', () => {
+  const remote = 'http://127.0.0.2:18480/insert/0/prometheus/api/v1/write';
+  const agent = vmagent([zoneA, remote, 'http://vminsert-vm-zone-b.vm.svc:8480/insert/0/prometheus']);
+  assert.deepEqual(zoneQueueOf(agent, 'vm-zone-b', 'vm', zoneKinds.vmcluster, ['127.0.0.2']), {
+    index: 2,
+    url: remote,
+  });
+  assert.deepEqual(
+    zoneQueueOf(agent, 'vm-zone-b', 'vm', zoneKinds.vmcluster, ['VMINSERT-B.example.com', '127.0.0.2']).index,
+    2,
+    'any of the hosts, case-insensitively',
+  );
+  assert.throws(
+    () => zoneQueueOf(agent, 'vm-zone-b', 'vm', zoneKinds.vmcluster, ['127.0.0.3']),
+    (error) =>
+      error instanceof VmagentSpecError &&
+      error.message.includes(
+        'no spec.remoteWrite URL points at 127.0.0.3 (the vminsertHosts of VMCluster vm/vm-zone-b)',
+      ),
+  );
+  assert.throws(
+    () =>
+      zoneQueueOf(vmagent([remote, `${remote}?x=1`]), 'vm-zone-b', 'vm', zoneKinds.vmcluster, ['127.0.0.2']),
+    /2 spec.remoteWrite URLs point at 127.0.0.2/,
+  );
+});
+
 test('a zone no URL points at, or several do, is an error listing the URLs without passwords', () => {
   const agent = vmagent([`http://user:hunter2@vminsert-vm-zone-a.other.svc:8480/x`, zoneB]);
   assert.throws(

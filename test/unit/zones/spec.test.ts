@@ -155,3 +155,21 @@ test('a zone with two kinds, none, or an unknown kind is refused naming the zone
   const unknown = problemsOf(`${head}  zone-a: {vtcluster: t}\n`).join('\n');
   assert.match(unknown, /zones\.zone-a: Unrecognized key: "vtcluster"/);
 });
+
+test('vminsertHosts names the hosts of a zone in another cluster; a URL or an empty list is refused', () => {
+  const spec = parseSpecDocument(
+    `${valid}  zone-c: {cluster: eu-c, vmcluster: vm-zone-c, vminsertHosts: [127.0.0.3, vminsert.eu-c.example]}\n`,
+  );
+  assert.deepEqual(spec.zones['zone-c']?.vminsertHosts, ['127.0.0.3', 'vminsert.eu-c.example']);
+  const problems = problemsOf(
+    `${valid}  zone-c: {vmcluster: vm-zone-c, vminsertHosts: ["http://vminsert.example:8480"]}\n  zone-d: {vmcluster: d, vminsertHosts: []}\n`,
+  );
+  assert.ok(
+    problems.some((p) => p.startsWith('zones.zone-c.vminsertHosts.[0]: must be a host name')),
+    problems.join('; '),
+  );
+  assert.ok(
+    problems.some((p) => p.startsWith('zones.zone-d.vminsertHosts')),
+    problems.join('; '),
+  );
+});
