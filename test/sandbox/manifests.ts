@@ -16,6 +16,14 @@ export interface Zone {
   /** The zone's object ("vm-zone-a"): a VMCluster, or a VMSingle when `kind` says so. */
   vmcluster: string;
   kind: SandboxZoneKind;
+  /** The zone cluster it lives in (`zones.<zone>.cluster`); absent = the hub (test/sandbox/zone-clusters.ts). */
+  cluster?: string;
+}
+
+/** How the hub's vmagent and vmauth reach a zone of another cluster: the addresses that cluster publishes. */
+export interface RemoteZoneUrls {
+  vminsertWriteUrl: string;
+  vmselectUrl: string;
 }
 
 export function zonesFor(count: number, kind: SandboxZoneKind = 'VMCluster'): Zone[] {
@@ -103,7 +111,12 @@ export function vmCluster(zone: Zone, clusterVersion: string, port: number): obj
   };
 }
 
-export function vmAgent(zones: Zone[], version: string, port: number): object {
+export function vmAgent(
+  zones: Zone[],
+  version: string,
+  port: number,
+  remote: Record<string, RemoteZoneUrls> = {},
+): object {
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',
     kind: 'VMAgent',
@@ -112,7 +125,7 @@ export function vmAgent(zones: Zone[], version: string, port: number): object {
       replicaCount: 1,
       port: String(port),
       image: { tag: version },
-      remoteWrite: zones.map((z) => ({ url: zoneWriteUrl(z) })),
+      remoteWrite: zones.map((z) => ({ url: remote[z.zone]?.vminsertWriteUrl ?? zoneWriteUrl(z) })),
     },
   };
 }
@@ -126,8 +139,32 @@ export function vmAuth(version: string, port: number): object {
   };
 }
 
-export function vmUser(zones: Zone[]): object {
+export function vmUser(zones: Zone[], remote: Record<string, RemoteZoneUrls> = {}): object {
   const singles = zones[0]?.kind === 'VMSingle';
+  if (Object.keys(remote).length > 0) {
+    // A VMUser's crd targetRefs resolve only in its own cluster: every zone is a static URL (one list, that
+    // drainReads edits), the hub's own zones by their vmselect Service, the others by their published address.
+    return {
+      apiVersion: 'operator.victoriametrics.com/v1beta1',
+      kind: 'VMUser',
+      metadata: { name: vmuserName, namespace: vmNamespace },
+      spec: {
+        username: readUser.username,
+        password: readUser.password,
+        targetRefs: [
+          {
+            static: {
+              urls: zones.map(
+                (z) =>
+                  remote[z.zone]?.vmselectUrl ?? `http://vmselect-${z.vmcluster}.${vmNamespace}.svc:8481/`,
+              ),
+            },
+            paths: ['/select/.*'],
+          },
+        ],
+      },
+    };
+  }
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',
     kind: 'VMUser',

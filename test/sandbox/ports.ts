@@ -35,10 +35,10 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free loopback port in [${min}, ${max})`);
 }
 
-export function isPortFree(port: number): Promise<boolean> {
+export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
 }

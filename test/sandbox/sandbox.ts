@@ -39,6 +39,7 @@ import {
   zonesFor,
 } from './manifests.ts';
 import { freePort, isPortFree } from './ports.ts';
+import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 import {
   type DaemonRecord,
   type DaemonSpec,
@@ -95,6 +96,12 @@ export interface SandboxOptions {
    * server on loopback. Default: VMZONES_SANDBOX_ARGOCD=1, else off (it adds ~1 GB of memory and start time).
    */
   argocd?: boolean;
+  /**
+   * The last `zoneClusters` zones each live in a Kubernetes cluster of their own (test/sandbox/zone-clusters.ts),
+   * registered in the hub as cluster Secrets; the plugins get --cluster-secrets-namespace. Default 0. With it,
+   * `zones` defaults to zoneClusters + 1 (one zone in the hub). Needs the real operator.
+   */
+  zoneClusters?: number;
 }
 
 export type OperatorMode = 'real' | 'simulated';
@@ -135,6 +142,8 @@ export interface SandboxState {
   faultProxy?: { url: string; controlUrl: string; pluginKubeconfig: string };
   /** With the argocd option: where Argo CD's API and the Git server listen. */
   argocd?: ArgoCdState;
+  /** With the zoneClusters option: the zone clusters, in zone order. */
+  zoneClusters?: ZoneClusterState[];
 }
 
 export function defaultStateDir(): string {
@@ -155,14 +164,22 @@ function writeState(state: SandboxState): void {
   writeFileSync(stateFile(state.stateDir), `${JSON.stringify(state, null, 2)}\n`);
 }
 
-export function readEndpoints(state: SandboxState): Endpoint[] {
+export function readEndpoints(state: Pick<SandboxState, 'endpointsFile'>): Endpoint[] {
   if (!existsSync(state.endpointsFile)) return [];
   const parsed = JSON.parse(readFileSync(state.endpointsFile, 'utf8')) as { endpoints?: Endpoint[] };
   return parsed.endpoints ?? [];
 }
 
+/** An endpoint of the hub's data plane, or else of a zone cluster's. */
 export function endpointOf(state: SandboxState, kind: string, name: string): Endpoint | undefined {
-  return readEndpoints(state).find((e) => e.kind === kind && e.key === `${vmNamespace}/${name}`);
+  const files = [state.endpointsFile, ...(state.zoneClusters ?? []).map((c) => c.endpointsFile)];
+  for (const endpointsFile of files) {
+    const found = readEndpoints({ endpointsFile }).find(
+      (e) => e.kind === kind && e.key === `${vmNamespace}/${name}`,
+    );
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /** GET over TLS with the sandbox's admin client certificate. */
@@ -350,6 +367,224 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<s
   return apiServer;
 }
 
+export interface ClusterDaemonOptions {
+  daemon: (spec: DaemonSpec) => DaemonRecord;
+  binaries: BuiltBinaries;
+  stateDir: string;
+  logDir: string;
+  kubeconfig: string;
+  /** "sandbox" for the hub; else the cluster's name, which prefixes its daemons, logs and state. */
+  name: string;
+}
+
+function clusterPrefix(name: string): string {
+  return name === 'sandbox' ? '' : `${name}-`;
+}
+
+export interface NodeDaemons {
+  kcm: DaemonRecord;
+  kcmPort: number;
+  scheduler: DaemonRecord;
+  schedulerPort: number;
+  kubelet: DaemonRecord;
+  nodeName: string;
+  pkiDir: string;
+}
+
+/** kube-controller-manager, kube-scheduler and the simulated kubelet of one cluster (wait with nodeDaemonsReady). */
+export async function startNodeDaemons(
+  options: ClusterDaemonOptions & { pkiDir: string },
+): Promise<NodeDaemons> {
+  const { daemon, binaries, stateDir, pkiDir, logDir, kubeconfig } = options;
+  const prefix = clusterPrefix(options.name);
+  const nodeName = `${options.name}-node`;
+  const kcmPort = await freePort();
+  const kcm = daemon({
+    name: `${prefix}kube-controller-manager`,
+    command: binaries['kube-controller-manager'],
+    args: [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${kcmPort}`,
+      `--cert-dir=${join(stateDir, `${prefix}kube-controller-manager`)}`,
+      `--service-account-private-key-file=${join(pkiDir, 'sa.key')}`,
+      `--root-ca-file=${join(pkiDir, 'ca.crt')}`,
+      '--leader-elect=false',
+      `--cluster-name=vmzones-${options.name}`,
+      '--v=1',
+    ],
+    log: join(logDir, `${prefix}kube-controller-manager.log`),
+    ports: [kcmPort],
+  });
+  const schedulerPort = await freePort();
+  const scheduler = daemon({
+    name: `${prefix}kube-scheduler`,
+    command: binaries['kube-scheduler'],
+    args: [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${schedulerPort}`,
+      '--leader-elect=false',
+      '--v=1',
+    ],
+    log: join(logDir, `${prefix}kube-scheduler.log`),
+    ports: [schedulerPort],
+  });
+  const kubelet = daemon({
+    name: `${prefix}kubelet-sim`,
+    command: binaries.sandboxctl,
+    // The operator's config-reloader sidecars are played by the data plane (it reloads vmauth).
+    args: [
+      'kubelet',
+      `--kubeconfig=${kubeconfig}`,
+      `--node=${nodeName}`,
+      '--played-images=victoriametrics/operator:config-reloader',
+    ],
+    log: join(logDir, `${prefix}kubelet-sim.log`),
+  });
+  return { kcm, kcmPort, scheduler, schedulerPort, kubelet, nodeName, pkiDir };
+}
+
+/** Waits until the controller-manager and scheduler are healthy, the node Ready and the vm namespace has its SA. */
+export async function nodeDaemonsReady(node: NodeDaemons, kubectl: Kubectl): Promise<void> {
+  for (const [record, port] of [
+    [node.kcm, node.kcmPort],
+    [node.scheduler, node.schedulerPort],
+  ] as const) {
+    await waitFor(
+      async () => {
+        const r = await httpsGet(`https://127.0.0.1:${port}/healthz`, node.pkiDir);
+        return r.status === 200 ? true : undefined;
+      },
+      { part: record.name, log: record.log, pid: record.pid, timeoutMs: 60_000 },
+    );
+  }
+  await waitFor(
+    async () => {
+      const found = await kubectl.getJson<{ status?: { conditions?: { type: string; status: string }[] } }>([
+        'node',
+        node.nodeName,
+      ]);
+      return found.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+        ? true
+        : undefined;
+    },
+    { part: node.kubelet.name, log: node.kubelet.log, pid: node.kubelet.pid, timeoutMs: 30_000 },
+  );
+  // Pods need the namespace's default ServiceAccount, which kube-controller-manager creates.
+  await waitFor(() => kubectl.getJson(['serviceaccount', 'default', '-n', vmNamespace]).then(() => true), {
+    part: node.kcm.name,
+    log: node.kcm.log,
+    pid: node.kcm.pid,
+    timeoutMs: 30_000,
+  });
+}
+
+export interface DataPlaneOptions extends ClusterDaemonOptions {
+  operator: OperatorMode;
+  endpointsFile: string;
+  readyTimeoutSeconds: number;
+  podRestartSeconds: number;
+  watchNamespaces?: string[];
+  /** Services of this cluster put on loopback addresses for the other clusters (test/env/kube/internal/vmsim). */
+  publish?: { address: string; service: string }[];
+}
+
+/** The real VM operator (unless simulated) and the data plane (`sandboxctl vmoperator`) of one cluster. */
+export async function startOperatorAndDataPlane(options: DataPlaneOptions): Promise<DaemonRecord> {
+  const { daemon, binaries, stateDir, logDir, kubeconfig } = options;
+  const prefix = clusterPrefix(options.name);
+  const operatorMode = options.operator;
+  const simConfig = join(stateDir, `${prefix}vmoperator-sim.json`);
+  const builtVersion = versions.victoriaMetrics;
+  const simBinaries: Record<string, { victoriaMetrics: string; vmagent: string; vmauth: string }> = {
+    [builtVersion]: {
+      victoriaMetrics: binaries['victoria-metrics'],
+      vmagent: binaries.vmagent,
+      vmauth: binaries.vmauth,
+    },
+  };
+  if (binaries.debianVictoriaMetrics)
+    simBinaries[versions.victoriaMetricsDebian] = binaries.debianVictoriaMetrics;
+  writeFileSync(
+    simConfig,
+    JSON.stringify({
+      stateDir: join(stateDir, `${prefix}data`),
+      logDir,
+      binaries: simBinaries,
+      defaultVersion: builtVersion,
+      readyTimeoutSeconds: options.readyTimeoutSeconds,
+      podRestartSeconds: options.podRestartSeconds,
+      endpointsFile: options.endpointsFile,
+      mode: operatorMode === 'real' ? 'dataplane' : 'operator',
+      publish: options.publish ?? [],
+    }),
+  );
+  if (operatorMode === 'real') {
+    const metricsPort = await freePort();
+    const probePort = await freePort();
+    const realOperator = daemon({
+      name: `${prefix}vm-operator`,
+      command: binaries['vm-operator'],
+      args: [
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${probePort}`,
+        '--pprof-addr=',
+      ],
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        ...(options.watchNamespaces === undefined
+          ? {}
+          : { WATCH_NAMESPACE: options.watchNamespaces.join(',') }),
+      },
+      log: join(logDir, `${prefix}vm-operator.log`),
+      ports: [metricsPort, probePort],
+    });
+    // The operator serves its probes at /health and /ready (not /healthz, /readyz).
+    await waitFor(() => httpOk(`http://127.0.0.1:${probePort}/ready`), {
+      part: realOperator.name,
+      log: realOperator.log,
+      pid: realOperator.pid,
+      timeoutMs: 60_000,
+    });
+  }
+  const name = operatorMode === 'real' ? 'vm-dataplane' : 'vmoperator-sim';
+  return daemon({
+    name: `${prefix}${name}`,
+    command: binaries.sandboxctl,
+    args: ['vmoperator', `--kubeconfig=${kubeconfig}`, `--config=${simConfig}`],
+    log: join(logDir, `${prefix}${name}.log`),
+  });
+}
+
+/** Waits until each of `resources` (kind/name in the vm namespace) is operational; a failed one fails the start. */
+export async function resourcesOperational(
+  kubectl: Kubectl,
+  resources: string[],
+  operator: DaemonRecord,
+): Promise<void> {
+  for (const resource of resources) {
+    await waitFor(
+      async () => {
+        const obj = await kubectl.getJson<{ status?: { updateStatus?: string; reason?: string } }>([
+          resource,
+          '-n',
+          vmNamespace,
+        ]);
+        if (obj.status?.updateStatus === 'failed')
+          throw new Error(`${resource} failed: ${obj.status.reason}`);
+        return obj.status?.updateStatus === 'operational' ? true : undefined;
+      },
+      { part: `${operator.name} (${resource})`, log: operator.log, pid: operator.pid, timeoutMs: 180_000 },
+    );
+  }
+}
+
 export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[sandbox] ${line}\n`));
   const started = Date.now();
@@ -366,7 +601,24 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
   const binaries = buildAll();
-  const zones = zonesFor(options.zones ?? 2, options.zoneKind);
+  const zoneClusters = options.zoneClusters ?? 0;
+  const zones = zonesFor(options.zones ?? (zoneClusters > 0 ? zoneClusters + 1 : 2), options.zoneKind);
+  if (zoneClusters > zones.length || (zoneClusters > 0 && operatorMode !== 'real')) {
+    throw new StartError('sandbox', `zoneClusters ${zoneClusters} needs the real operator and as many zones`);
+  }
+  const remoteZones = zones.slice(zones.length - zoneClusters);
+  remoteZones.forEach((z) => {
+    z.cluster = `cluster-${z.zone.replace(/^zone-/, '')}`;
+  });
+  const pluginArgs: PluginExtraArgs =
+    zoneClusters === 0
+      ? (options.pluginArgs ?? {})
+      : Object.fromEntries(
+          (['vmzones/step', 'vmzones/gates'] as const).map((p) => [
+            p,
+            [...(options.pluginArgs?.[p] ?? []), `--cluster-secrets-namespace=${controllerNamespace}`],
+          ]),
+        );
   if (options.zoneKind === 'VMSingle' && operatorMode !== 'real') {
     throw new StartError(
       'sandbox',
@@ -419,92 +671,23 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     writeState(state);
     const kubectl = new Kubectl(binaries.kubectl, kubeconfig);
 
-    const kcmPort = await freePort();
-    const kcm = daemon({
-      name: 'kube-controller-manager',
-      command: binaries['kube-controller-manager'],
-      args: [
-        `--kubeconfig=${kubeconfig}`,
-        `--authentication-kubeconfig=${kubeconfig}`,
-        `--authorization-kubeconfig=${kubeconfig}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${kcmPort}`,
-        `--cert-dir=${join(stateDir, 'kube-controller-manager')}`,
-        `--service-account-private-key-file=${join(pkiDir, 'sa.key')}`,
-        `--root-ca-file=${join(pkiDir, 'ca.crt')}`,
-        '--leader-elect=false',
-        '--cluster-name=vmzones-sandbox',
-        '--v=1',
-      ],
-      log: join(logDir, 'kube-controller-manager.log'),
-      ports: [kcmPort],
-    });
-    const schedulerPort = await freePort();
-    const scheduler = daemon({
-      name: 'kube-scheduler',
-      command: binaries['kube-scheduler'],
-      args: [
-        `--kubeconfig=${kubeconfig}`,
-        `--authentication-kubeconfig=${kubeconfig}`,
-        `--authorization-kubeconfig=${kubeconfig}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${schedulerPort}`,
-        '--leader-elect=false',
-        '--v=1',
-      ],
-      log: join(logDir, 'kube-scheduler.log'),
-      ports: [schedulerPort],
-    });
-    const kubelet = daemon({
-      name: 'kubelet-sim',
-      command: binaries.sandboxctl,
-      // The operator's config-reloader sidecars are played by the data plane (it reloads vmauth).
-      args: [
-        'kubelet',
-        `--kubeconfig=${kubeconfig}`,
-        '--node=sandbox-node',
-        '--played-images=victoriametrics/operator:config-reloader',
-      ],
-      log: join(logDir, 'kubelet-sim.log'),
+    const node = await startNodeDaemons({
+      daemon,
+      binaries,
+      stateDir,
+      pkiDir,
+      logDir,
+      kubeconfig,
+      name: 'sandbox',
     });
 
     log('installing the Argo Rollouts and VictoriaMetrics CRDs ...');
     await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
-    await kubectl.apply([argoRolloutsConfig(plugin, options.pluginArgs)]);
+    await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
     await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
 
-    for (const [record, port] of [
-      [kcm, kcmPort],
-      [scheduler, schedulerPort],
-    ] as const) {
-      await waitFor(
-        async () => {
-          const r = await httpsGet(`https://127.0.0.1:${port}/healthz`, pkiDir);
-          return r.status === 200 ? true : undefined;
-        },
-        { part: record.name, log: record.log, pid: record.pid, timeoutMs: 60_000 },
-      );
-    }
-    await waitFor(
-      async () => {
-        const node = await kubectl.getJson<{ status?: { conditions?: { type: string; status: string }[] } }>([
-          'node',
-          'sandbox-node',
-        ]);
-        return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
-          ? true
-          : undefined;
-      },
-      { part: 'kubelet-sim', log: kubelet.log, pid: kubelet.pid, timeoutMs: 30_000 },
-    );
-    // Pods need the namespace's default ServiceAccount, which kube-controller-manager creates.
-    await waitFor(() => kubectl.getJson(['serviceaccount', 'default', '-n', vmNamespace]).then(() => true), {
-      part: 'kube-controller-manager',
-      log: kcm.log,
-      pid: kcm.pid,
-      timeoutMs: 30_000,
-    });
+    await nodeDaemonsReady(node, kubectl);
 
     let pluginKubeconfig = kubeconfig;
     if (options.faultProxy ?? process.env.VMZONES_SANDBOX_FAULT_PROXY === '1') {
@@ -545,97 +728,65 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       await controllerHealthy(controller, spec);
     }
 
-    const simConfig = join(stateDir, 'vmoperator-sim.json');
     const builtVersion = versions.victoriaMetrics;
-    const simBinaries: Record<string, { victoriaMetrics: string; vmagent: string; vmauth: string }> = {
-      [builtVersion]: {
-        victoriaMetrics: binaries['victoria-metrics'],
-        vmagent: binaries.vmagent,
-        vmauth: binaries.vmauth,
-      },
-    };
-    if (binaries.debianVictoriaMetrics)
-      simBinaries[versions.victoriaMetricsDebian] = binaries.debianVictoriaMetrics;
-    writeFileSync(
-      simConfig,
-      JSON.stringify({
-        stateDir: join(stateDir, 'data'),
-        logDir,
-        binaries: simBinaries,
-        defaultVersion: builtVersion,
-        readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
-        podRestartSeconds: options.podRestartSeconds ?? 10,
-        endpointsFile: state.endpointsFile,
-        mode: operatorMode === 'real' ? 'dataplane' : 'operator',
-      }),
-    );
-    if (operatorMode === 'real') {
-      const metricsPort = await freePort();
-      const probePort = await freePort();
-      const realOperator = daemon({
-        name: 'vm-operator',
-        command: binaries['vm-operator'],
-        args: [
-          `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-          `--health-probe-bind-address=127.0.0.1:${probePort}`,
-          '--pprof-addr=',
-        ],
-        env: {
-          ...process.env,
-          KUBECONFIG: kubeconfig,
-          ...(options.operatorWatchNamespaces === undefined
-            ? {}
-            : { WATCH_NAMESPACE: options.operatorWatchNamespaces.join(',') }),
-        },
-        log: join(logDir, 'vm-operator.log'),
-        ports: [metricsPort, probePort],
-      });
-      // The operator serves its probes at /health and /ready (not /healthz, /readyz).
-      await waitFor(() => httpOk(`http://127.0.0.1:${probePort}/ready`), {
-        part: 'vm-operator',
-        log: realOperator.log,
-        pid: realOperator.pid,
-        timeoutMs: 60_000,
-      });
-    }
-    const operator = daemon({
-      name: operatorMode === 'real' ? 'vm-dataplane' : 'vmoperator-sim',
-      command: binaries.sandboxctl,
-      args: ['vmoperator', `--kubeconfig=${kubeconfig}`, `--config=${simConfig}`],
-      log: join(logDir, operatorMode === 'real' ? 'vm-dataplane.log' : 'vmoperator-sim.log'),
+    const operator = await startOperatorAndDataPlane({
+      daemon,
+      binaries,
+      stateDir,
+      logDir,
+      kubeconfig,
+      name: 'sandbox',
+      operator: operatorMode,
+      endpointsFile: state.endpointsFile,
+      readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
+      podRestartSeconds: options.podRestartSeconds ?? 10,
+      ...(options.operatorWatchNamespaces === undefined
+        ? {}
+        : { watchNamespaces: options.operatorWatchNamespaces }),
     });
-    log(`creating ${zones.length} zones, vmagent and vmauth in namespace ${vmNamespace} ...`);
-    const zonePorts = await Promise.all(zones.map(() => freePort()));
+    if (remoteZones.length > 0) {
+      log(
+        `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
+      );
+      state.zoneClusters = await Promise.all(
+        remoteZones.map((zone, i) =>
+          startZoneCluster({
+            daemon,
+            binaries,
+            stateDir,
+            logDir,
+            name: zone.cluster ?? '',
+            zone,
+            index: i + 1,
+            hub: kubectl,
+            secretsNamespace: controllerNamespace,
+            readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
+            podRestartSeconds: options.podRestartSeconds ?? 10,
+          }),
+        ),
+      );
+      writeState(state);
+    }
+    const remote = Object.fromEntries((state.zoneClusters ?? []).map((c) => [c.zone, c]));
+    const hubZones = zones.filter((z) => z.cluster === undefined);
+    log(`creating ${hubZones.length} zones, vmagent and vmauth in namespace ${vmNamespace} ...`);
+    const zonePorts = await Promise.all(hubZones.map(() => freePort()));
     await kubectl.apply([
-      ...zones.map((z, i) =>
+      ...hubZones.map((z, i) =>
         z.kind === 'VMSingle'
           ? vmSingle(z, builtVersion, zonePorts[i] ?? 0)
           : vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0),
       ),
-      vmAgent(zones, builtVersion, await freePort()),
+      vmAgent(zones, builtVersion, await freePort(), remote),
       vmAuth(builtVersion, await freePort()),
-      vmUser(zones),
+      vmUser(zones, remote),
     ]);
     const resources = [
-      ...zones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
+      ...hubZones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
       `vmagent/${vmagentName}`,
       `vmauth/${vmauthName}`,
     ];
-    for (const resource of resources) {
-      await waitFor(
-        async () => {
-          const obj = await kubectl.getJson<{ status?: { updateStatus?: string; reason?: string } }>([
-            resource,
-            '-n',
-            vmNamespace,
-          ]);
-          if (obj.status?.updateStatus === 'failed')
-            throw new Error(`${resource} failed: ${obj.status.reason}`);
-          return obj.status?.updateStatus === 'operational' ? true : undefined;
-        },
-        { part: `${operator.name} (${resource})`, log: operator.log, pid: operator.pid, timeoutMs: 180_000 },
-      );
-    }
+    await resourcesOperational(kubectl, resources, operator);
     const agent = endpointOf(state, 'VMAgent', vmagentName);
     if (!agent) throw new StartError(operator.name, 'vmagent endpoint not published', operator.log);
 
@@ -759,11 +910,16 @@ export async function down(stateDir = defaultStateDir()): Promise<DownReport> {
   const state = readState(resolve(stateDir));
   if (!state) return { stopped: [], portsStillBound: [] };
   const stopped = state.daemons.filter((d) => isAlive(d.pid)).map((d) => d.name);
-  const zonePorts = readEndpoints(state).map((e) => Number(new URL(e.url).port));
+  const zoneUrls = [state, ...(state.zoneClusters ?? [])]
+    .flatMap((s) => readEndpoints(s))
+    .map((e) => new URL(e.url));
   await stopAll(state);
   const portsStillBound: number[] = [];
-  for (const port of [...state.daemons.flatMap((d) => d.ports), ...zonePorts]) {
+  for (const port of state.daemons.flatMap((d) => d.ports)) {
     if (!(await isPortFree(port))) portsStillBound.push(port);
+  }
+  for (const url of zoneUrls) {
+    if (!(await isPortFree(Number(url.port), url.hostname))) portsStillBound.push(Number(url.port));
   }
   return { stopped, portsStillBound };
 }

@@ -1,0 +1,119 @@
+// Zone clusters: Kubernetes clusters of their own next to the sandbox's hub, each holding one zone. Each runs
+// etcd + kube-apiserver (its own CA, RBAC on), kube-controller-manager, kube-scheduler, the simulated kubelet, the
+// real VM operator and the data plane, and is registered in the hub as an Argo CD cluster Secret with the token
+// of the ServiceAccount that manifests/multicluster/zone-cluster-rbac.yaml binds (docs/multicluster.md).
+//
+// The hub reaches a zone cluster's vminsert and vmselect as in production, through addresses outside either
+// cluster: the zone cluster's data plane publishes the two Services on a loopback address of its own (127.0.0.2,
+// 127.0.0.3, ...: one per cluster, as a LoadBalancer gives each cluster its own IP), and the hub's VMAgent
+// remote-write URL and VMUser static URL name those addresses.
+
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BuiltBinaries } from '../env/build.ts';
+import { versions } from '../env/versions.ts';
+import { clusterSecret } from '../unit/zones/memory-cluster.ts';
+import { Kubectl } from './kubectl.ts';
+import { namespace, vmCluster, vmNamespace, type Zone } from './manifests.ts';
+import { freePort } from './ports.ts';
+import type { DaemonRecord, DaemonSpec } from './processes.ts';
+import {
+  kubeconfigYaml,
+  nodeDaemonsReady,
+  repoRoot,
+  resourcesOperational,
+  startControlPlane,
+  startNodeDaemons,
+  startOperatorAndDataPlane,
+  vmCrdsFile,
+} from './sandbox.ts';
+
+export interface ZoneClusterState {
+  /** The registered name (`zones.<zone>.cluster`), e.g. "cluster-b". */
+  name: string;
+  zone: string;
+  apiServer: string;
+  /** The admin's kubeconfig of this cluster (the test's view; the plugin uses the registered token). */
+  kubeconfig: string;
+  endpointsFile: string;
+  /** The loopback address this cluster publishes its Services on. */
+  address: string;
+  /** The hub's VMAgent writes the zone here (a `spec.remoteWrite[].url`). */
+  vminsertWriteUrl: string;
+  /** The hub's VMUser reads the zone here (a static `targetRefs` URL). */
+  vmselectUrl: string;
+}
+
+export interface ZoneClusterOptions {
+  daemon: (spec: DaemonSpec) => DaemonRecord;
+  binaries: BuiltBinaries;
+  /** The sandbox's state dir: this cluster's state goes under `<name>/` in it. */
+  stateDir: string;
+  logDir: string;
+  name: string;
+  zone: Zone;
+  /** The n-th zone cluster (1, 2, ...): its loopback address is 127.0.0.(n+1). */
+  index: number;
+  /** The hub's admin kubectl: the cluster Secret is created there. */
+  hub: Kubectl;
+  /** Namespace of the cluster Secrets (the plugins' --cluster-secrets-namespace). */
+  secretsNamespace: string;
+  readyTimeoutSeconds: number;
+  podRestartSeconds: number;
+}
+
+export async function startZoneCluster(options: ZoneClusterOptions): Promise<ZoneClusterState> {
+  const { daemon, binaries, logDir, name, zone } = options;
+  const stateDir = join(options.stateDir, name);
+  const pkiDir = join(stateDir, 'pki');
+  mkdirSync(stateDir, { recursive: true });
+  execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
+  const apiServer = await startControlPlane({ daemon, binaries, stateDir, pkiDir, logDir, name });
+  const kubeconfig = join(stateDir, 'kubeconfig');
+  writeFileSync(kubeconfig, kubeconfigYaml(apiServer, pkiDir), { mode: 0o600 });
+  const kubectl = new Kubectl(binaries.kubectl, kubeconfig);
+  const cluster = { daemon, binaries, stateDir, logDir, kubeconfig, name };
+  const node = await startNodeDaemons({ ...cluster, pkiDir });
+  await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
+  await kubectl.apply([namespace(vmNamespace)]);
+  await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
+  await nodeDaemonsReady(node, kubectl);
+
+  const address = `127.0.0.${options.index + 1}`;
+  const insertPort = await freePort();
+  const selectPort = await freePort();
+  const endpointsFile = join(stateDir, 'endpoints.json');
+  const operator = await startOperatorAndDataPlane({
+    ...cluster,
+    operator: 'real',
+    endpointsFile,
+    readyTimeoutSeconds: options.readyTimeoutSeconds,
+    podRestartSeconds: options.podRestartSeconds,
+    publish: [
+      { address: `${address}:${insertPort}`, service: `vminsert-${zone.vmcluster}.${vmNamespace}.svc:8480` },
+      { address: `${address}:${selectPort}`, service: `vmselect-${zone.vmcluster}.${vmNamespace}.svc:8481` },
+    ],
+  });
+  await kubectl.apply([vmCluster(zone, `${versions.victoriaMetrics}-cluster`, await freePort())]);
+  await resourcesOperational(kubectl, [`vmcluster/${zone.vmcluster}`], operator);
+
+  // The least RBAC a zone cluster grants vmzones, and the cluster Secret the admin writes in the hub.
+  await kubectl.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
+  const token = (await kubectl.run(['create', 'token', 'vmzones', '-n', 'vmzones', '--duration=24h'])).trim();
+  const caData = readFileSync(join(pkiDir, 'ca.crt')).toString('base64');
+  const registration = clusterSecret(name, apiServer, { bearerToken: token, tlsClientConfig: { caData } });
+  await options.hub.apply([
+    { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
+  ]);
+  return {
+    name,
+    zone: zone.zone,
+    apiServer,
+    kubeconfig,
+    endpointsFile,
+    address,
+    vminsertWriteUrl: `http://${address}:${insertPort}/insert/0/prometheus/api/v1/write`,
+    vmselectUrl: `http://${address}:${selectPort}/`,
+  };
+}
