@@ -18,6 +18,7 @@ import {
   pluginStatuses,
   type RolloutState,
   routedZones,
+  type SpecDocument,
   vmzonesAnnotations,
 } from '../step/harness.ts';
 
@@ -114,8 +115,19 @@ export async function samplesLost(
 
 /** Every zone: vmzones annotations other than the rollback record, pending labels, zones not routed. */
 export async function leftovers(kube: KubeObjects): Promise<string[]> {
+  return leftoversIn(Object.fromEntries(zones.map((z) => [z.zone, kube])), kube);
+}
+
+/** leftovers with each zone's VMCluster read in its own cluster (`kubeOf[zone]`) and the VMUser in `hub`. */
+export async function leftoversIn(
+  kubeOf: Record<string, KubeObjects>,
+  hub: KubeObjects,
+  spec?: SpecDocument,
+): Promise<string[]> {
   const found: string[] = [];
   for (const z of zones) {
+    const kube = kubeOf[z.zone];
+    if (kube === undefined) throw new Error(`no cluster client for ${z.zone}`);
     const c = await cluster(kube, z.vmcluster);
     const extra = Object.keys(vmzonesAnnotations(c)).filter((k) => k !== 'vmzones.io/rollback');
     if (extra.length > 0) found.push(`${z.zone}: ${extra.join(', ')}`);
@@ -125,7 +137,7 @@ export async function leftovers(kube: KubeObjects): Promise<string[]> {
     );
     if (pending.length > 0) found.push(`${z.zone}: labels ${pending.join(', ')}`);
   }
-  const routed = await routedZones(kube);
+  const routed = await routedZones(hub, spec);
   const unrouted = zones.filter((z) => !routed.includes(z.zone)).map((z) => z.zone);
   if (unrouted.length > 0) found.push(`out of reads: ${unrouted.join(', ')}`);
   return found;
