@@ -4,7 +4,13 @@
 
 import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
-import { dns1123Label, dnsLabelSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
+import {
+  dns1123Label,
+  dnsLabelSchema,
+  hostNameSchema,
+  namespaceNameSchema,
+  objectNameSchema,
+} from '../kube/names.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
@@ -161,6 +167,8 @@ const drainGate = z
     /** The zone's queue: the URL as spec.remoteWrite lists it, or its 1-based position there. */
     remoteWriteUrl: z.string().min(1).optional(),
     remoteWriteIndex: wholeNumber(1).optional(),
+    /** The zone's queue: the spec.remoteWrite entry whose host is one of these (the spec's zones.<z>.vminsertHosts). */
+    vminsertHosts: z.array(hostNameSchema).min(1).optional(),
     /** At most maxConsecutiveRounds: the rounds are stored in the AnalysisRun (docs/scale.md, "Limits"). */
     consecutiveRounds: wholeNumber(1)
       .pipe(

@@ -135,7 +135,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
           vmcluster as string,
           namespace,
           kind,
-          explicit === undefined ? zone?.vminsertHosts : undefined,
+          config.vminsertHosts ?? (explicit === undefined ? zone?.vminsertHosts : undefined),
         );
     agents.push({
       key: name,

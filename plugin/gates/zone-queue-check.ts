@@ -16,6 +16,7 @@ export const checkZoneQueue: ZoneQueueCheck = async (clients, request, previous,
     namespace: request.namespace,
     [zoneKindOrDefault(request.kind).field]: request.vmcluster,
     vmagents: request.vmagents,
+    ...(request.vminsertHosts === undefined ? {} : { vminsertHosts: request.vminsertHosts }),
   }) as DrainGateConfig;
   const state = drainStateSchema.safeParse(previous);
   const reading = await readVmagentDrained(

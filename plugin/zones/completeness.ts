@@ -15,6 +15,8 @@ export interface ZoneQueueRequest {
   kind?: ZoneKindName;
   /** The VMAgents that write to the zone (the spec document's vmagent / vmagents). */
   vmagents: string[];
+  /** The zone's vminsertHosts (a zone in another cluster): how those VMAgents' URLs name it. */
+  vminsertHosts?: string[];
 }
 
 export interface ZoneQueueReading {

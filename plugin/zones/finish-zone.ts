@@ -205,6 +205,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
           // Absent means VMCluster, as in the records handed over before zone kinds.
           ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
           vmagents: handoff.vmagents ?? [],
+          ...(handoff.vminsertHosts === undefined ? {} : { vminsertHosts: handoff.vminsertHosts }),
         },
         handoff.queueState,
         deps.now().getTime(),

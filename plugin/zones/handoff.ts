@@ -29,6 +29,7 @@ export interface HandoffRequest {
   drainGracePeriod: string;
   vmagents: string[] | undefined;
   vmagentsCluster?: string | undefined;
+  vminsertHosts?: string[] | undefined;
   /** The applied change to undo first, if any. */
   rollback: RollbackRecord | undefined;
 }
@@ -44,6 +45,7 @@ function handoffFor(request: HandoffRequest, existing: Handoff | undefined, now:
     drainGracePeriod: request.drainGracePeriod,
     ...(request.vmagents === undefined ? {} : { vmagents: request.vmagents }),
     ...(request.vmagentsCluster === undefined ? {} : { vmagentsCluster: request.vmagentsCluster }),
+    ...(request.vminsertHosts === undefined ? {} : { vminsertHosts: request.vminsertHosts }),
   };
 }
 

@@ -326,7 +326,7 @@ export class ZoneReconciler {
         ? state.rollback
         : undefined;
     if (!leased && rollback === undefined) return false;
-    const reads = this.#readsOf(state.lease, state.rollback, progress, listed);
+    const reads = this.#readsOf(zone, state.lease, state.rollback, progress, listed);
     if (typeof reads === 'string') {
       this.#logger.warn('reconciler: cannot finish a zone whose walk ended', {
         vmcluster: key(listed, found.where),
@@ -348,6 +348,7 @@ export class ZoneReconciler {
         drainGracePeriod: reads.drainGracePeriod,
         vmagents: reads.vmagents,
         vmagentsCluster: reads.vmagentsCluster,
+        vminsertHosts: reads.vminsertHosts,
         rollback,
       },
       this.#now(),
@@ -377,6 +378,7 @@ export class ZoneReconciler {
 
   /** How to reach the zone's reads: from the lease or record (format 1), else from the Rollout's spec document. */
   #readsOf(
+    zone: string,
     lease: Lease | undefined,
     record: RollbackRecord | undefined,
     progress: RolloutProgress | undefined,
@@ -387,6 +389,7 @@ export class ZoneReconciler {
         drainGracePeriod: string;
         vmagents: string[] | undefined;
         vmagentsCluster: string | undefined;
+        vminsertHosts: string[] | undefined;
       }
     | string {
     for (const source of [lease, record]) {
@@ -396,6 +399,7 @@ export class ZoneReconciler {
           drainGracePeriod: source.drainGracePeriod,
           vmagents: source.vmagents,
           vmagentsCluster: source.vmagentsCluster,
+          vminsertHosts: source.vminsertHosts,
         };
       }
     }
@@ -409,6 +413,7 @@ export class ZoneReconciler {
         drainGracePeriod: spec.vmauth.drainGracePeriod,
         vmagents: vmagentsOf(spec),
         vmagentsCluster: spec.vmagent.cluster,
+        vminsertHosts: spec.zones[zone]?.vminsertHosts,
       };
     } catch (err) {
       return `the Rollout's spec document cannot be read: ${errorText(err)}`;

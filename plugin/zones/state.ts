@@ -36,6 +36,8 @@ const readsFields = {
   vmagents: z.array(z.string()).optional(),
   /** The registered cluster those VMAgents run in (docs/multicluster.md); absent = the controller's own. */
   vmagentsCluster: z.string().optional(),
+  /** The zone's vminsertHosts: how those VMAgents' remote-write URLs name a zone in another cluster. */
+  vminsertHosts: z.array(z.string()).optional(),
 };
 
 const identitySchema = z.object(identity);
@@ -95,6 +97,7 @@ const handoffSchema = z.object({
   drainGracePeriod: z.string(),
   vmagents: z.array(z.string()).optional(),
   vmagentsCluster: z.string().optional(),
+  vminsertHosts: z.array(z.string()).optional(),
   /** The rounds of the queue check so far (plugin/zones/completeness.ts). */
   queueState: z.unknown().optional(),
   /** The reconciler's latest progress, in words. */

@@ -62,14 +62,22 @@ export interface ZoneTarget {
   /** The VMAgents that write to the zones, and the cluster they run in (undefined = the controller's own). */
   vmagents: string[];
   vmagentsCluster: string | undefined;
+  /** The zone's vminsertHosts (docs/multicluster.md), carried in the records for the reconciler's queue check. */
+  vminsertHosts: string[] | undefined;
   who: RolloutIdentity;
   /** The Rollout's `status.stableRS`: the revision a rollback goes back to. */
   stableRevision: string | undefined;
 }
 
-/** The `vmagentsCluster` field of the state records, present only when the VMAgents are in another cluster. */
-export function agentsCluster(target: Pick<ZoneTarget, 'vmagentsCluster'>): { vmagentsCluster?: string } {
-  return target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster };
+/** The `vmagentsCluster` and `vminsertHosts` fields of the state records, present only when set. */
+export function agentsCluster(target: Pick<ZoneTarget, 'vmagentsCluster' | 'vminsertHosts'>): {
+  vmagentsCluster?: string;
+  vminsertHosts?: string[];
+} {
+  return {
+    ...(target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster }),
+    ...(target.vminsertHosts === undefined ? {} : { vminsertHosts: target.vminsertHosts }),
+  };
 }
 
 export function vmagentsOf(spec: ZoneSpecDocument): string[] {
@@ -155,6 +163,7 @@ export function resolveTarget(
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     vmagents: vmagentsOf(spec),
     vmagentsCluster: spec.vmagent.cluster,
+    vminsertHosts: spec.zones[config.zone]?.vminsertHosts,
     who: rolloutIdentity(rollout),
     stableRevision: rollout.status.stableRS,
   };

@@ -141,39 +141,19 @@ export function vmAuth(version: string, port: number): object {
 
 export function vmUser(zones: Zone[], remote: Record<string, RemoteZoneUrls> = {}): object {
   const singles = zones[0]?.kind === 'VMSingle';
-  if (Object.keys(remote).length > 0) {
-    // A VMUser's crd targetRefs resolve only in its own cluster: every zone is a static URL (one list, that
-    // drainReads edits), the hub's own zones by their vmselect Service, the others by their published address.
-    return {
-      apiVersion: 'operator.victoriametrics.com/v1beta1',
-      kind: 'VMUser',
-      metadata: { name: vmuserName, namespace: vmNamespace },
-      spec: {
-        username: readUser.username,
-        password: readUser.password,
-        targetRefs: [
-          {
-            static: {
-              urls: zones.map(
-                (z) =>
-                  remote[z.zone]?.vmselectUrl ?? `http://vmselect-${z.vmcluster}.${vmNamespace}.svc:8481/`,
-              ),
-            },
-            paths: ['/select/.*'],
+  const targetRef =
+    Object.keys(remote).length > 0
+      ? {
+          // A VMUser's crd targetRefs resolve only in its own cluster: every zone is a static URL (one list, that
+          // drainReads edits), the hub's own zones by their vmselect Service, the others by their published address.
+          static: {
+            urls: zones.map(
+              (z) => remote[z.zone]?.vmselectUrl ?? `http://vmselect-${z.vmcluster}.${vmNamespace}.svc:8481/`,
+            ),
           },
-        ],
-      },
-    };
-  }
-  return {
-    apiVersion: 'operator.victoriametrics.com/v1beta1',
-    kind: 'VMUser',
-    metadata: { name: vmuserName, namespace: vmNamespace },
-    spec: {
-      username: readUser.username,
-      password: readUser.password,
-      targetRefs: [
-        {
+          paths: ['/select/.*'],
+        }
+      : {
           // The CRD requires name and namespace; the operator uses them only when both are set,
           // so every zone goes in objects (one list that drainReads can edit).
           crd: {
@@ -184,8 +164,11 @@ export function vmUser(zones: Zone[], remote: Record<string, RemoteZoneUrls> = {
           },
           // A VMSingle serves /prometheus/api/v1/... (and /api/v1/...); a VMCluster's vmselect /select/<tenant>/...
           paths: singles ? ['/prometheus/.*', '/api/v1/.*'] : ['/select/.*'],
-        },
-      ],
-    },
+        };
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMUser',
+    metadata: { name: vmuserName, namespace: vmNamespace },
+    spec: { username: readUser.username, password: readUser.password, targetRefs: [targetRef] },
   };
 }

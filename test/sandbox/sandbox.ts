@@ -39,7 +39,6 @@ import {
   zonesFor,
 } from './manifests.ts';
 import { freePort, isPortFree } from './ports.ts';
-import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 import {
   type DaemonRecord,
   type DaemonSpec,
@@ -50,6 +49,7 @@ import {
   stopDaemon,
   waitFor,
 } from './processes.ts';
+import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -98,7 +98,7 @@ export interface SandboxOptions {
   argocd?: boolean;
   /**
    * The last `zoneClusters` zones each live in a Kubernetes cluster of their own (test/sandbox/zone-clusters.ts),
-   * registered in the hub as cluster Secrets; the plugins get --cluster-secrets-namespace. Default 0. With it,
+   * registered in the hub as cluster Secrets; the plugins get --cluster-secrets-namespace and --watch-namespaces=vm (namespace-scoped RBAC there). Default 0. With it,
    * `zones` defaults to zoneClusters + 1 (one zone in the hub). Needs the real operator.
    */
   zoneClusters?: number;
@@ -616,7 +616,12 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       : Object.fromEntries(
           (['vmzones/step', 'vmzones/gates'] as const).map((p) => [
             p,
-            [...(options.pluginArgs?.[p] ?? []), `--cluster-secrets-namespace=${controllerNamespace}`],
+            [
+              ...(options.pluginArgs?.[p] ?? []),
+              `--cluster-secrets-namespace=${controllerNamespace}`,
+              // zone-cluster-rbac.yaml binds with a RoleBinding: the reconciler lists per namespace there.
+              `--watch-namespaces=${vmNamespace}`,
+            ],
           ]),
         );
   if (options.zoneKind === 'VMSingle' && operatorMode !== 'real') {

@@ -13,7 +13,6 @@
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
@@ -31,10 +30,10 @@ import {
   type RolloutState,
   rolloutObject,
   rolloutState,
-  routedZones,
   type SpecDocument,
   sandboxKube,
   startReadProber,
+  startRoutingWatcher,
   stepsFor,
   zoneSpec,
 } from '../step/harness.ts';
@@ -114,28 +113,10 @@ function values(): Promise<unknown[]> {
 async function probes() {
   const loadgen = await loadgenStatus(sandbox);
   const reads = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
-  const violations: string[] = [];
-  let checks = 0;
-  let stopped = false;
-  const watcher = (async () => {
-    while (!stopped) {
-      try {
-        const routed = await routedZones(hub, spec(undefined));
-        for (const z of zones.filter((zone) => routed.includes(zone.zone))) {
-          const readiness = vmclusterReadiness(await cluster(kubeOf[z.zone] as KubeObjects, z.vmcluster));
-          if (readiness.state !== 'ready') violations.push(`${z.zone} routed while ${readiness.message}`);
-        }
-        checks++;
-      } catch {
-        // an API hiccup is not a violation
-      }
-      await sleep(300);
-    }
-  })();
+  const watcher = startRoutingWatcher(hub, zones, 300, spec(undefined), kubeOf);
   return async () => {
     const read = await reads.stop();
-    stopped = true;
-    await watcher;
+    const { violations, checks } = await watcher.stop();
     const to = (await loadgenStatus(sandbox)).lastSeq - 3;
     const samples = await samplesLost(sandbox, loadgen.lastSeq + 1, to, loadgen.failed);
     return { read, violations, checks, samples };

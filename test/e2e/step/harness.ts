@@ -257,6 +257,8 @@ export function startRoutingWatcher(
   zones: { zone: string; vmcluster: string; kind?: ZoneKindName }[],
   intervalMs = 300,
   spec: SpecDocument = zoneSpec({}),
+  /** Where each zone's object is read (zones in other clusters); default `kube`, where the VMUser is. */
+  kubeOf: Record<string, KubeObjects> = {},
 ) {
   const violations: string[] = [];
   let checks = 0;
@@ -266,7 +268,7 @@ export function startRoutingWatcher(
       try {
         const routed = await routedZones(kube, spec);
         for (const z of zones.filter((zone) => routed.includes(zone.zone))) {
-          const readiness = vmclusterReadiness(await cluster(kube, z.vmcluster, z.kind));
+          const readiness = vmclusterReadiness(await cluster(kubeOf[z.zone] ?? kube, z.vmcluster, z.kind));
           if (readiness.state !== 'ready') {
             violations.push(`${new Date().toISOString()} ${z.zone} routed while ${readiness.message}`);
           }

@@ -9,6 +9,7 @@ import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
+import type { ZoneQueueRequest } from '../../../plugin/zones/completeness.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
@@ -129,6 +130,31 @@ test("a remote zone's lease, change and rollback record live on its VMCluster in
   assert.equal(restored.phase, 'Successful', restored.message);
   assert.deepEqual(routed(), ['zone-a', 'zone-b', 'zone-c']);
   assert.equal(zoneState(b.getStored('VMCluster', 'vm-zone-b')).lease, undefined, 'released');
+});
+
+test("a remote zone's vminsertHosts go into its lease and handoff, and the reconciler's queue check gets them", async () => {
+  const doc = JSON.parse(spec()) as { zones: Record<string, Record<string, unknown>> };
+  (doc.zones['zone-c'] as Record<string, unknown>).vminsertHosts = ['127.0.0.3'];
+  const { hub, remotes, step, clusters } = setup({ spec: JSON.stringify(doc) });
+  assert.equal((await untilDone(() => step('zone-c', 'drainReads'))).phase, 'Successful');
+  assert.equal((await step('zone-c', 'apply')).phase, 'Successful');
+  const c = remotes['eu-c'] as MemoryCluster;
+  assert.deepEqual(zoneState(c.getStored('VMCluster', 'vm-zone-c')).lease?.vminsertHosts, ['127.0.0.3']);
+  const asked: ZoneQueueRequest[] = [];
+  const reconciler = new ZoneReconciler({
+    kube: hub,
+    clusters,
+    logger: silentLogger,
+    queueCheck: async (_clients, request) => {
+      asked.push(request);
+      return { verdict: 'pass', message: 'drained' };
+    },
+  });
+  hub.setStatus('Rollout', 'walk', { abort: true });
+  await untilSettled(reconciler);
+  assert.equal(c.getStored('VMCluster', 'vm-zone-c').spec?.clusterVersion, 'v1.151.0-cluster', 'rolled back');
+  assert.ok(asked.length > 0, 'the reconciler checked the queue before restoring the reads');
+  assert.deepEqual(asked.at(-1)?.vminsertHosts, ['127.0.0.3']);
 });
 
 test('an Abort lost to a crash: the reconciler finds the remote zone by scanning its cluster and rolls it back', async () => {

@@ -11,14 +11,20 @@ import (
 	"testing"
 )
 
-func TestServiceProxyForwardsToTheZoneAndDropsWhenItIsDown(t *testing.T) {
-	var gotPath string
+// zoneServer stands for a zone's process: it answers 204 and records the path it was asked for.
+func zoneServer(t *testing.T) (int, *string) {
+	gotPath := new(string)
 	zone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPath = r.URL.Path
+		*gotPath = r.URL.Path
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	defer zone.Close()
-	zonePort, _ := strconv.Atoi(zone.URL[strings.LastIndex(zone.URL, ":")+1:])
+	t.Cleanup(zone.Close)
+	port, _ := strconv.Atoi(zone.URL[strings.LastIndex(zone.URL, ":")+1:])
+	return port, gotPath
+}
+
+func TestServiceProxyForwardsToTheZoneAndDropsWhenItIsDown(t *testing.T) {
+	zonePort, gotPath := zoneServer(t)
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
 	downPort := free.Addr().(*net.TCPAddr).Port
 	_ = free.Close()
@@ -37,8 +43,8 @@ func TestServiceProxyForwardsToTheZoneAndDropsWhenItIsDown(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || gotPath != "/prometheus/api/v1/write" {
-		t.Fatalf("forwarded status %d path %q, want 204 /prometheus/api/v1/write", resp.StatusCode, gotPath)
+	if resp.StatusCode != http.StatusNoContent || *gotPath != "/prometheus/api/v1/write" {
+		t.Fatalf("forwarded status %d path %q, want 204 /prometheus/api/v1/write", resp.StatusCode, *gotPath)
 	}
 
 	if resp, err := client.Post("http://vminsert-vm-zone-b.vm.svc:8480/insert/0/prometheus/api/v1/write", "application/x-protobuf", strings.NewReader("x")); err == nil {
@@ -57,13 +63,7 @@ func TestServiceProxyForwardsToTheZoneAndDropsWhenItIsDown(t *testing.T) {
 }
 
 func TestPublishedServiceReachesTheZoneAndTheProxyPassesLoopbackThrough(t *testing.T) {
-	var gotPath string
-	zone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPath = r.URL.Path
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer zone.Close()
-	zonePort, _ := strconv.Atoi(zone.URL[strings.LastIndex(zone.URL, ":")+1:])
+	zonePort, gotPath := zoneServer(t)
 	free, _ := net.Listen("tcp", "127.0.0.2:0")
 	address := free.Addr().String()
 	_ = free.Close()
@@ -89,7 +89,7 @@ func TestPublishedServiceReachesTheZoneAndTheProxyPassesLoopbackThrough(t *testi
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || gotPath != "/prometheus/api/v1/write" {
-		t.Fatalf("published: status %d path %q, want 204 /prometheus/api/v1/write", resp.StatusCode, gotPath)
+	if resp.StatusCode != http.StatusNoContent || *gotPath != "/prometheus/api/v1/write" {
+		t.Fatalf("published: status %d path %q, want 204 /prometheus/api/v1/write", resp.StatusCode, *gotPath)
 	}
 }
