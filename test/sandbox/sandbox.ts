@@ -98,8 +98,9 @@ export interface SandboxOptions {
   argocd?: boolean;
   /**
    * The last `zoneClusters` zones each live in a Kubernetes cluster of their own (test/sandbox/zone-clusters.ts),
-   * registered in the hub as cluster Secrets; the plugins get --cluster-secrets-namespace and --watch-namespaces=vm (namespace-scoped RBAC there). Default 0. With it,
-   * `zones` defaults to zoneClusters + 1 (one zone in the hub). Needs the real operator.
+   * registered in the hub as cluster Secrets; the plugins get --cluster-secrets-namespace, and --watch-namespaces=vm
+   * for the namespace-scoped RBAC there. Default 0. With it, `zones` defaults to zoneClusters + 1 (one zone in the
+   * hub). Needs the real operator.
    */
   zoneClusters?: number;
 }
