@@ -20,6 +20,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { downStartedBy } from '../test/sandbox/sandbox.ts';
 
 interface Phase {
   name: string;
@@ -213,7 +214,6 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
       finished = true;
       clearTimeout(limitTimer);
       clearTimeout(killTimer);
-      running.delete(entry);
       countTests(tail, counts);
       const seconds = (Date.now() - started) / 1000;
       if (log) {
@@ -225,7 +225,32 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
       const how =
         stopped !== undefined ? `STOPPED (${stopped})` : ok ? 'ok' : `FAILED (exit ${code ?? signal})`;
       console.log(`\n[npm test] ${phase.name}: ${how} in ${seconds.toFixed(0)} s\n`);
-      resolve({ name: phase.name, seconds, ok, ...counts, ...(stopped !== undefined ? { stopped } : {}) });
+      const outcome = {
+        name: phase.name,
+        seconds,
+        ok,
+        ...counts,
+        ...(stopped !== undefined ? { stopped } : {}),
+      };
+      if (stopped === undefined || child.pid === undefined) {
+        running.delete(entry);
+        resolve(outcome);
+        return;
+      }
+      // A stopped test process may end before its sandbox is down (node's runner exits on SIGTERM): take down
+      // what its group started, so it does not slow the phases still running.
+      void downStartedBy(child.pid)
+        .then(
+          (dirs) => {
+            if (dirs.length > 0) console.log(`[npm test] ${phase.name}: took down ${dirs.join(', ')}`);
+          },
+          (error: unknown) =>
+            console.log(`[npm test] ${phase.name}: its sandboxes not taken down: ${String(error)}`),
+        )
+        .finally(() => {
+          running.delete(entry);
+          resolve(outcome);
+        });
     };
     child.on('close', finish);
     // A process the phase left behind may hold its pipes open: the phase is over when its own process exits
@@ -255,7 +280,10 @@ heartbeat.unref();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     for (const r of running) r.stop(`npm test got ${signal}`);
-    setTimeout(() => process.exit(signal === 'SIGINT' ? 130 : 143), 3_000).unref();
+    // Exit once every phase has ended and its sandboxes are down (SIGKILL comes a minute after SIGTERM).
+    const exit = () => process.exit(signal === 'SIGINT' ? 130 : 143);
+    setInterval(() => running.size === 0 && exit(), 500);
+    setTimeout(exit, 120_000);
   });
 }
 

@@ -71,6 +71,18 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** The process group of `pid` (from /proc: Node has no getpgid); undefined when it is gone. */
+export function processGroupOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After "pid (comm) ": state, ppid, pgrp.
+    const group = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    return Number.isInteger(group) ? group : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function isZombie(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

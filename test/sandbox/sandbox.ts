@@ -44,6 +44,7 @@ import {
   type DaemonSpec,
   isAlive,
   killDaemon,
+  processGroupOf,
   StartError,
   startDaemon,
   stopDaemon,
@@ -145,6 +146,9 @@ export interface SandboxState {
   argocd?: ArgoCdState;
   /** With the zoneClusters option: the zone clusters, in zone order. */
   zoneClusters?: ZoneClusterState[];
+  /** The process group of the process that started it: npm test stops a phase by its group, then takes down
+   *  the sandboxes that group started (their daemons run in groups of their own). */
+  processGroup?: number;
 }
 
 export function defaultStateDir(): string {
@@ -649,6 +653,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     operator: operatorMode,
     daemons: [],
     endpointsFile: join(stateDir, 'endpoints.json'),
+    processGroup: processGroupOf(process.pid),
   };
   writeState(state);
 
@@ -910,6 +915,23 @@ async function stopAll(state: SandboxState): Promise<void> {
 export interface DownReport {
   stopped: string[];
   portsStillBound: number[];
+}
+
+/** Takes down every sandbox under `root` that a process of `processGroup` started and left running. */
+export async function downStartedBy(
+  processGroup: number,
+  root = join(cacheDir(), 'sandbox'),
+): Promise<string[]> {
+  if (!existsSync(root)) return [];
+  const taken: string[] = [];
+  for (const name of readdirSync(root)) {
+    const dir = join(root, name);
+    const state = readState(dir);
+    if (state?.processGroup !== processGroup || !state.daemons.some((d) => isAlive(d.pid))) continue;
+    await down(dir);
+    taken.push(dir);
+  }
+  return taken;
 }
 
 export async function down(stateDir = defaultStateDir()): Promise<DownReport> {
