@@ -1,8 +1,10 @@
 // Loopback port helpers: the sandbox picks free ports at start so several sandboxes (a developer's
 // `sandbox up` and a test run) can live side by side.
 
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { cacheDir } from '../env/build.ts';
 
 /** The lower bound of the kernel's ephemeral port range (outgoing connections take their ports from it). */
 function ephemeralLow(): number {
@@ -17,6 +19,45 @@ function ephemeralLow(): number {
 const handedOut = new Set<number>();
 
 /**
+ * Ports handed out to a live process of this machine, across processes: npm test runs sandboxes in parallel
+ * lanes, and a port one sandbox picked but has not bound yet — or that a zone process frees while it restarts —
+ * looks free to another. A reservation is a file named by the port holding the owner's pid; a dead owner's is
+ * taken over.
+ */
+export function reservePort(port: number): boolean {
+  const dir = join(cacheDir(), 'ports');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch {
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8').trim();
+      } catch {
+        continue; // released meanwhile
+      }
+      // An empty file is a reservation being written right now.
+      if (text === '' || Number(text) === process.pid || ownerAlive(Number(text))) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function ownerAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A free loopback port BELOW the ephemeral range: a port from listen(0) lies inside it, and any outgoing
  * connection can take it between our check and the daemon's bind (seen: a zone failing with "address already
  * in use").
@@ -27,7 +68,7 @@ export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 500; attempt++) {
     const port = min + Math.floor(Math.random() * (max - min));
     if (handedOut.has(port)) continue;
-    if (await isPortFree(port)) {
+    if ((await isPortFree(port)) && reservePort(port)) {
       handedOut.add(port);
       return port;
     }
