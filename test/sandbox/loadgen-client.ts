@@ -9,6 +9,8 @@ export interface LoadgenStatus {
   lastSeq: number;
   sent: number;
   failed: number;
+  /** The last push's error ('' if none yet). */
+  lastError: string;
 }
 
 export async function loadgenStatus(sandbox: { state: SandboxState }): Promise<LoadgenStatus> {

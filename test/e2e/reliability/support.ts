@@ -101,12 +101,13 @@ export async function samplesLost(
   } catch {
     // Counted below.
   }
-  const refused = (await loadgenStatus(sandbox)).failed - refusedBefore;
+  const generator = await loadgenStatus(sandbox);
+  const refused = generator.failed - refusedBefore;
   const lost = Object.values(last).reduce((sum, g) => sum + g.length, 0) + refused;
   const detail = Object.entries(last)
     .filter(([, g]) => g.length > 0)
     .map(([zone, g]) => `${zone}: ${g.length} missing (first ${g.slice(0, 5).join(', ')})`)
-    .concat(refused > 0 ? [`${refused} batches refused before vmagent`] : [])
+    .concat(refused > 0 ? [`${refused} batches refused before vmagent (last: ${generator.lastError})`] : [])
     .join('; ');
   return { lost, detail: detail || `none of seq ${from}..${to}` };
 }
