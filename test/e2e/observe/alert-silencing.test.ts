@@ -303,7 +303,7 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
   );
   assert.match(
     page,
-    /\nvmzones_zone_maintenance\{namespace="vm",vmcluster="vm-zone-a",zone="zone-a",rollout="vm\/observe-alerts",role="step"\} 0\n/,
+    /\nvmzones_zone_maintenance\{namespace="vm",kind="VMCluster",vmcluster="vm-zone-a",zone="zone-a",rollout="vm\/observe-alerts",role="step"\} 0\n/,
   );
 
   // Back in maintenance: it resolves.
