@@ -12,8 +12,8 @@
 // and the last line each printed; a node test that runs past 20 minutes fails (node's --test-timeout), a file
 // whose tests have ended exits (--test-force-exit) even with a handle left open; a phase
 // that runs past its limit (2.5 times its previous duration, at least 15 and at most 40 minutes) is stopped
-// (SIGTERM to its process group, so its sandbox goes down; SIGKILL a minute later) and counted failed, its output
-// so far printed; and at `VMZONES_TEST_DEADLINE` (epoch seconds; `.ci/run` sets it inside CI's time limit) the
+// (SIGTERM to its process group, SIGKILL a minute later, then the runner takes down the sandboxes that group
+// started) and counted failed, its output so far printed; and at `VMZONES_TEST_DEADLINE` (epoch seconds; `.ci/run` sets it inside CI's time limit) the
 // phases still running are stopped the same way, those not started are NOT RUN, and the table is printed.
 
 import { spawn } from 'node:child_process';
