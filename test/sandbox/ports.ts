@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { cacheDir } from '../env/build.ts';
+import { isAlive } from './processes.ts';
 
 /** The lower bound of the kernel's ephemeral port range (outgoing connections take their ports from it). */
 function ephemeralLow(): number {
@@ -40,21 +41,13 @@ export function reservePort(port: number): boolean {
         continue; // released meanwhile
       }
       // An empty file is a reservation being written right now.
-      if (text === '' || Number(text) === process.pid || ownerAlive(Number(text))) return false;
+      const owner = Number(text);
+      if (text === '' || owner === process.pid || (Number.isInteger(owner) && owner > 0 && isAlive(owner)))
+        return false;
       rmSync(file, { force: true });
     }
   }
   return false;
-}
-
-function ownerAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
