@@ -7,7 +7,7 @@ import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import { namespacedName } from '../kube/objects.ts';
 import { podProxyTarget } from '../vm/pod-proxy.ts';
 import { describePod, listSelectedPods } from '../vm/pods.ts';
-import { pickQueueSamples, queueMetricNameList, remoteWriteQueueDirName } from '../vm/remote-write.ts';
+import { pickQueueSamples, queueMetricNamesOf, remoteWriteQueueDirName } from '../vm/remote-write.ts';
 import { ScrapeError, scrapeMetrics } from '../vm/scrape.ts';
 import type { ScrapeAccess } from '../vm/scrape-credentials.ts';
 import { remoteWriteUrls, remoteWriteUrlsFromPod } from '../vm/vmagent.ts';
@@ -35,6 +35,7 @@ export async function scrapeAgent(
   const { active } = await listSelectedPods(kube, namespace, agent.selector);
   const port = config.pods?.port ?? 'http';
   const specCount = agent.vmagent === undefined ? undefined : remoteWriteUrls(agent.vmagent).length;
+  const names = queueMetricNamesOf(agent.writer);
   const scrapes = await Promise.all(
     active.map(async (object): Promise<PodScrape> => {
       const pod = describePod(object, port);
@@ -45,7 +46,7 @@ export async function scrapeAgent(
           pod: pod.key,
           ok: false,
           error:
-            `its process has ${podUrls.length} -remoteWrite.url values but VMAgent ${agent.key} lists ${specCount} ` +
+            `its process has ${podUrls.length} -remoteWrite.url values but ${agent.writer.kind} ${agent.key} lists ${specCount} ` +
             '(the pod runs another version of the spec; a rollout of the agent is in progress?)',
         };
       }
@@ -69,7 +70,7 @@ export async function scrapeAgent(
                 ...(access.tls === undefined ? {} : { tls: access.tls }),
                 ...(access.auth === undefined ? {} : { auth: access.auth }),
               },
-          queueMetricNameList,
+          Object.values(names),
           {
             ...(config.pods?.scrapeTimeout === undefined ? {} : { timeoutMs: config.pods.scrapeTimeout }),
             ...(config.pods?.maxScrapeBytes === undefined
@@ -82,6 +83,7 @@ export async function scrapeAgent(
           ok: true,
           queue: pickQueueSamples(page.samples, {
             index: agent.index,
+            names,
             ...(expectedDirName === undefined ? {} : { expectedDirName }),
           }),
         };
@@ -100,7 +102,7 @@ export async function scrapeAgent(
     scrapes.push({
       pod: key,
       ok: false,
-      error: `VMAgent ${agent.key} asks for ${agent.expectedPods} pods but ${active.length} exist`,
+      error: `${agent.writer.kind} ${agent.key} asks for ${agent.expectedPods} pods but ${active.length} exist`,
     });
   }
   return { pods: scrapes, keys };
@@ -128,7 +130,9 @@ async function processOrderProblem(
   const hashes = await Promise.all(podUrls.map(hashOf));
   const position = hashes.indexOf(wanted) + 1;
   const where =
-    agent.vmagent === undefined ? 'the configured remoteWriteUrl' : `VMAgent ${agent.key} spec.remoteWrite`;
+    agent.vmagent === undefined
+      ? 'the configured remoteWriteUrl'
+      : `${agent.writer.kind} ${agent.key} spec.remoteWrite`;
   return position > 0
     ? `the -remoteWrite.url order changed: the zone's URL is at position ${agent.index} in ${where} but at ` +
         `${position} in the args the pod's process was started with (it still runs the old order; wait for the agent's rollout)`

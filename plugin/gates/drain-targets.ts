@@ -7,15 +7,16 @@ import { createHash } from 'node:crypto';
 import { type ClusterRegistration, ClusterRegistryError } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import { equalitySelector } from '../kube/selectors.ts';
+import { explicitZoneQueue, remoteWriteUrls, zoneQueueOf } from '../vm/vmagent.ts';
 import {
-  expectedVmagentPods,
-  explicitZoneQueue,
-  remoteWriteUrls,
-  vmagentPodLabels,
-  vmagentRef,
-  zoneQueueOf,
-} from '../vm/vmagent.ts';
+  expectedWriterPods,
+  type WriterKind,
+  writerKinds,
+  writerPodLabels,
+  writerRef,
+} from '../vm/writer-kinds.ts';
 import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
+import { zoneWriters } from '../zones/spec.ts';
 import { type DrainGateConfig, explicitZoneObject, GateConfigError } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
 import type { GateContext } from './reading.ts';
@@ -28,8 +29,10 @@ import {
 } from './zone-target.ts';
 
 export interface AgentTarget {
-  /** VMAgent name, or `pods(<selector>)` for pods named only by a selector. */
+  /** Agent name, or `pods(<selector>)` for pods named only by a selector. */
   readonly key: string;
+  /** What kind of agent it is: the zone kind's writer (a VMAgent, or a VLAgent for a VLCluster zone). */
+  readonly writer: WriterKind;
   readonly vmagent: KubeObject | undefined;
   readonly selector: string;
   readonly expectedPods: number | undefined;
@@ -75,8 +78,9 @@ export async function drainPlaces(config: DrainGateConfig, context: GateContext)
   if (!drainNeedsSpec(config)) return { zone: context.kube, agents: context.kube, agentsCluster: undefined };
   const zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
   const namespace = config.namespace ?? zone.namespace;
-  const agentsName = zone.spec.vmagent.cluster;
-  const agents = await clusterKube(context, agentsName, namespace, 'the VMAgents');
+  const writers = zoneWriters(zone.spec, zone.kind);
+  const agentsName = writers.cluster;
+  const agents = await clusterKube(context, agentsName, namespace, `the ${writers.writer.kind}s`);
   let agentsCluster: ClusterRegistration | undefined;
   try {
     agentsCluster = await context.clusters.registration(agentsName);
@@ -105,12 +109,10 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
   );
   const vmcluster = explicit?.name ?? zone?.vmcluster;
   const kind = explicit?.kind ?? zone?.kind ?? defaultZoneKind;
-  const agentSource = zone?.spec.vmagent;
+  const writer = writerKinds[kind.writer];
   const agentNames =
     explicitAgents ??
-    (selector !== undefined
-      ? []
-      : (agentSource?.vmagents ?? (agentSource?.vmagent === undefined ? [] : [agentSource.vmagent])));
+    (selector !== undefined || zone === undefined ? [] : zoneWriters(zone.spec, zone.kind).names);
   if (selector !== undefined && agentNames.length > 1) {
     throw new GateConfigError([
       'pods.selector: names the pods of one agent; with it, set at most one vmagent',
@@ -123,7 +125,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
   }
   const agents: AgentTarget[] = [];
   for (const name of agentNames) {
-    const vmagent = await context.kube.get(vmagentRef(namespace, name));
+    const vmagent = await context.kube.get(writerRef(writer, namespace, name));
     const urls = remoteWriteUrls(vmagent);
     const queue = explicitQueue
       ? explicitZoneQueue(vmagent, {
@@ -139,9 +141,10 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
         );
     agents.push({
       key: name,
+      writer,
       vmagent,
-      selector: selector ?? equalitySelector(vmagentPodLabels(name)),
-      expectedPods: selector === undefined ? expectedVmagentPods(vmagent) : undefined,
+      selector: selector ?? equalitySelector(writerPodLabels(writer, name)),
+      expectedPods: selector === undefined ? expectedWriterPods(writer, vmagent) : undefined,
       index: queue.index,
       specUrl: queue.url,
       listDigest: digest(urls),
@@ -155,6 +158,7 @@ export async function resolveTargets(config: DrainGateConfig, context: GateConte
     }
     agents.push({
       key: `pods(${selector})`,
+      writer,
       vmagent: undefined,
       selector,
       expectedPods: undefined,

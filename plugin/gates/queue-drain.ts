@@ -15,7 +15,7 @@
 // Rounds are judged as given; the caller decides which rounds count (e.g. only those after the zone became
 // ready, via `notBefore`).
 
-import { type QueueFigureName, queueSeriesName } from '../vm/remote-write.ts';
+import { type QueueFigureName, type QueueMetricNames, queueSeriesName } from '../vm/remote-write.ts';
 import type { PodScrape } from './drain-state.ts';
 
 export interface QueueDrainConfig {
@@ -71,6 +71,8 @@ export interface QueueDrainInput {
   /** Rounds taken before this time (ms since the epoch) are ignored, e.g. those before the zone was ready. */
   readonly notBefore?: number;
   readonly config?: Partial<QueueDrainConfig>;
+  /** The writer's series names, for messages; default vmagent's. */
+  readonly names?: QueueMetricNames;
 }
 
 export type QueueDrainVerdictKind = 'drained' | 'notDrained' | 'dataLost';
@@ -182,7 +184,7 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
     for (const scrape of round.pods) {
       if (!scrape.ok) continue;
       const before = lastOk.get(scrape.pod);
-      if (before !== undefined) lossProblems.push(...droppedData(scrape, before, round.at));
+      if (before !== undefined) lossProblems.push(...droppedData(scrape, before, round.at, input.names));
       lastOk.set(scrape.pod, scrape);
       if (!firstOk.has(scrape.pod)) firstOk.set(scrape.pod, scrape);
     }
@@ -238,7 +240,7 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
         const before = previous.queue.figures[figure];
         if (now !== undefined && before !== undefined && now < before) {
           problems.push(
-            `pod ${pod} restarted (${queueSeriesName(figure)} went back from ${before} to ${now})`,
+            `pod ${pod} restarted (${queueSeriesName(figure, input.names)} went back from ${before} to ${now})`,
           );
           return problems;
         }
@@ -248,7 +250,7 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
         const before = previous.queue.figures[figure];
         if (now !== undefined && before !== undefined && now > before) {
           problems.push(
-            `pod ${pod}: ${queueSeriesName(figure)} grew by ${now - before} since the previous scrape`,
+            `pod ${pod}: ${queueSeriesName(figure, input.names)} grew by ${now - before} since the previous scrape`,
           );
         }
       }
@@ -336,7 +338,12 @@ function delivered(pod: string, from: DrainRound, to: DrainRound): boolean {
 }
 
 /** Drop counters that grew between two successful scrapes of one pod (after a restart: any non-zero value). */
-function droppedData(scrape: OkScrape, before: OkScrape, at: number): string[] {
+function droppedData(
+  scrape: OkScrape,
+  before: OkScrape,
+  at: number,
+  names: QueueMetricNames | undefined,
+): string[] {
   const problems: string[] = [];
   const restarted = counterFigures.some((figure) => {
     const now = scrape.queue.figures[figure];
@@ -350,7 +357,7 @@ function droppedData(scrape: OkScrape, before: OkScrape, at: number): string[] {
     const grown = restarted ? now : then === undefined ? 0 : now - then;
     if (grown > 0) {
       problems.push(
-        `pod ${scrape.pod}: ${queueSeriesName(figure)} grew by ${grown} by ${isoTime(at)}${restarted ? ' (after a restart)' : ''}`,
+        `pod ${scrape.pod}: ${queueSeriesName(figure, names)} grew by ${grown} by ${isoTime(at)}${restarted ? ' (after a restart)' : ''}`,
       );
     }
   }

@@ -3,6 +3,7 @@
 // the state kept in the measurement between Run and Resume (drain-state.ts), and the rounds are judged by
 // judgeQueueDrain (queue-drain.ts says what "drained" means); drain-figures.ts sums up the figures.
 
+import { queueMetricNamesOf } from '../vm/remote-write.ts';
 import { resolveScrapeAccess } from '../vm/scrape-credentials.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
@@ -126,7 +127,7 @@ export async function readVmagentDrained(
       agentsState[agent.key] = { index: agent.index, listDigest: agent.listDigest };
     } else if (first.index !== agent.index || first.listDigest !== agent.listDigest) {
       listProblems.push(
-        `VMAgent ${agent.key}: spec.remoteWrite changed since the gate started` +
+        `${agent.writer.kind} ${agent.key}: spec.remoteWrite changed since the gate started` +
           (first.index !== agent.index
             ? ` (the zone's queue moved from index ${first.index} to ${agent.index})`
             : ''),
@@ -139,7 +140,8 @@ export async function readVmagentDrained(
     const result = scraped[position] as { pods: PodScrape[] };
     round.agents[agent.key] = result.pods;
     for (const scrape of result.pods) {
-      if (scrape.ok && baselineDirs[scrape.pod] === undefined) {
+      // A page without the queue series lists no queues: that is no baseline, the next page that has them is.
+      if (scrape.ok && baselineDirs[scrape.pod] === undefined && scrape.queue.allQueueDirNames.length > 0) {
         baselineDirs[scrape.pod] = [...scrape.queue.allQueueDirNames];
       }
     }
@@ -162,6 +164,7 @@ export async function readVmagentDrained(
       rounds: agentRounds,
       baselineQueueDirs: baselineDirs,
       config: settings,
+      names: queueMetricNamesOf(agent.writer),
     };
     const all = judgeQueueDrain(input);
     if (all.verdict === 'dataLost' || !requireZoneReady) return all;

@@ -14,10 +14,11 @@
 import xxhash from 'xxhash-wasm';
 import { vmagentQueueUrlString } from './go-url.ts';
 import type { MetricSample } from './metrics-text.ts';
+import type { WriterKind } from './writer-kinds.ts';
 
 export { RemoteWriteUrlError, vmagentQueueUrlString } from './go-url.ts';
 
-/** Metric names a queue-drain check reads; pass them as the parser's `keep` list. */
+/** Metric names a queue-drain check reads from a vmagent; pass them as the parser's `keep` list. */
 export const queueMetricNames = {
   pendingDataBytes: 'vmagent_remotewrite_pending_data_bytes',
   onDiskPendingBytes: 'vm_persistentqueue_bytes_pending',
@@ -34,11 +35,27 @@ export const queueMetricNames = {
 
 export type QueueFigureName = keyof typeof queueMetricNames;
 
+export type QueueMetricNames = Readonly<Record<QueueFigureName, string>>;
+
+/**
+ * The names for a writer: vlagent's write path is vmagent's with its own prefix on the per-URL series and the
+ * same `vm_persistentqueue_` ones (docs/zone-kinds.md, "vlagent's remote-write queues"); vlagent has no
+ * samples-dropped counter, which is optional for vmagent too.
+ */
+export function queueMetricNamesOf(writer: WriterKind): QueueMetricNames {
+  return Object.fromEntries(
+    Object.entries(queueMetricNames).map(([figure, name]) => [
+      figure,
+      name.replace(/^vmagent_remotewrite_/, writer.seriesPrefix),
+    ]),
+  ) as QueueMetricNames;
+}
+
 export const queueMetricNameList: readonly string[] = Object.values(queueMetricNames);
 
 /** The series a figure is read from, for messages (`requests` counts only 2xx). */
-export function queueSeriesName(figure: QueueFigureName): string {
-  return figure === 'requests' ? `${queueMetricNames.requests}{status_code="2XX"}` : queueMetricNames[figure];
+export function queueSeriesName(figure: QueueFigureName, names: QueueMetricNames = queueMetricNames): string {
+  return figure === 'requests' ? `${names.requests}{status_code="2XX"}` : names[figure];
 }
 
 /** Figures that may be absent without meaning anything is wrong (they appeared in later vmagent versions). */
@@ -64,6 +81,8 @@ export async function remoteWriteQueueDirName(index: number, remoteWriteUrl: str
 export interface QueueSelector {
   readonly index: number;
   readonly expectedDirName?: string;
+  /** The writer's series names; default vmagent's. */
+  readonly names?: QueueMetricNames;
 }
 
 export interface PickedQueue {
@@ -91,6 +110,7 @@ function urlIndex(urlLabel: string | undefined): number | undefined {
 /** Picks the series of one queue from a parsed scrape and sums them into figures. */
 export function pickQueueSamples(samples: readonly MetricSample[], selector: QueueSelector): PickedQueue {
   const { index, expectedDirName } = selector;
+  const names = selector.names ?? queueMetricNames;
   const urlPrefix = `${index}:`;
   const figures: Partial<Record<QueueFigureName, number>> = {};
   const queuePaths = new Set<string>();
@@ -103,7 +123,7 @@ export function pickQueueSamples(samples: readonly MetricSample[], selector: Que
 
   // The url-labelled pending-bytes series carries both labels, so it links index to directory.
   for (const sample of samples) {
-    if (sample.name !== queueMetricNames.pendingDataBytes) continue;
+    if (sample.name !== names.pendingDataBytes) continue;
     const path = sample.labels.path;
     if (path !== undefined) allDirNames.add(baseName(path));
     if (urlIndex(sample.labels.url) === index && path !== undefined) queuePaths.add(path);
@@ -113,7 +133,7 @@ export function pickQueueSamples(samples: readonly MetricSample[], selector: Que
     for (const sample of samples) {
       const path = sample.labels.path;
       if (
-        sample.name === queueMetricNames.onDiskPendingBytes &&
+        sample.name === names.onDiskPendingBytes &&
         path !== undefined &&
         baseName(path) === expectedDirName
       ) {
@@ -135,48 +155,45 @@ export function pickQueueSamples(samples: readonly MetricSample[], selector: Que
 
   for (const sample of samples) {
     const { name, labels, value } = sample;
-    if (name === queueMetricNames.onDiskPendingBytes) {
+    if (name === names.onDiskPendingBytes) {
       if (labels.path !== undefined && queuePaths.has(labels.path)) add('onDiskPendingBytes', value);
       continue;
     }
-    if (name === queueMetricNames.onDiskBytesDropped || name === queueMetricNames.onDiskBlocksDropped) {
+    if (name === names.onDiskBytesDropped || name === names.onDiskBlocksDropped) {
       if (labels.path !== undefined && queuePaths.has(labels.path)) {
-        add(
-          name === queueMetricNames.onDiskBytesDropped ? 'onDiskBytesDropped' : 'onDiskBlocksDropped',
-          value,
-        );
+        add(name === names.onDiskBytesDropped ? 'onDiskBytesDropped' : 'onDiskBlocksDropped', value);
       }
       continue;
     }
     if (labels.url === undefined || !labels.url.startsWith(urlPrefix)) continue;
     switch (name) {
-      case queueMetricNames.pendingDataBytes:
+      case names.pendingDataBytes:
         add('pendingDataBytes', value);
         break;
-      case queueMetricNames.requests:
+      case names.requests:
         // vmagent counts every 2xx as "2XX" and other codes by their number.
         if (labels.status_code === '2XX' || /^2\d\d$/.test(labels.status_code ?? '')) add('requests', value);
         break;
-      case queueMetricNames.bytesSent:
+      case names.bytesSent:
         add('bytesSent', value);
         break;
-      case queueMetricNames.retries:
+      case names.retries:
         add('retries', value);
         break;
-      case queueMetricNames.errors:
+      case names.errors:
         add('errors', value);
         break;
-      case queueMetricNames.packetsDropped:
+      case names.packetsDropped:
         add('packetsDropped', value);
         break;
-      case queueMetricNames.samplesDropped:
+      case names.samplesDropped:
         add('samplesDropped', value);
         break;
     }
   }
 
   const missing: string[] = [];
-  for (const [figure, metric] of Object.entries(queueMetricNames) as [QueueFigureName, string][]) {
+  for (const [figure, metric] of Object.entries(names) as [QueueFigureName, string][]) {
     if (figures[figure] !== undefined || optionalQueueFigures.has(figure)) continue;
     const pathBased = metric.startsWith('vm_persistentqueue_');
     if (pathBased && queuePaths.size === 0) {

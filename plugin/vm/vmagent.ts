@@ -1,63 +1,32 @@
-// What a VMAgent object says about its pods and its remote-write queues: the operator's pod labels, how many
-// pods it asks for, and which `spec.remoteWrite` entry (1-based, in list order, as the operator emits the
-// -remoteWrite.url flags) feeds a zone's VMCluster.
+// What a writer object (a VMAgent, or a VLAgent for VictoriaLogs zones: writer-kinds.ts) says about its
+// remote-write queues: which `spec.remoteWrite` entry (1-based, in list order, as the operator emits the
+// -remoteWrite.url flags) feeds a zone. Both kinds list `spec.remoteWrite[].url` the same way.
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
 import { redactUrl } from '../kube/redact.ts';
-import { vmApiVersion } from './vmcluster.ts';
 import { defaultZoneKind, type ZoneKind } from './zone-kinds.ts';
 
-export function vmagentRef(namespace: string, name: string): ObjectRef {
-  return { apiVersion: vmApiVersion, kind: 'VMAgent', namespace, name };
-}
-
-/** The operator's selector labels of a VMAgent's pods (operator api/v1beta1 VMAgent.SelectorLabels). */
-export function vmagentPodLabels(name: string): Record<string, string> {
-  return {
-    'app.kubernetes.io/name': 'vmagent',
-    'app.kubernetes.io/instance': name,
-    'app.kubernetes.io/component': 'monitoring',
-    'managed-by': 'vm-operator',
-  };
-}
-
 export class VmagentSpecError extends Error {
-  constructor(vmagent: string, problem: string) {
-    super(`VMAgent ${vmagent}: ${problem}`);
+  constructor(agent: KubeObject, problem: string) {
+    super(`${agent.kind ?? 'VMAgent'} ${namespacedName(agent.metadata)}: ${problem}`);
     this.name = 'VmagentSpecError';
   }
-}
-
-function describe(vmagent: KubeObject): string {
-  return namespacedName(vmagent.metadata);
 }
 
 /** `spec.remoteWrite[].url` in order. */
 export function remoteWriteUrls(vmagent: KubeObject): string[] {
   const list = vmagent.spec?.remoteWrite;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new VmagentSpecError(describe(vmagent), 'spec.remoteWrite is empty: it writes to no zone');
+    throw new VmagentSpecError(vmagent, 'spec.remoteWrite is empty: it writes to no zone');
   }
   return list.map((entry, position) => {
     const url = (entry as { url?: unknown } | null)?.url;
     if (typeof url !== 'string' || url === '') {
-      throw new VmagentSpecError(describe(vmagent), `spec.remoteWrite[${position}].url is not set`);
+      throw new VmagentSpecError(vmagent, `spec.remoteWrite[${position}].url is not set`);
     }
     return url;
   });
-}
-
-/**
- * Pods the VMAgent asks for: replicaCount (default 1) times shardCount (default 1). Undefined in daemonSet
- * mode, where the node count decides.
- */
-export function expectedVmagentPods(vmagent: KubeObject): number | undefined {
-  const spec = vmagent.spec ?? {};
-  if (spec.daemonSetMode === true) return undefined;
-  const replicas = typeof spec.replicaCount === 'number' ? spec.replicaCount : 1;
-  const shards = typeof spec.shardCount === 'number' && spec.shardCount > 0 ? spec.shardCount : 1;
-  return replicas * shards;
 }
 
 /** The host name a URL points at, lower-case, or undefined if it does not parse. */
@@ -112,13 +81,13 @@ export function zoneQueueOf(
       : `${wanted.join(' or ')} (the vminsertHosts of ${kind.kind} ${namespacedName({ namespace, name: vmcluster })})`;
   if (matches.length === 0) {
     throw new VmagentSpecError(
-      describe(vmagent),
+      vmagent,
       `no spec.remoteWrite URL points at ${target}; ` +
         `its URLs are ${listed}. Name the zone's URL with remoteWriteUrl or remoteWriteIndex in the gate config`,
     );
   }
   throw new VmagentSpecError(
-    describe(vmagent),
+    vmagent,
     `${matches.length} spec.remoteWrite URLs point at ${target} (positions ${matches.map((m) => m.index).join(', ')}); ` +
       'name the zone\u2019s URL with remoteWriteUrl or remoteWriteIndex in the gate config',
   );
@@ -134,13 +103,13 @@ export function explicitZoneQueue(
     const url = urls[choice.remoteWriteIndex - 1];
     if (url === undefined) {
       throw new VmagentSpecError(
-        describe(vmagent),
+        vmagent,
         `remoteWriteIndex ${choice.remoteWriteIndex} is beyond its ${urls.length} spec.remoteWrite entries`,
       );
     }
     if (choice.remoteWriteUrl !== undefined && url !== choice.remoteWriteUrl) {
       throw new VmagentSpecError(
-        describe(vmagent),
+        vmagent,
         `spec.remoteWrite[${choice.remoteWriteIndex - 1}] is ${redactUrl(url)}, not the configured remoteWriteUrl`,
       );
     }
@@ -149,7 +118,7 @@ export function explicitZoneQueue(
   const position = urls.indexOf(choice.remoteWriteUrl ?? '');
   if (position < 0) {
     throw new VmagentSpecError(
-      describe(vmagent),
+      vmagent,
       `no spec.remoteWrite entry has the URL ${redactUrl(choice.remoteWriteUrl ?? '')}`,
     );
   }

@@ -24,9 +24,9 @@ import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
 import { isTransient } from './outcome.ts';
-import { specFromAnnotations } from './spec.ts';
+import { specFromAnnotations, zoneWriters } from './spec.ts';
 import { type Lease, type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
-import { readBalancerConfig, vmagentsOf } from './target.ts';
+import { readBalancerConfig } from './target.ts';
 import { loadedCluster } from './vmcluster-state.ts';
 import { holderProgress, walkVerdict } from './walk.ts';
 
@@ -408,11 +408,12 @@ export class ZoneReconciler {
     }
     try {
       const spec = specFromAnnotations(progress.templateAnnotations);
+      const writers = zoneWriters(spec, zoneKindOf(cluster.kind) ?? defaultZoneKind);
       return {
         reads: readBalancerConfig(spec, spec.namespace ?? cluster.metadata.namespace ?? ''),
         drainGracePeriod: spec.vmauth.drainGracePeriod,
-        vmagents: vmagentsOf(spec),
-        vmagentsCluster: spec.vmagent.cluster,
+        vmagents: writers.names,
+        vmagentsCluster: writers.cluster,
         vminsertHosts: spec.zones[zone]?.vminsertHosts,
       };
     } catch (err) {

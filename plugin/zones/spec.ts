@@ -7,7 +7,8 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
-import { type ZoneKind, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
+import { type WriterKind, type WriterKindName, writerKinds } from '../vm/writer-kinds.ts';
+import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
 
 export const specAnnotation = 'vmzones.io/spec';
@@ -87,21 +88,36 @@ const vmauthSource = z
     }
   });
 
+/** Exactly one of the one-name field and the list field of an agents entry. */
+function oneNameOrList(one: string, list: string) {
+  return (v: Record<string, unknown>, ctx: z.core.$RefinementCtx) => {
+    if ((v[one] === undefined) === (v[list] === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `exactly one of ${one} (one name) or ${list} (a list) must be set`,
+      });
+    }
+  };
+}
+
+/** The VMAgents that write to metrics zones (VMCluster, VMSingle). */
 const vmagentSource = z
   .strictObject({
-    /** The cluster the VMAgents run in; absent = the controller's own. */
+    /** The cluster the agents run in; absent = the controller's own. */
     cluster: clusterName.optional(),
     vmagent: objectName.optional(),
     vmagents: z.array(objectName).min(1).optional(),
   })
-  .superRefine((v, ctx) => {
-    if ((v.vmagent === undefined) === (v.vmagents === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'exactly one of vmagent (one name) or vmagents (a list) must be set',
-      });
-    }
-  });
+  .superRefine(oneNameOrList('vmagent', 'vmagents'));
+
+/** The VLAgents that write to VictoriaLogs zones (VLCluster): docs/zone-kinds.md. */
+const vlagentSource = z
+  .strictObject({
+    cluster: clusterName.optional(),
+    vlagent: objectName.optional(),
+    vlagents: z.array(objectName).min(1).optional(),
+  })
+  .superRefine(oneNameOrList('vlagent', 'vlagents'));
 
 const zone = z
   .strictObject({
@@ -139,25 +155,90 @@ export function zoneWorkload(entry: SpecZoneEntry): { kind: ZoneKind; name: stri
   throw new SpecError([`exactly one of ${zoneKindFields.join(', ')} must be set`]);
 }
 
-const specSchema = z.strictObject({
-  version: z.enum(specVersions).default('v1'),
-  /** Namespace of every object named here; defaults to the Rollout's. */
-  namespace: namespaceNameSchema.optional(),
-  overrideSpec: jsonObject.default({}),
-  /** How long a zone's VMCluster may take to become operational after a change. */
-  readyTimeout: duration.default('15m'),
-  vmauth: vmauthSource,
-  vmagent: vmagentSource,
-  zones: z
-    .record(
-      z
-        .string()
-        .max(63)
-        .regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")'),
-      zone,
-    )
-    .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
-});
+const specSchema = z
+  .strictObject({
+    version: z.enum(specVersions).default('v1'),
+    /** Namespace of every object named here; defaults to the Rollout's. */
+    namespace: namespaceNameSchema.optional(),
+    overrideSpec: jsonObject.default({}),
+    /** How long a zone's VMCluster may take to become operational after a change. */
+    readyTimeout: duration.default('15m'),
+    vmauth: vmauthSource,
+    /** The writers of the zones: `vmagent` for VMCluster and VMSingle zones, `vlagent` for VLCluster zones. */
+    vmagent: vmagentSource.optional(),
+    vlagent: vlagentSource.optional(),
+    zones: z
+      .record(
+        z
+          .string()
+          .max(63)
+          .regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")'),
+        zone,
+      )
+      .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
+  })
+  .superRefine((v, ctx) => {
+    // Each zone kind's writer must be named, and a writer no zone needs is a mistake worth naming.
+    const writerOf = (entry: SpecZoneEntry) => {
+      const fields = zoneKindFields.filter((k) => entry[k] !== undefined);
+      return fields.length === 1 ? writerField(zoneKinds[fields[0] as ZoneKindField]) : undefined;
+    };
+    const writers = Object.values(v.zones).map(writerOf);
+    // A zone of no valid kind has its own problem; which writers it needs is unknown, so none is called unused.
+    const allKnown = writers.every((field) => field !== undefined);
+    for (const field of writerFields) {
+      const kind = writerKinds[writerKindOf(field)].kind;
+      if (writers.includes(field) && v[field] === undefined) {
+        const zones = Object.entries(v.zones)
+          .filter(([, entry]) => writerOf(entry) === field)
+          .map(([name]) => name);
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `required: the ${kind}s that write to ${zones.join(', ')} (${field === 'vlagent' ? 'VLCluster' : 'VMCluster and VMSingle'} zones are written by ${kind}s)`,
+        });
+      } else if (allKnown && !writers.includes(field) && v[field] !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `no zone is written by ${kind}s: ${field} names the writers of ${field === 'vlagent' ? 'VLCluster' : 'VMCluster and VMSingle'} zones`,
+        });
+      }
+    }
+  });
+
+const writerFields = ['vmagent', 'vlagent'] as const;
+type WriterField = (typeof writerFields)[number];
+
+function writerField(kind: ZoneKind): WriterField {
+  return kind.writer === 'VLAgent' ? 'vlagent' : 'vmagent';
+}
+
+function writerKindOf(field: WriterField): WriterKindName {
+  return field === 'vlagent' ? 'VLAgent' : 'VMAgent';
+}
+
+/** The agents that write to zones of `kind`, and the cluster they run in; the schema guarantees they are named. */
+export function zoneWriters(
+  spec: ZoneSpecDocument,
+  kind: ZoneKind,
+): { writer: WriterKind; names: string[]; cluster: string | undefined } {
+  const writer = writerKinds[kind.writer];
+  if (writerField(kind) === 'vlagent') {
+    const source = spec.vlagent;
+    return {
+      writer,
+      names: source?.vlagents ?? (source?.vlagent === undefined ? [] : [source.vlagent]),
+      cluster: source?.cluster,
+    };
+  }
+  const source = spec.vmagent;
+  return {
+    writer,
+    names: source?.vmagents ?? (source?.vmagent === undefined ? [] : [source.vmagent]),
+    cluster: source?.cluster,
+  };
+}
 
 export type ZoneSpecDocument = z.infer<typeof specSchema>;
 

@@ -18,6 +18,7 @@ import {
   specFromAnnotations,
   type ZoneSpecDocument,
   zoneWorkload,
+  zoneWriters,
 } from './spec.ts';
 import { type RolloutIdentity, rolloutIdentity } from './state.ts';
 
@@ -59,7 +60,8 @@ export interface ZoneTarget {
   drainGracePeriod: string;
   drainGraceMs: number;
   readyTimeoutMs: number;
-  /** The VMAgents that write to the zones, and the cluster they run in (undefined = the controller's own). */
+  /** The agents that write to the zone (VMAgents, or VLAgents for a VLCluster zone: the zone kind says which), and
+   *  the cluster they run in (undefined = the controller's own). Records keep the field name vmagents. */
   vmagents: string[];
   vmagentsCluster: string | undefined;
   /** The zone's vminsertHosts (docs/multicluster.md), carried in the records for the reconciler's queue check. */
@@ -78,10 +80,6 @@ export function agentsCluster(target: Pick<ZoneTarget, 'vmagentsCluster' | 'vmin
     ...(target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster }),
     ...(target.vminsertHosts === undefined ? {} : { vminsertHosts: target.vminsertHosts }),
   };
-}
-
-export function vmagentsOf(spec: ZoneSpecDocument): string[] {
-  return spec.vmagent.vmagents ?? (spec.vmagent.vmagent === undefined ? [] : [spec.vmagent.vmagent]);
 }
 
 function balancerRef(spec: ZoneSpecDocument, namespace: string): ReadBalancerRef {
@@ -145,6 +143,7 @@ export function resolveTarget(
   const spec = specFromAnnotations(rollout.spec.template.metadata.annotations);
   const rolloutNamespace = rollout.metadata.namespace ?? '';
   const zone = resolveZone(spec, config.zone, rolloutNamespace);
+  const writers = zoneWriters(spec, zone.kind);
   // The plugin acts with the controller's rights: a Rollout author may not reach another namespace's zones.
   requireNamespaceAllowed(
     namespaces,
@@ -161,8 +160,8 @@ export function resolveTarget(
     drainGracePeriod: spec.vmauth.drainGracePeriod,
     drainGraceMs: parseGoDurationMs(spec.vmauth.drainGracePeriod),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
-    vmagents: vmagentsOf(spec),
-    vmagentsCluster: spec.vmagent.cluster,
+    vmagents: writers.names,
+    vmagentsCluster: writers.cluster,
     vminsertHosts: spec.zones[config.zone]?.vminsertHosts,
     who: rolloutIdentity(rollout),
     stableRevision: rollout.status.stableRS,

@@ -38,8 +38,10 @@ function rolloutWithZones(zones: Record<string, Record<string, string>>): Return
   const object = rollout();
   const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
     .template;
+  const logs = Object.values(zones).some((zone) => zone.vlcluster !== undefined);
   template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
     ...specDocument,
+    ...(logs ? { vlagent: { vlagent: 'vlagent' } } : {}),
     zones: { ...specDocument.zones, ...zones },
   });
   return object;

@@ -415,6 +415,67 @@ test('vmagentQueueDrained keeps its rounds in the measurement and passes after K
   assert.equal(measurement.metadata?.[metadataKeys.readings], '4');
 });
 
+test('vmagentQueueDrained on a VLCluster zone reads the VLAgent the spec names and its vlagent_ series', async () => {
+  const logsA = 'http://vlinsert-logs-a.vm.svc:9481/internal/insert';
+  const logsB = 'http://vlinsert-logs-b.vm.svc:9481/internal/insert';
+  const logsSpec = [
+    'vmauth: {vmuser: vmauth-read}',
+    'vlagent: {vlagent: logs}',
+    'zones:',
+    '  zone-a: {vlcluster: logs-a}',
+    '  zone-b: {vlcluster: logs-b}',
+  ].join('\n');
+  const server = await agentServer();
+  const kube = owned(new MemoryKube(), { 'vmzones.io/spec': logsSpec })
+    .put({
+      apiVersion: 'operator.victoriametrics.com/v1',
+      kind: 'VLCluster',
+      metadata: { name: 'logs-a', namespace: 'vm', generation: 2 },
+      status: { updateStatus: 'operational', observedGeneration: 2 },
+    })
+    .put({
+      apiVersion: 'operator.victoriametrics.com/v1',
+      kind: 'VLAgent',
+      metadata: { name: 'logs', namespace: 'vm' },
+      spec: { remoteWrite: [{ url: logsA }, { url: logsB }] },
+    })
+    .put(
+      readyPod(
+        'vm',
+        'vlagent-logs-0',
+        { ...agentLabels, 'app.kubernetes.io/name': 'vlagent', 'app.kubernetes.io/instance': 'logs' },
+        { http: server.port },
+        { args: [`-remoteWrite.url=${logsA},${logsB}`] },
+      ),
+    );
+  const dirs = [await remoteWriteQueueDirName(1, logsA), await remoteWriteQueueDirName(2, logsB)];
+  const vlagentPage = (round: number) => agentPage(dirs, flowing(round)).replaceAll('vmagent_', 'vlagent_');
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => kube, now: time.now });
+  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', consecutiveRounds: '2' });
+
+  // A vmagent's page is not a vlagent's: its series are not the ones a VLAgent's queue is read from.
+  server.set(agentPage(dirs, flowing(0)));
+  let measurement = await provider.run(run, config);
+  assert.equal(measurement.phase, 'Running');
+  assert.match(measurement.message ?? '', /lacks the series vlagent_remotewrite_pending_data_bytes/);
+  let view = stored(measurement);
+  for (let round = 1; round <= 2; round++) {
+    time.advance(10_000);
+    server.set(vlagentPage(round));
+    measurement = await provider.resume(run, config, view);
+    view = stored(measurement, view);
+  }
+  assert.equal(measurement.phase, 'Successful', measurement.message);
+  assert.equal(JSON.parse(measurement.value ?? '').agents.logs.queueIndex, 1);
+
+  // The VLAgent is read in operator.victoriametrics.com/v1; one that is missing is named by its kind.
+  kube.objects.delete('operator.victoriametrics.com/v1|VLAgent|vm|logs');
+  const missing = await provider.run(run, config);
+  assert.equal(missing.phase, 'Error');
+  assert.match(missing.message ?? '', /VLAgent vm\/logs/);
+});
+
 /** The drain world with `pods` vmagent pods (all served by the one page). */
 async function manyPods(pods: number) {
   const world = await drainWorld();

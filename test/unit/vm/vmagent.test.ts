@@ -3,7 +3,6 @@ import { test } from 'node:test';
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
 import { describePod, listSelectedPods } from '../../../plugin/vm/pods.ts';
 import {
-  expectedVmagentPods,
   explicitZoneQueue,
   remoteWriteUrlsFromPod,
   VmagentSpecError,
@@ -89,12 +88,6 @@ test('an explicit remoteWriteUrl or remoteWriteIndex must name an entry that exi
     () => explicitZoneQueue(agent, { remoteWriteIndex: 1, remoteWriteUrl: zoneB }),
     /not the configured/,
   );
-});
-
-test('expected pods: replicas × shards, none in daemonSet mode', () => {
-  assert.equal(expectedVmagentPods(vmagent([zoneA])), 1);
-  assert.equal(expectedVmagentPods(vmagent([zoneA], { replicaCount: 2, shardCount: 3 })), 6);
-  assert.equal(expectedVmagentPods(vmagent([zoneA], { daemonSetMode: true, replicaCount: 2 })), undefined);
 });
 
 test("reads the remote-write URLs a pod's process was started with: one comma-joined flag or repeated flags", () => {

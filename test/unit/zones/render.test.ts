@@ -96,6 +96,7 @@ test('zones of every kind render the same walk, in the document order', () => {
   const mixed = parseSpecDocument(`
 vmauth: {vmuser: reads}
 vmagent: {vmagent: agent}
+vlagent: {vlagent: logs}
 zones: {zone-a: {vmsingle: a}, zone-b: {vlcluster: b}, zone-c: {vmcluster: c}}
 `);
   assert.deepEqual(summary(renderSteps(mixed)), summary(renderSteps(spec)));

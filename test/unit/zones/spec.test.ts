@@ -6,6 +6,7 @@ import {
   resolveZone,
   SpecError,
   specFromAnnotations,
+  zoneWriters,
 } from '../../../plugin/zones/spec.ts';
 
 const valid = `
@@ -87,13 +88,32 @@ test('YAML syntax errors and duplicate keys are rejected with a line number', ()
 test('missing pieces are named', () => {
   const text = problemsOf('zones: {}\n').join('\n');
   assert.match(text, /vmauth: .*expected object/i);
-  assert.match(text, /vmagent: .*expected object/i);
   assert.match(text, /zones: at least one zone is required/);
+});
+
+test("each zone kind's writers must be named, and writers no zone needs are refused", () => {
+  const vmauth = 'vmauth: {vmuser: u}\n';
+  assert.deepEqual(problemsOf(`${vmauth}zones: {zone-a: {vmcluster: a}, zone-b: {vmsingle: b}}\n`), [
+    'vmagent: required: the VMAgents that write to zone-a, zone-b (VMCluster and VMSingle zones are written by VMAgents)',
+  ]);
+  assert.deepEqual(problemsOf(`${vmauth}vmagent: {vmagent: m}\nzones: {zone-a: {vlcluster: a}}\n`), [
+    'vmagent: no zone is written by VMAgents: vmagent names the writers of VMCluster and VMSingle zones',
+    'vlagent: required: the VLAgents that write to zone-a (VLCluster zones are written by VLAgents)',
+  ]);
+  assert.match(
+    problemsOf(`${vmauth}vlagent: {vlagent: l, vlagents: [l]}\nzones: {zone-a: {vlcluster: a}}\n`).join(),
+    /vlagent: exactly one of vlagent \(one name\) or vlagents \(a list\) must be set/,
+  );
+  const logs = parseSpecDocument(
+    `${vmauth}vlagent: {vlagents: [l1, l2], cluster: eu}\nzones: {zone-a: {vlcluster: a}}\n`,
+  );
+  const writers = zoneWriters(logs, resolveZone(logs, 'zone-a', 'vm').kind);
+  assert.deepEqual([writers.writer.kind, writers.names, writers.cluster], ['VLAgent', ['l1', 'l2'], 'eu']);
 });
 
 test('the annotation must be present', () => {
   assert.throws(() => specFromAnnotations({}), /has no vmzones\.io\/spec/);
-  assert.equal(specFromAnnotations({ 'vmzones.io/spec': valid }).vmagent.vmagent, 'vmagent');
+  assert.equal(specFromAnnotations({ 'vmzones.io/spec': valid }).vmagent?.vmagent, 'vmagent');
 });
 
 test('zones, vmauth and vmagent may name a registered cluster; a bad name is refused at its path', () => {
@@ -112,7 +132,7 @@ zones:
     ['eu-west-1c', 'VMSingle', 'single'],
   );
   assert.equal(doc.vmauth.cluster, 'hub-eu');
-  assert.equal(doc.vmagent.cluster, 'hub-eu');
+  assert.equal(doc.vmagent?.cluster, 'hub-eu');
   assert.equal(resolveZone(doc, 'zone-b', 'vm').cluster, 'eu-west-1b');
   assert.equal('cluster' in resolveZone(doc, 'zone-a', 'vm'), false, 'absent: the controller cluster');
   assert.throws(
@@ -128,6 +148,7 @@ test('a zone is a VMCluster, a VMSingle or a VLCluster, named by its field', () 
   const spec = parseSpecDocument(`
 vmauth: {vmuser: vmauth-read}
 vmagent: {vmagent: vmagent}
+vlagent: {vlagent: vlagent}
 zones:
   zone-a: {vmcluster: vm-a}
   zone-b: {vmsingle: vm-b}
