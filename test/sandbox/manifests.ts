@@ -8,7 +8,8 @@ export const vmuserName = 'vmauth-read';
 export const readUser = { username: 'vmzones-read', password: 'sandbox' } as const;
 
 /** What every zone of a sandbox is: a VMCluster (default) or a VMSingle (real operator only). */
-export type SandboxZoneKind = 'VMCluster' | 'VMSingle';
+export const sandboxZoneKinds = ['VMCluster', 'VMSingle'] as const;
+export type SandboxZoneKind = (typeof sandboxZoneKinds)[number];
 
 export interface Zone {
   /** Zone name as the spec document names it ("zone-a"). */
