@@ -50,6 +50,7 @@ import {
   stopDaemon,
   waitFor,
 } from './processes.ts';
+import { machinePodAddress } from './pod-network.ts';
 import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -104,6 +105,12 @@ export interface SandboxOptions {
    * hub). Needs the real operator.
    */
   zoneClusters?: number;
+  /**
+   * The zone clusters' Pods get this machine's first non-loopback IPv4 address (test/sandbox/pod-network.ts) and
+   * their data planes listen there too, so that kube-apiserver, which refuses to proxy to loopback, reaches them
+   * through the pod proxy subresource. Start fails when the machine has no such address. Default off (127.0.0.1).
+   */
+  zonePodNetwork?: boolean;
 }
 
 export type OperatorMode = 'real' | 'simulated';
@@ -380,6 +387,8 @@ export interface ClusterDaemonOptions {
   kubeconfig: string;
   /** "sandbox" for the hub; else the cluster's name, which prefixes its daemons, logs and state. */
   name: string;
+  /** The address the simulated kubelet gives every Pod, where the data plane listens too; default 127.0.0.1. */
+  podIP?: string;
 }
 
 function clusterPrefix(name: string): string {
@@ -448,6 +457,7 @@ export async function startNodeDaemons(
       `--kubeconfig=${kubeconfig}`,
       `--node=${nodeName}`,
       '--played-images=victoriametrics/operator:config-reloader',
+      ...(options.podIP === undefined ? [] : [`--pod-ip=${options.podIP}`]),
     ],
     log: join(logDir, `${prefix}kubelet-sim.log`),
   });
@@ -527,6 +537,7 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
       endpointsFile: options.endpointsFile,
       mode: operatorMode === 'real' ? 'dataplane' : 'operator',
       publish: options.publish ?? [],
+      ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
     }),
   );
   if (operatorMode === 'real') {
@@ -759,6 +770,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       log(
         `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
       );
+      const podIP = options.zonePodNetwork === true ? machinePodAddress() : undefined;
       state.zoneClusters = await Promise.all(
         remoteZones.map((zone, i) =>
           startZoneCluster({
@@ -773,6 +785,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
             secretsNamespace: controllerNamespace,
             readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
             podRestartSeconds: options.podRestartSeconds ?? 10,
+            ...(podIP === undefined ? {} : { podIP }),
           }),
         ),
       );

@@ -43,6 +43,8 @@ export interface ZoneClusterState {
   vminsertWriteUrl: string;
   /** The hub's VMUser reads the zone here (a static `targetRefs` URL). */
   vmselectUrl: string;
+  /** The address this cluster's Pods report, when not 127.0.0.1 (the zonePodNetwork option). */
+  podIP?: string;
 }
 
 export interface ZoneClusterOptions {
@@ -61,6 +63,8 @@ export interface ZoneClusterOptions {
   secretsNamespace: string;
   readyTimeoutSeconds: number;
   podRestartSeconds: number;
+  /** The Pods' address (test/sandbox/pod-network.ts); default 127.0.0.1. */
+  podIP?: string;
 }
 
 export async function startZoneCluster(options: ZoneClusterOptions): Promise<ZoneClusterState> {
@@ -73,7 +77,15 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   const kubeconfig = join(stateDir, 'kubeconfig');
   writeFileSync(kubeconfig, kubeconfigYaml(apiServer, pkiDir), { mode: 0o600 });
   const kubectl = new Kubectl(binaries.kubectl, kubeconfig);
-  const cluster = { daemon, binaries, stateDir, logDir, kubeconfig, name };
+  const cluster = {
+    daemon,
+    binaries,
+    stateDir,
+    logDir,
+    kubeconfig,
+    name,
+    ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
+  };
   const node = await startNodeDaemons({ ...cluster, pkiDir });
   await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
   await kubectl.apply([namespace(vmNamespace)]);
@@ -115,5 +127,6 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     address,
     vminsertWriteUrl: `http://${address}:${insertPort}/insert/0/prometheus/api/v1/write`,
     vmselectUrl: `http://${address}:${selectPort}/`,
+    ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
   };
 }

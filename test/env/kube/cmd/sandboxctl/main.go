@@ -24,7 +24,7 @@ import (
 
 const usage = `usage: sandboxctl <command> [flags]
   pki --dir DIR                                  generate CA, serving/admin certs, SA key
-  kubelet --kubeconfig F [--node NAME] [--played-images P1,P2]  run the simulated kubelet
+  kubelet --kubeconfig F [--node NAME] [--played-images P1,P2] [--pod-ip IP]  run the simulated kubelet
   vmoperator --kubeconfig F --config F           run the simulated VictoriaMetrics operator
   rollouts promote|abort|retry|status ...        the real kubectl-argo-rollouts commands`
 
@@ -46,8 +46,9 @@ func main() {
 		kubeconfig := fs.String("kubeconfig", "", "kubeconfig path")
 		node := fs.String("node", "sandbox-node", "node name")
 		played := fs.String("played-images", "", "comma-separated image prefixes of sidecars the sandbox plays itself")
+		podIP := fs.String("pod-ip", kubelet.DefaultPodIP, "the address every Pod reports (a non-loopback one lets kube-apiserver proxy to Pods)")
 		_ = fs.Parse(os.Args[2:])
-		err = runKubelet(*kubeconfig, *node, *played)
+		err = runKubelet(*kubeconfig, *node, *played, *podIP)
 	case "vmoperator":
 		fs := flag.NewFlagSet("vmoperator", flag.ExitOnError)
 		kubeconfig := fs.String("kubeconfig", "", "kubeconfig path")
@@ -71,7 +72,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 }
 
-func runKubelet(kubeconfig, node, played string) error {
+func runKubelet(kubeconfig, node, played, podIP string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -83,6 +84,7 @@ func runKubelet(kubeconfig, node, played string) error {
 	ctx, cancel := signalContext()
 	defer cancel()
 	k := kubelet.New(client, node)
+	k.PodIP = podIP
 	if played != "" {
 		k.PlayedImages = strings.Split(played, ",")
 	}

@@ -28,10 +28,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// PodIP is the address every simulated Pod reports: the sandbox runs everything on loopback, so
-// a process standing behind a Pod (vmagent, for example) is reached at 127.0.0.1 and the port
-// declared in the Pod's container spec.
-const PodIP = "127.0.0.1"
+// DefaultPodIP is the address every simulated Pod reports unless Kubelet.PodIP says otherwise: the
+// sandbox runs everything on loopback, so a process standing behind a Pod (vmagent, for example) is
+// reached at 127.0.0.1 and the port declared in the Pod's container spec.
+const DefaultPodIP = "127.0.0.1"
 
 const probeInterval = 2 * time.Second
 
@@ -40,6 +40,10 @@ type Kubelet struct {
 	// operator's config-reloader: the sandbox's data plane reloads vmauth/vmagent); their
 	// readiness probes are not run.
 	PlayedImages []string
+	// PodIP, when set, is the address every Pod (and the Node) reports instead of DefaultPodIP: a
+	// non-loopback address of the machine, where the data plane also listens, so that kube-apiserver
+	// (which refuses to proxy to loopback) can reach the Pods through the pod proxy subresource.
+	PodIP        string
 	client       kubernetes.Interface
 	nodeName     string
 	mu           sync.Mutex
@@ -48,6 +52,13 @@ type Kubelet struct {
 
 func New(client kubernetes.Interface, nodeName string) *Kubelet {
 	return &Kubelet{client: client, nodeName: nodeName, probing: map[string]context.CancelFunc{}}
+}
+
+func (k *Kubelet) podIP() string {
+	if k.PodIP != "" {
+		return k.PodIP
+	}
+	return DefaultPodIP
 }
 
 func (k *Kubelet) Run(ctx context.Context) error {
@@ -115,7 +126,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context) error {
 	}
 	node.Status.Capacity = capacity
 	node.Status.Allocatable = capacity
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: PodIP}, {Type: corev1.NodeHostName, Address: k.nodeName}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.podIP()}, {Type: corev1.NodeHostName, Address: k.nodeName}}
 	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.34.5-vmzones-sandbox", OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "none://simulated"}
 	conditions := []corev1.NodeCondition{
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "simulated kubelet is posting ready status"},
@@ -219,7 +230,7 @@ func (k *Kubelet) readinessURLs(pod *corev1.Pod) []string {
 		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || k.played(c.Image) {
 			continue
 		}
-		urls = append(urls, probeURL(pod, c.ReadinessProbe.HTTPGet))
+		urls = append(urls, probeURL(pod, c.ReadinessProbe.HTTPGet, k.podIP()))
 	}
 	return urls
 }
@@ -248,10 +259,10 @@ func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, ready bool) er
 		status.StartTime = &now
 	}
 	status.Phase = corev1.PodRunning
-	status.HostIP = PodIP
-	status.HostIPs = []corev1.HostIP{{IP: PodIP}}
-	status.PodIP = PodIP
-	status.PodIPs = []corev1.PodIP{{IP: PodIP}}
+	status.HostIP = k.podIP()
+	status.HostIPs = []corev1.HostIP{{IP: k.podIP()}}
+	status.PodIP = k.podIP()
+	status.PodIPs = []corev1.PodIP{{IP: k.podIP()}}
 	setCondition(status, corev1.PodReadyToStartContainers, corev1.ConditionTrue, now)
 	setCondition(status, corev1.PodInitialized, corev1.ConditionTrue, now)
 	setCondition(status, corev1.ContainersReady, readyStatus, now)
@@ -333,10 +344,10 @@ func (k *Kubelet) startProbe(ctx context.Context, pod *corev1.Pod, urls []string
 	}()
 }
 
-func probeURL(pod *corev1.Pod, probe *corev1.HTTPGetAction) string {
+func probeURL(pod *corev1.Pod, probe *corev1.HTTPGetAction, podIP string) string {
 	host := probe.Host
 	if host == "" {
-		host = PodIP
+		host = podIP
 	}
 	port := probe.Port.String()
 	if probe.Port.IntValue() == 0 {

@@ -35,6 +35,10 @@ type Config struct {
 	// Publish puts Services of this cluster on loopback addresses (published.go): the sandbox's stand-in for
 	// the LoadBalancer Services or Ingresses through which another cluster reaches a zone's vminsert and vmselect.
 	Publish []Published `json:"publish"`
+	// PodIP is the non-loopback address this cluster's simulated kubelet reports for every Pod (its --pod-ip):
+	// every process also listens there, so that a Pod's IP reaches the process it stands for, as kube-apiserver's
+	// pod proxy needs (it refuses loopback). Empty: loopback only.
+	PodIP string `json:"podIP"`
 }
 
 // Published is one Service on one address: requests to Address go to Service (e.g.
@@ -42,6 +46,16 @@ type Config struct {
 type Published struct {
 	Address string `json:"address"`
 	Service string `json:"service"`
+}
+
+// listenArgs are a process's -httpListenAddr flags: loopback (where the simulator and the other processes reach
+// it), and the Pod IP when one is set (VictoriaMetrics takes the flag more than once).
+func (c *Config) listenArgs(port int) []string {
+	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port)}
+	if c.PodIP != "" {
+		args = append(args, fmt.Sprintf("-httpListenAddr=%s:%d", c.PodIP, port))
+	}
+	return args
 }
 
 func (c *Config) dataPlaneOnly() bool { return c.Mode == "dataplane" }

@@ -83,7 +83,7 @@ func (s *Sim) clusterProcess(obj *unstructured.Unstructured) (desired, error) {
 	if err != nil {
 		return desired{}, err
 	}
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-storageDataPath=" + dir}
+	args := append(s.cfg.listenArgs(port), "-storageDataPath="+dir)
 	if r, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "retentionPeriod"); ok {
 		args = append(args, fmt.Sprintf("-retentionPeriod=%v", r))
 	}
@@ -115,7 +115,7 @@ func (s *Sim) singleProcess(obj *unstructured.Unstructured) (desired, error) {
 	if err != nil {
 		return desired{}, err
 	}
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-storageDataPath=" + dir}
+	args := append(s.cfg.listenArgs(port), "-storageDataPath="+dir)
 	if r, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "retentionPeriod"); ok {
 		args = append(args, fmt.Sprintf("-retentionPeriod=%v", r))
 	}
@@ -179,7 +179,7 @@ func (s *Sim) agentProcess(obj *unstructured.Unstructured) (desired, error) {
 	if err != nil {
 		return desired{}, err
 	}
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-remoteWrite.tmpDataPath=" + dir}
+	args := append(s.cfg.listenArgs(port), "-remoteWrite.tmpDataPath="+dir)
 	remoteWrites, _, _ := unstructured.NestedSlice(obj.Object, "spec", "remoteWrite")
 	if len(remoteWrites) == 0 {
 		return desired{invalid: fmt.Errorf("spec.remoteWrite must contain at least one url")}, nil
@@ -238,7 +238,7 @@ func (s *Sim) authProcess(obj *unstructured.Unstructured) (desired, error) {
 		}
 		return os.Rename(configPath+".tmp", configPath)
 	}
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-auth.config=" + configPath}
+	args := append(s.cfg.listenArgs(port), "-auth.config="+configPath)
 	d := desired{version: version, binary: bin.VMAuth, args: args, port: port}
 	d.beforeStart = func() error {
 		if err := write(); err != nil {
