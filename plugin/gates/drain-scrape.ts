@@ -5,7 +5,7 @@
 
 import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import { namespacedName } from '../kube/objects.ts';
-import { podProxyTarget } from '../vm/pod-proxy.ts';
+import { podProxyRefusal, podProxyTarget } from '../vm/pod-proxy.ts';
 import { describePod, listSelectedPods } from '../vm/pods.ts';
 import { pickQueueSamples, queueMetricNamesOf, remoteWriteQueueDirName } from '../vm/remote-write.ts';
 import { ScrapeError, scrapeMetrics } from '../vm/scrape.ts';
@@ -90,7 +90,15 @@ export async function scrapeAgent(
       } catch (error) {
         if (!(error instanceof ScrapeError)) throw error;
         if (error.kind === 'malformed') throw new MalformedMetricsError(`pod ${pod.key}: ${error.message}`);
-        return { pod: pod.key, ok: false, error: error.message };
+        const refused =
+          cluster?.podAccess === 'proxy'
+            ? podProxyRefusal(cluster, namespace, error.status, error.message)
+            : undefined;
+        return {
+          pod: pod.key,
+          ok: false,
+          error: refused === undefined ? error.message : `${refused}; ${error.message}`,
+        };
       }
     }),
   );

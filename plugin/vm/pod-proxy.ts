@@ -41,3 +41,28 @@ export function podProxyTarget(
       : { auth: { kind: 'bearer', token: cluster.config.bearerToken } }),
   };
 }
+
+/**
+ * What a failed scrape through the pod proxy means when the API server itself refused it (its answer is a
+ * Kubernetes `Status`, not the pod's page): the registered credential lacks `get` on `pods/proxy` (403) or is not
+ * accepted (401). Undefined for any other failure, including a 401/403 of the pod passed through.
+ */
+export function podProxyRefusal(
+  cluster: Pick<ClusterRegistration, 'name' | 'secret'>,
+  namespace: string,
+  status: number | undefined,
+  excerpt: string,
+): string | undefined {
+  if (!excerpt.includes('"kind":"Status"')) return undefined;
+  if (status === 403) {
+    return (
+      `cluster ${cluster.name}'s API server refused the pod proxy (HTTP 403): the credential of Secret ` +
+      `${cluster.secret} needs get on pods/proxy in namespace ${namespace} there ` +
+      '(manifests/multicluster/zone-cluster-rbac.yaml)'
+    );
+  }
+  if (status === 401) {
+    return `cluster ${cluster.name}'s API server did not accept the credential of Secret ${cluster.secret} (HTTP 401)`;
+  }
+  return undefined;
+}

@@ -8,7 +8,9 @@ import { StartError } from './processes.ts';
 
 export function machinePodAddress(): string {
   for (const addresses of Object.values(networkInterfaces())) {
-    const found = addresses?.find((a) => a.family === 'IPv4' && !a.internal && !a.address.startsWith('169.254.'));
+    const found = addresses?.find(
+      (a) => a.family === 'IPv4' && !a.internal && !a.address.startsWith('169.254.'),
+    );
     if (found !== undefined) return found.address;
   }
   throw new StartError(

@@ -38,6 +38,7 @@ import {
   type Zone,
   zonesFor,
 } from './manifests.ts';
+import { machinePodAddress } from './pod-network.ts';
 import { freePort, isPortFree } from './ports.ts';
 import {
   type DaemonRecord,
@@ -50,7 +51,6 @@ import {
   stopDaemon,
   waitFor,
 } from './processes.ts';
-import { machinePodAddress } from './pod-network.ts';
 import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

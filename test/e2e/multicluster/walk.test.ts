@@ -10,8 +10,13 @@
 // 2. A second revision aborted while zone-b's gates run (zone-b changed, drained, in maintenance): zone-a and
 //    zone-b are rolled back on their own clusters, zone-c never changes, every zone ends released, out of
 //    maintenance and serving reads.
+// 3. The drain gate of a zone whose vmagent runs in the zone's cluster (vmagent.cluster: cluster-b): the VMAgent
+//    reconciled by cluster-b's operator, its pod at the machine's non-loopback address (kube-apiserver will not
+//    proxy to loopback), scraped through cluster-b's API server pod proxy with the registered token; without
+//    `get` on `pods/proxy` it is not drained, naming the permission, and drained again once the grant is back.
 
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -19,8 +24,10 @@ import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
 import { defaultHealthTemplate } from '../../../plugin/zones/render.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
-import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import { readUser, vmauthName, vminsertWriteUrl } from '../../sandbox/manifests.ts';
+import { freePort } from '../../sandbox/ports.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import { leftoversIn, samplesLost, specValue, zones } from '../reliability/support.ts';
 import {
@@ -48,7 +55,7 @@ let spec: (value: string | undefined) => SpecDocument;
 
 before(async () => {
   const started = Date.now();
-  sandbox = await startSandbox({ zoneClusters: 2, podRestartSeconds: 2, plugin: true });
+  sandbox = await startSandbox({ zoneClusters: 2, podRestartSeconds: 2, plugin: true, zonePodNetwork: true });
   figures['sandbox start (s)'] = Math.round((Date.now() - started) / 100) / 10;
   hub = sandboxKube(sandbox);
   await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
@@ -214,4 +221,203 @@ test('a second revision aborted while zone-b’s gates run: zone-a and zone-b ro
   assert.equal(m.read.failed, 0, `reads failed: ${m.read.failures.join('; ')}`);
   assert.deepEqual(m.violations, [], 'no zone routed while not ready');
   assert.equal(m.samples.lost, 0, m.samples.detail);
+});
+
+interface AnalysisRunJson {
+  metadata: { name: string; creationTimestamp: string; ownerReferences?: { name: string }[] };
+  status?: {
+    phase?: string;
+    metricResults?: { name: string; measurements?: { phase: string; message?: string; value?: string }[] }[];
+  };
+}
+
+/** The newest AnalysisRun of a Rollout in the hub, and its drain gate's last measurement. */
+async function latestRun(rollout: string) {
+  const runs = await sandbox.kubectl.getJson<{ items: AnalysisRunJson[] }>(['analysisrun', '-n', ns]);
+  const run = runs.items
+    .filter((r) => r.metadata.ownerReferences?.some((o) => o.name === rollout))
+    .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp))
+    .at(-1);
+  return { run, last: run?.status?.metricResults?.[0]?.measurements?.at(-1) };
+}
+
+/** GETs through the pod proxy that cluster-b's API server answered, by status code (its own /metrics). */
+async function podProxyRequests(kubectl: Kubectl): Promise<Record<string, number>> {
+  const page = await kubectl.raw('/metrics');
+  const counts: Record<string, number> = {};
+  for (const line of page.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    if (!line.includes('resource="pods"') || !line.includes('subresource="proxy"')) continue;
+    const code = /code="(\d+)"/.exec(line)?.[1] ?? '?';
+    counts[code] = (counts[code] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return counts;
+}
+
+test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained with the least RBAC, not drained (403 naming pods/proxy) without it', async () => {
+  const started = Date.now();
+  const zc = (sandbox.state.zoneClusters ?? []).find((c) => c.zone === 'zone-b');
+  assert.ok(zc, 'zone-b is in a zone cluster');
+  assert.ok(zc.podIP, 'the zone clusters give their Pods a non-loopback address (zonePodNetwork)');
+  const b = new Kubectl(sandbox.kubectl.binary, zc.kubeconfig);
+  // The registration is the plain one, in pod access `proxy` (the default: no annotation).
+  const registration = await sandbox.kubectl.getJson<{ metadata: { annotations?: Record<string, string> } }>([
+    'secret',
+    `cluster-${zc.name}`,
+    '-n',
+    'argo-rollouts',
+  ]);
+  assert.equal(registration.metadata.annotations?.['vmzones.io/pod-access'] ?? 'proxy', 'proxy');
+
+  // A VMAgent in cluster-b writing zone-b by its in-cluster Service, fed by scraping its own /metrics every second.
+  const agent = 'vmagent-b';
+  const port = await freePort();
+  const scrapeConfig = join(sandbox.state.stateDir, 'vmagent-b-scrape.yaml');
+  writeFileSync(
+    scrapeConfig,
+    `scrape_configs:\n  - job_name: self\n    scrape_interval: 1s\n    static_configs: [{targets: ['127.0.0.1:${port}']}]\n`,
+  );
+  await b.apply([
+    {
+      apiVersion: 'operator.victoriametrics.com/v1beta1',
+      kind: 'VMAgent',
+      metadata: { name: agent, namespace: ns },
+      spec: {
+        replicaCount: 1,
+        port: String(port),
+        remoteWrite: [{ url: vminsertWriteUrl('vm-zone-b') }],
+        extraArgs: { 'promscrape.config': scrapeConfig },
+      },
+    },
+  ]);
+  const kb = kubeOf['zone-b'] as KubeObjects;
+  await eventually('VMAgent vmagent-b operational in cluster-b', async () => {
+    const o = await kb.get({
+      apiVersion: 'operator.victoriametrics.com/v1beta1',
+      kind: 'VMAgent',
+      namespace: ns,
+      name: agent,
+    });
+    return (o.status as { updateStatus?: string } | undefined)?.updateStatus === 'operational'
+      ? true
+      : undefined;
+  });
+  const pods = await b.getJson<{ items: { metadata: { name: string }; status: { podIP?: string } }[] }>([
+    'pods',
+    '-n',
+    ns,
+    '-l',
+    `app.kubernetes.io/instance=${agent}`,
+  ]);
+  assert.equal(pods.items.length, 1, 'one vmagent-b pod');
+  assert.equal(pods.items[0]?.status.podIP, zc.podIP, 'the pod has the non-loopback address');
+  figures['pod proxy: pod IP'] = zc.podIP;
+
+  const doc = zoneSpec(
+    {},
+    {
+      vmagent: { vmagent: agent, cluster: zc.name },
+      zones: { 'zone-b': { cluster: zc.name, vmcluster: 'vm-zone-b' } },
+    },
+  );
+  const steps = [
+    {
+      analysis: {
+        templates: [{ templateName: 'vmzones-vmagent-queue-drained', clusterScope: true }],
+        args: [
+          { name: 'zone', value: 'zone-b' },
+          { name: 'roundSpacing', value: '2s' },
+          { name: 'drainTimeout', value: '4m' },
+        ],
+      },
+    },
+  ];
+  const proxyRollout = 'podproxy';
+  await sandbox.kubectl.apply([rolloutObject(proxyRollout, doc, steps)]);
+  await eventually('the pod proxy Rollout’s first revision Healthy', async () =>
+    (await rolloutState(hub, proxyRollout)).status.phase === 'Healthy' ? true : undefined,
+  );
+
+  // Drained, with the evidence fetched through cluster-b's API server.
+  const before = await podProxyRequests(b);
+  const drainStarted = Date.now();
+  await sandbox.kubectl.apply([rolloutObject(proxyRollout, doc, steps)]);
+  let passed = await latestRun(proxyRollout);
+  await eventually(
+    'the drain gate of zone-b to pass through the pod proxy',
+    async () => {
+      passed = await latestRun(proxyRollout);
+      const phase = passed.run?.status?.phase;
+      assert.ok(phase !== 'Failed' && phase !== 'Error', `the gate ended ${phase}: ${passed.last?.message}`);
+      return phase === 'Successful' && (await rolloutState(hub, proxyRollout)).status.phase === 'Healthy'
+        ? true
+        : undefined;
+    },
+    3 * 60_000,
+    1000,
+  );
+  figures['pod proxy: drained after (s)'] = Math.round((Date.now() - drainStarted) / 100) / 10;
+  const after = await podProxyRequests(b);
+  const proxied = (after['200'] ?? 0) - (before['200'] ?? 0);
+  figures['pod proxy: GETs answered 200'] = proxied;
+  const measured = JSON.parse(passed.last?.value ?? '{}') as {
+    drained?: boolean;
+    agents?: Record<string, { queueIndex?: number }>;
+  };
+  assert.equal(measured.drained, true, passed.last?.message);
+  assert.equal(measured.agents?.[agent]?.queueIndex, 1, JSON.stringify(measured));
+  assert.ok(proxied >= 3, `cluster-b's API server proxied ${proxied} scrapes (at least the 3 rounds)`);
+
+  // Without `get` on pods/proxy in cluster-b: not drained, naming the permission; drained once it is back.
+  const role = await b.getJson<{ rules: { resources?: string[] }[] }>([
+    'clusterrole',
+    'vmzones-zone-cluster',
+  ]);
+  const at = role.rules.findIndex((r) => r.resources?.includes('pods/proxy'));
+  assert.ok(at >= 0, 'zone-cluster-rbac.yaml grants pods/proxy');
+  await b.run([
+    'patch',
+    'clusterrole',
+    'vmzones-zone-cluster',
+    '--type=json',
+    `-p=[{"op":"remove","path":"/rules/${at}"}]`,
+  ]);
+  const revoked = Date.now();
+  let refused = await latestRun(proxyRollout);
+  try {
+    const previous = passed.run?.metadata.name;
+    await sandbox.kubectl.apply([rolloutObject(proxyRollout, doc, steps)]);
+    await eventually(
+      'the gate to report the 403 of the pod proxy',
+      async () => {
+        refused = await latestRun(proxyRollout);
+        if (refused.run === undefined || refused.run.metadata.name === previous) return undefined;
+        assert.notEqual(refused.run.status?.phase, 'Successful', 'drained without pods/proxy');
+        return /HTTP 403/.test(refused.last?.message ?? '') ? true : undefined;
+      },
+      90_000,
+      1000,
+    );
+    figures['pod proxy: 403 reported after (s)'] = Math.round((Date.now() - revoked) / 100) / 10;
+    assert.match(refused.last?.message ?? '', /needs get on pods\/proxy in namespace vm/);
+    assert.equal(refused.last?.phase, 'Running', 'not drained: the gate keeps waiting');
+    // Well past 3 rounds 2 s apart: still not drained.
+    await new Promise((resolve) => setTimeout(resolve, 12_000));
+    refused = await latestRun(proxyRollout);
+    assert.equal(refused.run?.status?.phase, 'Running', refused.last?.message);
+    assert.notEqual(refused.last?.phase, 'Successful');
+  } finally {
+    await b.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
+  }
+  figures['pod proxy: 403 message'] = (refused.last?.message ?? '').slice(0, 200);
+  await eventually(
+    'drained once pods/proxy is granted again',
+    async () => {
+      const now = await latestRun(proxyRollout);
+      return now.run?.status?.phase === 'Successful' ? true : undefined;
+    },
+    3 * 60_000,
+    1000,
+  );
+  figures['pod proxy test (s)'] = Math.round((Date.now() - started) / 100) / 10;
 });
