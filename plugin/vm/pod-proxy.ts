@@ -53,7 +53,7 @@ export function podProxyRefusal(
   status: number | undefined,
   excerpt: string,
 ): string | undefined {
-  if (!excerpt.includes('"kind":"Status"')) return undefined;
+  if (!/"kind":\s*"Status"/.test(excerpt)) return undefined;
   if (status === 403) {
     return (
       `cluster ${cluster.name}'s API server refused the pod proxy (HTTP 403): the credential of Secret ` +

@@ -40,6 +40,9 @@ test("the API server's 403 names the missing pods/proxy permission, never the to
   assert.match(refused, /argo-rollouts\/cluster-eu-west-1b/);
   assert.doesNotMatch(refused, /token-value/);
   assert.match(podProxyRefusal(cluster, 'vm', 401, status) ?? '', /did not accept the credential/);
+  // kube-apiserver indents the Status of a proxied request's refusal.
+  const indented = 'scraping x: HTTP 403: {\n  "kind": "Status",\n  "apiVersion": "v1"';
+  assert.match(podProxyRefusal(cluster, 'vm', 403, indented) ?? '', /pods\/proxy/);
 });
 
 test("a 401/403 of the pod itself (passed through, not a Kubernetes Status) and other statuses are not the API server's refusal", () => {
