@@ -8,10 +8,12 @@ import { type SandboxZoneKind, sandboxZoneKinds } from './manifests.ts';
 import { StartError, tailLog } from './processes.ts';
 import { defaultStateDir, down, readEndpoints, type SandboxState, status, up } from './sandbox.ts';
 
-const usage = `usage: sandbox up [--argocd] [--zone-clusters N] [--zone-kind KIND]|down|status
+const usage = `usage: sandbox up [--argocd] [--zone-clusters N [--zone-pod-network]] [--zone-kind KIND]|down|status
   --argocd: also start Argo CD v3.2.11 and a Git server on loopback (or VMZONES_SANDBOX_ARGOCD=1)
   --zone-clusters N: the last N zones each in a Kubernetes cluster of its own (etcd + kube-apiserver +
                operator; docs/multicluster.md), registered as cluster-b, cluster-c, ...; zones default N + 1
+  --zone-pod-network: the zone clusters' Pods get this machine's non-loopback IPv4 address, so that their API
+               servers' pod proxy reaches them (docs/testing.md, "The simulated kubelet")
   --zone-kind KIND: what each zone is: ${sandboxZoneKinds.join(' | ')} (default VMCluster; docs/zone-kinds.md)
   environment: VMZONES_CACHE (build cache, default ~/.cache/vmzones),
                VMZONES_SANDBOX_DIR (state dir, default $VMZONES_CACHE/sandbox/default),
@@ -35,7 +37,7 @@ function describe(state: SandboxState): string {
   ];
   for (const cluster of state.zoneClusters ?? []) {
     lines.push(
-      `${`${cluster.name} (${cluster.zone}):`.padEnd(22)}API server ${cluster.apiServer}, kubeconfig ${cluster.kubeconfig}`,
+      `${`${cluster.name} (${cluster.zone}):`.padEnd(22)}API server ${cluster.apiServer}, kubeconfig ${cluster.kubeconfig}${cluster.podIP === undefined ? '' : `, Pods at ${cluster.podIP}`}`,
     );
   }
   if (state.argocd) {
@@ -54,8 +56,15 @@ function describe(state: SandboxState): string {
 /** The flags of `up`, or what is wrong with them. */
 function upFlags(
   args: string[],
-): { argocd: boolean; zoneClusters: number; zoneKind: SandboxZoneKind | undefined } | string {
-  let values: { argocd?: boolean; 'zone-clusters'?: string; 'zone-kind'?: string };
+):
+  | { argocd: boolean; zoneClusters: number; zoneKind: SandboxZoneKind | undefined; zonePodNetwork: boolean }
+  | string {
+  let values: {
+    argocd?: boolean;
+    'zone-clusters'?: string;
+    'zone-kind'?: string;
+    'zone-pod-network'?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args,
@@ -63,6 +72,7 @@ function upFlags(
         argocd: { type: 'boolean' },
         'zone-clusters': { type: 'string' },
         'zone-kind': { type: 'string' },
+        'zone-pod-network': { type: 'boolean' },
       },
     }));
   } catch (error) {
@@ -77,7 +87,9 @@ function upFlags(
   if (kind !== undefined && zoneKind === undefined) {
     return `--zone-kind: one of ${sandboxZoneKinds.join(', ')}, not ${kind}`;
   }
-  return { argocd: values.argocd === true, zoneClusters, zoneKind };
+  const zonePodNetwork = values['zone-pod-network'] === true;
+  if (zonePodNetwork && zoneClusters === 0) return '--zone-pod-network needs --zone-clusters';
+  return { argocd: values.argocd === true, zoneClusters, zoneKind, zonePodNetwork };
 }
 
 async function main(): Promise<number> {
@@ -102,6 +114,7 @@ async function main(): Promise<number> {
       zones: number('VMZONES_SANDBOX_ZONES') ?? (flags.zoneClusters > 0 ? flags.zoneClusters + 1 : 2),
       ...(flags.zoneClusters > 0 ? { zoneClusters: flags.zoneClusters } : {}),
       ...(flags.zoneKind === undefined ? {} : { zoneKind: flags.zoneKind }),
+      ...(flags.zonePodNetwork ? { zonePodNetwork: true } : {}),
       podRestartSeconds: number('VMZONES_SANDBOX_POD_RESTART_SECONDS'),
       readyTimeoutSeconds: number('VMZONES_SANDBOX_READY_TIMEOUT_SECONDS'),
       ...(flags.argocd ? { argocd: true } : {}),
