@@ -3,7 +3,7 @@
 // -remoteWrite.url flags) feeds a zone. Both kinds list `spec.remoteWrite[].url` the same way.
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { type KubeObject, namespacedName, type ObjectRef } from '../kube/objects.ts';
+import { type KubeObject, namespacedName } from '../kube/objects.ts';
 import { redactUrl } from '../kube/redact.ts';
 import { defaultZoneKind, type ZoneKind } from './zone-kinds.ts';
 
