@@ -6,7 +6,7 @@ import type { KubeObjects } from '../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../plugin/vm/vmcluster.ts';
 import { cluster } from '../e2e/step/harness.ts';
 import type { Sandbox } from '../sandbox/helper.ts';
-import { exportedSeqs } from '../sandbox/loadgen-client.ts';
+import { checkLogSeqs, exportedSeqs, storedLogSeqs } from '../sandbox/loadgen-client.ts';
 
 export interface ZoneWindow {
   zone: string;
@@ -54,6 +54,36 @@ export async function samplesLost(
     }
   }
   return lost;
+}
+
+/**
+ * The load generator's log lines (its logs mode) in [fromSeq, toSeq] missing in each VictoriaLogs zone, read from the
+ * zone's own victoria-logs process (not through vmauth), after giving vlagent up to `catchUpMs` to deliver what it
+ * queued; and per zone the lines stored more than once (a resent block), which are not lost but are counted.
+ */
+export async function logLinesLost(
+  sandbox: Sandbox,
+  vlclusters: { zone: string; vmcluster: string }[],
+  fromSeq: number,
+  toSeq: number,
+  catchUpMs = 60_000,
+): Promise<{ lost: Record<string, number>; duplicates: Record<string, number> }> {
+  const until = Date.now() + catchUpMs;
+  const lost: Record<string, number> = {};
+  const duplicates: Record<string, number> = {};
+  for (const z of vlclusters) {
+    for (;;) {
+      const seqs = await storedLogSeqs(sandbox.endpoint('VLCluster', z.vmcluster).url, fromSeq, toSeq).catch(
+        () => [],
+      );
+      const check = checkLogSeqs(seqs, fromSeq, toSeq);
+      lost[z.zone] = check.missing;
+      duplicates[z.zone] = check.duplicates;
+      if (check.missing === 0 || Date.now() > until) break;
+      await sleep(2000);
+    }
+  }
+  return { lost, duplicates };
 }
 
 export async function operationalAtGeneration(kube: KubeObjects, vmcluster: string): Promise<boolean> {

@@ -30,3 +30,46 @@ export async function exportedSeqs(zoneUrl: string, timeoutMs?: number): Promise
   }
   return seqs;
 }
+
+/** The `app` field (the log stream) of every line the load generator writes in its logs mode. */
+export const logStream = 'vmzones-loadgen';
+
+/** How many of the log lines `fromSeq..toSeq` a VictoriaLogs zone lacks, and how many it holds more than once. */
+export interface LogLinesCheck {
+  missing: number;
+  duplicates: number;
+}
+
+/** The `seq` field of every load-generator line in `fromSeq..toSeq` stored in the victoria-logs at `zoneUrl`. */
+export async function storedLogSeqs(
+  zoneUrl: string,
+  fromSeq: number,
+  toSeq: number,
+  timeoutMs = 10_000,
+): Promise<number[]> {
+  const query = `app:=${logStream} seq:range[${fromSeq}, ${toSeq}] | fields seq`;
+  const url = `${zoneUrl}/select/logsql/query`;
+  const response = await fetchFrom('a zone’s LogsQL query API', url, {
+    method: 'POST',
+    body: new URLSearchParams({ query }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}: ${text}`);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => Number((JSON.parse(line) as { seq: string }).seq));
+}
+
+export function checkLogSeqs(seqs: number[], fromSeq: number, toSeq: number): LogLinesCheck {
+  const seen = new Set<number>();
+  let duplicates = 0;
+  for (const seq of seqs) {
+    if (seen.has(seq)) duplicates++;
+    seen.add(seq);
+  }
+  let missing = 0;
+  for (let seq = fromSeq; seq <= toSeq; seq++) if (!seen.has(seq)) missing++;
+  return { missing, duplicates };
+}

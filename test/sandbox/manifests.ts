@@ -3,18 +3,20 @@
 export const vmNamespace = 'vm';
 export const controllerNamespace = 'argo-rollouts';
 export const vmagentName = 'vmagent';
+/** The VLAgent that writes the log lines of VLCluster zones (test/sandbox/loadgen.ts --mode=logs feeds it). */
+export const vlagentName = 'vlagent';
 export const vmauthName = 'vmauth';
 export const vmuserName = 'vmauth-read';
 export const readUser = { username: 'vmzones-read', password: 'sandbox' } as const;
 
-/** What every zone of a sandbox is: a VMCluster (default) or a VMSingle (real operator only). */
-export const sandboxZoneKinds = ['VMCluster', 'VMSingle'] as const;
+/** What every zone of a sandbox is: a VMCluster (default), a VMSingle or a VLCluster (real operator only). */
+export const sandboxZoneKinds = ['VMCluster', 'VMSingle', 'VLCluster'] as const;
 export type SandboxZoneKind = (typeof sandboxZoneKinds)[number];
 
 export interface Zone {
   /** Zone name as the spec document names it ("zone-a"). */
   zone: string;
-  /** The zone's object ("vm-zone-a"): a VMCluster, or a VMSingle when `kind` says so. */
+  /** The zone's object ("vm-zone-a"): a VMCluster, or a VMSingle or VLCluster when `kind` says so. */
   vmcluster: string;
   kind: SandboxZoneKind;
   /** The zone cluster it lives in (`zones.<zone>.cluster`); absent = the hub (test/sandbox/zone-clusters.ts). */
@@ -75,8 +77,17 @@ export function vminsertWriteUrl(vmcluster: string): string {
   return `http://vminsert-${vmcluster}.${vmNamespace}.svc:8480/insert/0/prometheus/api/v1/write`;
 }
 
-/** The write URL of a zone as production writes it: the vminsert Service, or the VMSingle's own Service. */
+/**
+ * The URL vlagent sends a VLCluster's logs to: its vlinsert Service, at the path the operator documents for a VLAgent
+ * writing to a VLCluster (vlagent adds `?version=<protocol>`; its queue folder hashes the URL without it).
+ */
+export function vlinsertWriteUrl(vlcluster: string): string {
+  return `http://vlinsert-${vlcluster}.${vmNamespace}.svc:9481/internal/insert`;
+}
+
+/** The write URL of a zone as production writes it: the vminsert Service, the VMSingle's own Service, or vlinsert. */
 export function zoneWriteUrl(zone: Zone): string {
+  if (zone.kind === 'VLCluster') return vlinsertWriteUrl(zone.vmcluster);
   return zone.kind === 'VMSingle'
     ? `http://vmsingle-${zone.vmcluster}.${vmNamespace}.svc:8428/api/v1/write`
     : vminsertWriteUrl(zone.vmcluster);
@@ -112,6 +123,41 @@ export function vmCluster(zone: Zone, clusterVersion: string, port: number): obj
   };
 }
 
+/**
+ * A VictoriaLogs zone. As for a VMCluster, the sandbox fixes one port for vlinsert, vlselect and vlstorage: the zone is
+ * one victoria-logs process (test/env/kube/internal/vmsim/logs.go) that the three components' Pods declare and probe.
+ */
+export function vlCluster(zone: Zone, clusterVersion: string, port: number): object {
+  const component = { replicaCount: 1, port: String(port) };
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1',
+    kind: 'VLCluster',
+    metadata: { name: zone.vmcluster, namespace: vmNamespace, labels: { 'vmzones.io/zone': zone.zone } },
+    spec: {
+      clusterVersion,
+      vlstorage: { ...component, retentionPeriod: '1d' },
+      vlselect: { ...component },
+      vlinsert: { ...component },
+    },
+  };
+}
+
+/** The VLAgent writing to every zone, one spec.remoteWrite entry per zone in zone order (one queue each). */
+export function vlAgent(zones: Zone[], version: string, port: number): object {
+  return {
+    apiVersion: 'operator.victoriametrics.com/v1',
+    kind: 'VLAgent',
+    metadata: { name: vlagentName, namespace: vmNamespace },
+    spec: {
+      replicaCount: 1,
+      port: String(port),
+      image: { tag: version },
+      remoteWrite: zones.map((z) => ({ url: zoneWriteUrl(z) })),
+      remoteWriteSettings: { flushInterval: '1s' },
+    },
+  };
+}
+
 export function vmAgent(
   zones: Zone[],
   version: string,
@@ -141,7 +187,7 @@ export function vmAuth(version: string, port: number): object {
 }
 
 export function vmUser(zones: Zone[], remote: Record<string, RemoteZoneUrls> = {}): object {
-  const singles = zones[0]?.kind === 'VMSingle';
+  const kind = zones[0]?.kind ?? 'VMCluster';
   const targetRef =
     Object.keys(remote).length > 0
       ? {
@@ -158,13 +204,14 @@ export function vmUser(zones: Zone[], remote: Record<string, RemoteZoneUrls> = {
           // The CRD requires name and namespace; the operator uses them only when both are set,
           // so every zone goes in objects (one list that drainReads can edit).
           crd: {
-            kind: singles ? 'VMSingle' : 'VMCluster/vmselect',
+            kind: { VMCluster: 'VMCluster/vmselect', VMSingle: 'VMSingle', VLCluster: 'VLCluster/vlselect' }[kind],
             name: '',
             namespace: '',
             objects: zones.map((z) => ({ name: z.vmcluster, namespace: vmNamespace })),
           },
-          // A VMSingle serves /prometheus/api/v1/... (and /api/v1/...); a VMCluster's vmselect /select/<tenant>/...
-          paths: singles ? ['/prometheus/.*', '/api/v1/.*'] : ['/select/.*'],
+          // A VMSingle serves /prometheus/api/v1/... (and /api/v1/...); a VMCluster's vmselect /select/<tenant>/...,
+          // a VLCluster's vlselect /select/logsql/...
+          paths: kind === 'VMSingle' ? ['/prometheus/.*', '/api/v1/.*'] : ['/select/.*'],
         };
   return {
     apiVersion: 'operator.victoriametrics.com/v1beta1',

@@ -27,6 +27,9 @@ import {
   type PluginExtraArgs,
   type PluginLocation,
   type SandboxZoneKind,
+  vlAgent,
+  vlagentName,
+  vlCluster,
   vmAgent,
   vmAuth,
   vmagentName,
@@ -60,7 +63,10 @@ export interface SandboxOptions {
   stateDir?: string;
   /** Number of zones (VMClusters); default 2. */
   zones?: number;
-  /** What each zone is; default VMCluster. VMSingle zones need the real operator. */
+  /**
+   * What each zone is; default VMCluster. VMSingle and VLCluster zones need the real operator; VLCluster zones get a
+   * VLAgent (no VMAgent) and the load generator writes log lines through it.
+   */
   zoneKind?: SandboxZoneKind;
   /** Configure the vmzones plugins in argo-rollouts-config (needs dist/vmzones.mjs); default: if built. */
   plugin?: boolean;
@@ -525,6 +531,9 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
   };
   if (binaries.debianVictoriaMetrics)
     simBinaries[versions.victoriaMetricsDebian] = binaries.debianVictoriaMetrics;
+  const logsBinaries = {
+    [versions.victoriaLogs]: { victoriaLogs: binaries['victoria-logs'], vlagent: binaries.vlagent },
+  };
   writeFileSync(
     simConfig,
     JSON.stringify({
@@ -532,6 +541,8 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
       logDir,
       binaries: simBinaries,
       defaultVersion: builtVersion,
+      logsBinaries,
+      defaultLogsVersion: versions.victoriaLogs,
       readyTimeoutSeconds: options.readyTimeoutSeconds,
       podRestartSeconds: options.podRestartSeconds,
       endpointsFile: options.endpointsFile,
@@ -640,11 +651,15 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
             ],
           ]),
         );
-  if (options.zoneKind === 'VMSingle' && operatorMode !== 'real') {
+  if (options.zoneKind !== undefined && options.zoneKind !== 'VMCluster' && operatorMode !== 'real') {
     throw new StartError(
       'sandbox',
-      'VMSingle zones need the real operator (the simulated one serves VMCluster only)',
+      `${options.zoneKind} zones need the real operator (the simulated one serves VMCluster only)`,
     );
+  }
+  const logZones = options.zoneKind === 'VLCluster';
+  if (logZones && zoneClusters > 0) {
+    throw new StartError('sandbox', 'VLCluster zones live in the hub only (no zoneClusters)');
   }
   const plugin = options.plugin === false ? undefined : pluginLocation();
   if (options.plugin === true && !plugin) {
@@ -793,26 +808,32 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     }
     const remote = Object.fromEntries((state.zoneClusters ?? []).map((c) => [c.zone, c]));
     const hubZones = zones.filter((z) => z.cluster === undefined);
-    log(`creating ${hubZones.length} zones, vmagent and vmauth in namespace ${vmNamespace} ...`);
+    const writer = logZones
+      ? { kind: 'VLAgent', name: vlagentName, resource: `vlagent/${vlagentName}` }
+      : { kind: 'VMAgent', name: vmagentName, resource: `vmagent/${vmagentName}` };
+    log(`creating ${hubZones.length} zones, ${writer.name} and vmauth in namespace ${vmNamespace} ...`);
     const zonePorts = await Promise.all(hubZones.map(() => freePort()));
+    const zoneObject = (z: Zone, port: number) => {
+      if (z.kind === 'VLCluster') return vlCluster(z, versions.victoriaLogs, port);
+      if (z.kind === 'VMSingle') return vmSingle(z, builtVersion, port);
+      return vmCluster(z, `${builtVersion}-cluster`, port);
+    };
     await kubectl.apply([
-      ...hubZones.map((z, i) =>
-        z.kind === 'VMSingle'
-          ? vmSingle(z, builtVersion, zonePorts[i] ?? 0)
-          : vmCluster(z, `${builtVersion}-cluster`, zonePorts[i] ?? 0),
-      ),
-      vmAgent(zones, builtVersion, await freePort(), remote),
+      ...hubZones.map((z, i) => zoneObject(z, zonePorts[i] ?? 0)),
+      logZones
+        ? vlAgent(zones, versions.victoriaLogs, await freePort())
+        : vmAgent(zones, builtVersion, await freePort(), remote),
       vmAuth(builtVersion, await freePort()),
       vmUser(zones, remote),
     ]);
     const resources = [
       ...hubZones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
-      `vmagent/${vmagentName}`,
+      writer.resource,
       `vmauth/${vmauthName}`,
     ];
     await resourcesOperational(kubectl, resources, operator);
-    const agent = endpointOf(state, 'VMAgent', vmagentName);
-    if (!agent) throw new StartError(operator.name, 'vmagent endpoint not published', operator.log);
+    const agent = endpointOf(state, writer.kind, writer.name);
+    if (!agent) throw new StartError(operator.name, `${writer.name} endpoint not published`, operator.log);
 
     const loadgenPort = await freePort();
     const loadgen = daemon({
@@ -824,6 +845,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         '--series=50',
         '--interval-ms=1000',
         `--port=${loadgenPort}`,
+        ...(logZones ? ['--mode=logs'] : []),
       ],
       log: join(logDir, 'loadgen.log'),
       ports: [loadgenPort],

@@ -199,7 +199,8 @@ async function backendErrorCount(vmauthUrl: string, username: string | undefined
 
 /**
  * Sends an instant query through vmauth every `intervalMs` until stopped; every non-2xx answer is a failure. Without
- * `user`, the queries carry no credentials (a vmauth whose routes are for its unauthorized_user).
+ * `user`, the queries carry no credentials (a vmauth whose routes are for its unauthorized_user). A `path` with a
+ * query string is sent as it is (a LogsQL query of VictoriaLogs zones); otherwise `?query=vector(1)` is added.
  */
 export function startReadProber(
   vmauthUrl: string,
@@ -218,7 +219,7 @@ export function startReadProber(
     while (!stopped) {
       figures.sent++;
       try {
-        const response = await fetch(`${vmauthUrl}${path}?query=vector(1)`, {
+        const response = await fetch(`${vmauthUrl}${path.includes('?') ? path : `${path}?query=vector(1)`}`, {
           headers,
           signal: AbortSignal.timeout(5000),
         });

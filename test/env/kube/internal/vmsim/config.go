@@ -20,6 +20,9 @@ type Config struct {
 	// Binaries maps a VictoriaMetrics version ("v1.151.0") to the built binaries of that version.
 	Binaries       map[string]Binaries `json:"binaries"`
 	DefaultVersion string              `json:"defaultVersion"`
+	// LogsBinaries maps a VictoriaLogs version ("v1.52.1") to its built victoria-logs and vlagent (logs.go).
+	LogsBinaries       map[string]LogsBinaries `json:"logsBinaries"`
+	DefaultLogsVersion string                  `json:"defaultLogsVersion"`
 	// ReadyTimeoutSeconds bounds the wait for a restarted process to become healthy before the
 	// object goes "failed" (the operator's VM_PODWAITREADYTIMEOUT, 80 s by default).
 	ReadyTimeoutSeconds int `json:"readyTimeoutSeconds"`
@@ -64,6 +67,11 @@ type Binaries struct {
 	VictoriaMetrics string `json:"victoriaMetrics"`
 	VMAgent         string `json:"vmagent"`
 	VMAuth          string `json:"vmauth"`
+}
+
+type LogsBinaries struct {
+	VictoriaLogs string `json:"victoriaLogs"`
+	VLAgent      string `json:"vlagent"`
 }
 
 func LoadConfig(path string) (*Config, error) {

@@ -51,7 +51,7 @@ var anyServiceHost = regexp.MustCompile(`\.svc(\.cluster\.local)?$`)
 
 // localizeURLs rewrites every url_prefix / default_url in the config tree: a VMCluster
 // component's service goes to that zone's process (and /select/<tenant>/ is dropped, since the zone
-// is a single-node process), a VMSingle's service to its process, any other in-cluster service host to 127.0.0.1 with its port.
+// is a single-node process), a VMSingle's or VLCluster's service to its process, any other in-cluster service host to 127.0.0.1 with its port.
 func (s *Sim) localizeURLs(node interface{}) error {
 	switch v := node.(type) {
 	case map[string]interface{}:
@@ -120,7 +120,7 @@ func (s *Sim) localizeURL(raw string) (string, bool, error) {
 		}
 		u.Host = fmt.Sprintf("127.0.0.1:%d", port)
 		if gvr != gvrCluster {
-			// A VMSingle serves the paths it is asked for: nothing to drop.
+			// A VMSingle or a VLCluster's victoria-logs serves the paths it is asked for: nothing to drop.
 			return strings.TrimSuffix(u.String(), "/"), false, nil
 		}
 		u.Path = strings.TrimSuffix(tenantPath.ReplaceAllString(u.Path, ""), "/")

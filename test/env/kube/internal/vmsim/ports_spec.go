@@ -11,7 +11,7 @@ import (
 
 // portFor is the loopback port of an object's process: the port its spec declares
 // (spec.vmselect.port of a VMCluster — the single zone process serves every component —,
-// spec.port of a VMSingle, VMAgent or VMAuth), else a free port. Objects are read on demand so that a
+// spec.vlselect.port of a VLCluster, spec.port of a VMSingle, VMAgent, VLAgent or VMAuth), else a free port. Objects are read on demand so that a
 // vmagent URL naming a zone gets the zone's declared port even before the zone is reconciled.
 func (s *Sim) portFor(gvr schema.GroupVersionResource, ns, name string) (int, error) {
 	key := gvr.Resource + "/" + ns + "/" + name
@@ -36,8 +36,11 @@ func (s *Sim) portFor(gvr schema.GroupVersionResource, ns, name string) (int, er
 
 func declaredPort(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) int {
 	path := []string{"spec", "port"}
-	if gvr == gvrCluster {
+	switch gvr {
+	case gvrCluster:
 		path = []string{"spec", "vmselect", "port"}
+	case gvrVLCluster:
+		path = []string{"spec", "vlselect", "port"}
 	}
 	raw, found, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
 	if !found {

@@ -117,9 +117,9 @@ func (s *Sim) Run(ctx context.Context) error {
 			case "vmstorage":
 				s.queue.Add(item{gvrCluster, key})
 			case "vmsingle":
-				if s.cfg.dataPlaneOnly() {
-					s.queue.Add(item{gvrSingle, key})
-				}
+				s.queue.Add(item{gvrSingle, key})
+			case "vlstorage":
+				s.queue.Add(item{gvrVLCluster, key})
 			}
 		}
 		if _, err := factory.ForResource(pods).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -176,12 +176,12 @@ func (s *Sim) Run(ctx context.Context) error {
 	return nil
 }
 
-// watched are the kinds the fixture follows; VMSingle only beside the real operator (which reconciles it; the
-// simulated operator installs the CRDs of the four kinds it serves only).
+// watched are the kinds the fixture follows; VMSingle, VLCluster and VLAgent only beside the real operator (which
+// reconciles them; the simulated operator installs the CRDs of the four kinds it serves only).
 func (s *Sim) watched() []schema.GroupVersionResource {
 	kinds := []schema.GroupVersionResource{gvrCluster, gvrAgent, gvrAuth, gvrUser}
 	if s.cfg.dataPlaneOnly() {
-		kinds = append(kinds, gvrSingle)
+		kinds = append(kinds, gvrSingle, gvrVLCluster, gvrVLAgent)
 	}
 	return kinds
 }
@@ -235,6 +235,10 @@ func (s *Sim) reconcile(ctx context.Context, it item) (time.Duration, error) {
 		return s.reconcileWorkload(ctx, it.gvr, obj, s.agentProcess)
 	case gvrAuth:
 		return s.reconcileWorkload(ctx, it.gvr, obj, s.authProcess)
+	case gvrVLCluster:
+		return s.reconcileWorkload(ctx, it.gvr, obj, s.vlclusterProcess)
+	case gvrVLAgent:
+		return s.reconcileWorkload(ctx, it.gvr, obj, s.vlagentProcess)
 	case gvrUser:
 		return 0, s.setStatus(ctx, it.gvr, obj, statusOperational, "", false)
 	}
@@ -327,7 +331,7 @@ func (s *Sim) reconcileProcess(ctx context.Context, gvr schema.GroupVersionResou
 	}
 	procKey := gvr.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName()
 	p := s.process(procKey)
-	zone := gvr == gvrCluster || gvr == gvrSingle
+	zone := gvr == gvrCluster || gvr == gvrSingle || gvr == gvrVLCluster
 	if zone && p != nil && p.running() {
 		// A zone process is a container of the operator's vmstorage Pod: it restarts when the
 		// operator (or the StatefulSet controller) replaces that Pod, not when the spec changes.
@@ -359,6 +363,9 @@ func (s *Sim) reconcileProcess(ctx context.Context, gvr schema.GroupVersionResou
 // zonePodUID is the UID of the operator's first vmstorage Pod of a VMCluster, or of the (Recreate-strategy
 // Deployment's) Pod of a VMSingle; "" while there is none.
 func (s *Sim) zonePodUID(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) string {
+	if gvr == gvrVLCluster {
+		return s.vlstoragePodUID(ctx, obj)
+	}
 	if gvr == gvrSingle {
 		pods, err := s.kube.CoreV1().Pods(obj.GetNamespace()).List(ctx, metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/name=vmsingle,app.kubernetes.io/instance=" + obj.GetName(),

@@ -124,17 +124,20 @@ func (s *Sim) singleProcess(obj *unstructured.Unstructured) (desired, error) {
 	return desired{version: version, binary: bin.VictoriaMetrics, args: args, port: port}, nil
 }
 
-// zoneService is the zone a Service host name stands for: vminsert-/vmselect-<cluster> (a VMCluster) or
-// vmsingle-<name> (a VMSingle), each in <ns>.svc[.cluster.local].
-var serviceHost = regexp.MustCompile(`^(vminsert|vmselect|vmstorage|vmsingle)-([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?$`)
+// zoneService is the zone a Service host name stands for: vminsert-/vmselect-<cluster> (a VMCluster),
+// vmsingle-<name> (a VMSingle) or vlinsert-/vlselect-/vlstorage-<cluster> (a VLCluster), each in <ns>.svc[.cluster.local].
+var serviceHost = regexp.MustCompile(`^(vminsert|vmselect|vmstorage|vmsingle|vlinsert|vlselect|vlstorage)-([a-z0-9-]+)\.([a-z0-9-]+)\.svc(\.cluster\.local)?$`)
 
 func serviceZone(host string) (gvr schema.GroupVersionResource, ns, name string, ok bool) {
 	m := serviceHost.FindStringSubmatch(host)
 	if m == nil {
 		return gvr, "", "", false
 	}
-	if m[1] == "vmsingle" {
+	switch m[1] {
+	case "vmsingle":
 		return gvrSingle, m[3], m[2], true
+	case "vlinsert", "vlselect", "vlstorage":
+		return gvrVLCluster, m[3], m[2], true
 	}
 	return gvrCluster, m[3], m[2], true
 }

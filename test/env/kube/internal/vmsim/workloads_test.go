@@ -137,3 +137,43 @@ users:
 		t.Fatalf("localized:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+func TestVLClusterServicesAndProcess(t *testing.T) {
+	s := newTestSim()
+	s.ports.byKey["vlclusters/vm/vm-zone-a"] = 10011
+	s.cfg.StateDir = t.TempDir()
+	s.cfg.DefaultLogsVersion = "v1.52.1"
+	s.cfg.LogsBinaries = map[string]LogsBinaries{"v1.52.1": {VictoriaLogs: "/bin/victoria-logs"}}
+	for in, want := range map[string]string{
+		"http://vlinsert-vm-zone-a.vm.svc:9481/internal/insert?version=v1": "http://127.0.0.1:10011/internal/insert?version=v1",
+		"http://vlselect-vm-zone-a.vm.svc:9471/select/logsql/query":        "http://127.0.0.1:10011/select/logsql/query",
+	} {
+		if got, err := s.translateURL(in); err != nil || got != want {
+			t.Errorf("translateURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: operator.victoriametrics.com/v1
+kind: VLCluster
+metadata: {name: vm-zone-a, namespace: vm}
+spec:
+  clusterVersion: v1.52.1
+  vlstorage: {retentionPeriod: 2d, extraArgs: {search.maxQueryDuration: 40s}}
+  vlselect: {extraArgs: {search.maxConcurrentRequests: "8"}}
+`), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.vlclusterProcess(&obj)
+	if err != nil || d.binary != "/bin/victoria-logs" || d.port != 10011 {
+		t.Fatalf("vlclusterProcess = %+v, %v", d, err)
+	}
+	got := strings.Join(d.args[2:], " ")
+	if want := "-retentionPeriod=2d -search.maxConcurrentRequests=8 -search.maxQueryDuration=40s"; got != want {
+		t.Errorf("flags %q, want %q", got, want)
+	}
+	obj.Object["spec"].(map[string]interface{})["clusterVersion"] = "v9.9.9"
+	if d, _ := s.vlclusterProcess(&obj); d.unavailable == nil {
+		t.Errorf("an unknown VictoriaLogs version must be unavailable")
+	}
+}
