@@ -24,7 +24,10 @@ export interface Sandbox {
   kubectl: Kubectl;
   /** The real `kubectl argo rollouts` promote|abort|retry|status commands. */
   rollouts(args: string[]): Promise<string>;
-  endpoint(kind: 'VMCluster' | 'VMSingle' | 'VLCluster' | 'VMAgent' | 'VLAgent' | 'VMAuth', name: string): Endpoint;
+  endpoint(
+    kind: 'VMCluster' | 'VMSingle' | 'VLCluster' | 'VMAgent' | 'VLAgent' | 'VMAuth',
+    name: string,
+  ): Endpoint;
   /** SIGKILL of the Argo Rollouts controller with the plugins it started, then the same controller again. */
   crashController(): Promise<void>;
   stop(): Promise<DownReport>;

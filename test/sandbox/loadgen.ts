@@ -60,7 +60,12 @@ function logBatch(seq: number, lines: number, timestampMs: number): string {
   for (let i = 1; i <= lines; i++) {
     const n = (seq - 1) * lines + i;
     out.push(
-      JSON.stringify({ _time: new Date(timestampMs).toISOString(), _msg: `line ${n}`, app: logStream, seq: n }),
+      JSON.stringify({
+        _time: new Date(timestampMs).toISOString(),
+        _msg: `line ${n}`,
+        app: logStream,
+        seq: n,
+      }),
     );
   }
   return `${out.join('\n')}\n`;

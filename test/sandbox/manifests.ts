@@ -204,7 +204,9 @@ export function vmUser(zones: Zone[], remote: Record<string, RemoteZoneUrls> = {
           // The CRD requires name and namespace; the operator uses them only when both are set,
           // so every zone goes in objects (one list that drainReads can edit).
           crd: {
-            kind: { VMCluster: 'VMCluster/vmselect', VMSingle: 'VMSingle', VLCluster: 'VLCluster/vlselect' }[kind],
+            kind: { VMCluster: 'VMCluster/vmselect', VMSingle: 'VMSingle', VLCluster: 'VLCluster/vlselect' }[
+              kind
+            ],
             name: '',
             namespace: '',
             objects: zones.map((z) => ({ name: z.vmcluster, namespace: vmNamespace })),

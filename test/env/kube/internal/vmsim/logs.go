@@ -100,21 +100,11 @@ func (s *Sim) vlagentProcess(obj *unstructured.Unstructured) (desired, error) {
 		return desired{}, err
 	}
 	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-tmpDataPath=" + dir}
-	remoteWrites, _, _ := unstructured.NestedSlice(obj.Object, "spec", "remoteWrite")
-	if len(remoteWrites) == 0 {
-		return desired{invalid: fmt.Errorf("spec.remoteWrite must contain at least one url")}, nil
+	urls, invalid := s.remoteWriteArgs(obj)
+	if invalid != nil {
+		return desired{invalid: invalid}, nil
 	}
-	for i, rw := range remoteWrites {
-		entry, _ := rw.(map[string]interface{})
-		raw, _ := entry["url"].(string)
-		if raw == "" {
-			return desired{invalid: fmt.Errorf("spec.remoteWrite[%d].url is empty", i)}, nil
-		}
-		if _, err := s.translateURL(raw); err != nil {
-			return desired{invalid: fmt.Errorf("spec.remoteWrite[%d].url: %w", i, err)}, nil
-		}
-		args = append(args, "-remoteWrite.url="+raw)
-	}
+	args = append(args, urls...)
 	if v, _, _ := unstructured.NestedString(obj.Object, "spec", "remoteWriteSettings", "flushInterval"); v != "" {
 		args = append(args, "-remoteWrite.flushInterval="+v)
 	}

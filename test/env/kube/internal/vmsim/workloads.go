@@ -141,6 +141,7 @@ func serviceZone(host string) (gvr schema.GroupVersionResource, ns, name string,
 	}
 	return gvrCluster, m[3], m[2], true
 }
+
 var tenantPath = regexp.MustCompile(`^/(insert|select)/[^/]+`)
 
 // translateURL rewrites a production-shaped in-cluster URL
@@ -183,21 +184,11 @@ func (s *Sim) agentProcess(obj *unstructured.Unstructured) (desired, error) {
 		return desired{}, err
 	}
 	args := append(s.cfg.listenArgs(port), "-remoteWrite.tmpDataPath="+dir)
-	remoteWrites, _, _ := unstructured.NestedSlice(obj.Object, "spec", "remoteWrite")
-	if len(remoteWrites) == 0 {
-		return desired{invalid: fmt.Errorf("spec.remoteWrite must contain at least one url")}, nil
+	urls, invalid := s.remoteWriteArgs(obj)
+	if invalid != nil {
+		return desired{invalid: invalid}, nil
 	}
-	for i, rw := range remoteWrites {
-		entry, _ := rw.(map[string]interface{})
-		raw, _ := entry["url"].(string)
-		if raw == "" {
-			return desired{invalid: fmt.Errorf("spec.remoteWrite[%d].url is empty", i)}, nil
-		}
-		if _, err := s.translateURL(raw); err != nil {
-			return desired{invalid: fmt.Errorf("spec.remoteWrite[%d].url: %w", i, err)}, nil
-		}
-		args = append(args, "-remoteWrite.url="+raw)
-	}
+	args = append(args, urls...)
 	if s.proxy != nil {
 		args = append(args, "-remoteWrite.proxyURL="+s.proxy.url())
 	}
@@ -208,6 +199,28 @@ func (s *Sim) agentProcess(obj *unstructured.Unstructured) (desired, error) {
 		d.beforeStart = func() error { return s.ensureDeployment(context.Background(), obj, "vmagent", version, port, args) }
 	}
 	return d, nil
+}
+
+// remoteWriteArgs are a VMAgent's or VLAgent's -remoteWrite.url flags: the spec's URLs unchanged and in order (the
+// agent names its queue folders <N>_<XXH64(url)> from them), or the spec error the operator would report.
+func (s *Sim) remoteWriteArgs(obj *unstructured.Unstructured) ([]string, error) {
+	remoteWrites, _, _ := unstructured.NestedSlice(obj.Object, "spec", "remoteWrite")
+	if len(remoteWrites) == 0 {
+		return nil, fmt.Errorf("spec.remoteWrite must contain at least one url")
+	}
+	args := make([]string, 0, len(remoteWrites))
+	for i, rw := range remoteWrites {
+		entry, _ := rw.(map[string]interface{})
+		raw, _ := entry["url"].(string)
+		if raw == "" {
+			return nil, fmt.Errorf("spec.remoteWrite[%d].url is empty", i)
+		}
+		if _, err := s.translateURL(raw); err != nil {
+			return nil, fmt.Errorf("spec.remoteWrite[%d].url: %w", i, err)
+		}
+		args = append(args, "-remoteWrite.url="+raw)
+	}
+	return args, nil
 }
 
 func (s *Sim) authProcess(obj *unstructured.Unstructured) (desired, error) {
