@@ -2,217 +2,39 @@
 // Recreate Deployment each), the data plane runs one real victoria-metrics process per VMSingle, vmagent writes to
 // each VMSingle's Service URL and vmauth routes reads through a VMUser targetRef of kind VMSingle. The real Argo
 // Rollouts controller walks a change through them with the project's gates (analysis-templates/), then an abort
-// rolls two zones back. Run `npm run build` first. One sandbox for the file; the tests run in order.
+// rolls two zones back (kind-walk.ts). Run `npm run build` first. One sandbox for the file; the tests run in order.
 
-import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { stringify } from 'yaml';
-import type { KubeObjects } from '../../../plugin/kube/objects.ts';
-import { renderSteps } from '../../../plugin/zones/render.ts';
-import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { samplesLost } from '../../bench/rollout-sandbox.ts';
-import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
-import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
-import { readUser, vmauthName } from '../../sandbox/manifests.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
-import {
-  cluster,
-  eventually,
-  ns,
-  pluginStatuses,
-  rolloutObject,
-  rolloutState,
-  routedZones,
-  type SpecDocument,
-  sandboxKube,
-  startReadProber,
-  startRoutingWatcher,
-  stepsFor,
-  vmzonesAnnotations,
-} from '../step/harness.ts';
+import { kindWalkTests } from './kind-walk.ts';
 
-const zones = ['zone-a', 'zone-b', 'zone-c'].map((zone) => ({
-  zone,
-  vmcluster: `vm-${zone}`,
-  kind: 'VMSingle' as const,
-}));
-
-let sandbox: Sandbox;
-let kube: KubeObjects;
-const report: string[] = [];
-const started = Date.now();
-
-before(async () => {
-  sandbox = await startSandbox({ zones: 3, zoneKind: 'VMSingle', podRestartSeconds: 2, plugin: true });
-  kube = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
-});
-
-after(async () => {
-  report.push(`e2e wall time (sandbox start included): ${((Date.now() - started) / 1000).toFixed(0)} s`);
-  console.log(`\n---- VMSingle zones e2e figures ----\n${report.join('\n')}\n`);
-  if (sandbox) await sandbox.stop();
-});
-
-const vmauthUrl = () => sandbox.endpoint('VMAuth', vmauthName).url;
-/** A VMSingle serves the Prometheus API under /prometheus (the sandbox VMUser routes /prometheus/.* to it). */
-const readPath = '/prometheus/api/v1/query';
-
-/** A change that restarts a VMSingle: a flag, so the operator rewrites its Deployment and the Pod is replaced. */
-const latencyOffset = (value: string) => ({ extraArgs: { 'search.latencyOffset': value } });
-
-function singleSpec(overrideSpec: object): SpecDocument {
-  return {
+kindWalkTests({
+  kind: 'VMSingle',
+  data: 'samples',
+  // A VMSingle serves the Prometheus API under /prometheus (the sandbox VMUser routes /prometheus/.* to it).
+  readPath: '/prometheus/api/v1/query',
+  spec: (zones, overrideSpec) => ({
     overrideSpec,
     vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
     vmagent: { vmagent: 'vmagent' },
     zones: Object.fromEntries(zones.map((z) => [z.zone, { vmsingle: z.vmcluster }])),
-  };
-}
-
-async function specValue(name: string): Promise<unknown> {
-  const spec = (await cluster(kube, name, 'VMSingle')).spec as { extraArgs?: Record<string, string> };
-  return spec.extraArgs?.['search.latencyOffset'];
-}
-
-test('three VMSingle zones walk under the real controller with the gates to Healthy: no read fails, no sample is lost', async (t) => {
-  const name = 'singles';
-  const steps = (spec: SpecDocument) =>
-    renderSteps(parseSpecDocument(stringify(spec)), { pauseBetweenZones: 'none' });
-  const first = singleSpec({});
-  await sandbox.kubectl.apply([rolloutObject(name, first, steps(first))]);
-  const initial = await eventually('the first revision (no steps run) to be Healthy', async () => {
-    const s = await rolloutState(kube, name);
-    return s.status.phase === 'Healthy' ? s : undefined;
-  });
-  assert.deepEqual(
-    await routedZones(kube, first),
-    ['zone-a', 'zone-b', 'zone-c'],
-    'the VMUser routes to each VMSingle',
-  );
-  const generations = await Promise.all(
-    zones.map(async (z) => (await cluster(kube, z.vmcluster, 'VMSingle')).metadata.generation),
-  );
-
-  const seqBefore = (await loadgenStatus(sandbox)).lastSeq;
-  const prober = startReadProber(vmauthUrl(), readUser, readPath);
-  const watcher = startRoutingWatcher(kube, zones, 300, first);
-  t.after(() => Promise.all([prober.stop(), watcher.stop()]));
-  const walkStarted = Date.now();
-  const spec = singleSpec(latencyOffset('6s'));
-  await sandbox.kubectl.apply([rolloutObject(name, spec, steps(spec))]);
-  await eventually(
-    'the three-zone VMSingle rollout to be Healthy',
-    async () => {
-      const s = await rolloutState(kube, name);
-      if (s.status.currentPodHash === initial.status.currentPodHash) return undefined;
-      if (s.status.phase === 'Degraded') throw new Error(`rollout Degraded: ${JSON.stringify(s.status)}`);
-      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
-    },
-    600_000,
-    1000,
-  );
-  const walkSeconds = (Date.now() - walkStarted) / 1000;
-  const reads = await prober.stop();
-  const routing = await watcher.stop();
-  const seqAfter = (await loadgenStatus(sandbox)).lastSeq - 3;
-  const lost = await samplesLost(sandbox, zones, seqBefore, seqAfter);
-
-  for (const [i, z] of zones.entries()) {
-    const single = await cluster(kube, z.vmcluster, 'VMSingle');
-    assert.equal(await specValue(z.vmcluster), '6s', `${z.zone} has the change`);
-    assert.equal(single.metadata.generation, (generations[i] ?? 0) + 1, `${z.zone} was changed exactly once`);
-    assert.deepEqual(Object.keys(vmzonesAnnotations(single)), ['vmzones.io/rollback'], `${z.zone} released`);
-  }
-  assert.deepEqual(
-    await routedZones(kube, spec),
-    ['zone-a', 'zone-b', 'zone-c'],
-    'every zone serves reads again',
-  );
-  const runs = (
-    await sandbox.kubectl.getJson<{ items: { status?: { phase?: string } }[] }>(['analysisruns', '-n', ns])
-  ).items;
-  report.push(
-    `VMSingle walk with gates: ${walkSeconds.toFixed(0)} s; queries through vmauth sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing checks ${routing.checks}, violations ${routing.violations.length}; samples checked ${seqAfter - seqBefore}, lost per zone ${JSON.stringify(lost)}; AnalysisRuns ${runs.map((r) => r.status?.phase).join(', ')}`,
-  );
-  assert.ok(
-    runs.length >= 2 && runs.every((r) => r.status?.phase === 'Successful'),
-    'the gates between zones ran and passed',
-  );
-  assert.deepEqual(reads.failures, [], 'no query through vmauth failed');
-  assert.equal(reads.backendErrors, 0, 'vmauth never sent a query to a zone that was down');
-  assert.deepEqual(routing.violations, [], 'a routed zone was always operational');
-  assert.ok(reads.sent > 100, `the prober ran throughout (${reads.sent} queries)`);
-  assert.ok(
-    seqAfter - seqBefore > 30,
-    `the load generator wrote throughout (${seqAfter - seqBefore} samples)`,
-  );
-  assert.deepEqual(lost, { 'zone-a': 0, 'zone-b': 0, 'zone-c': 0 }, 'no sample lost in any zone');
-});
-
-test('abort after zone two rolls both VMSingles back and restores their reads once operational; zone-c untouched', async (t) => {
-  const name = 'singles-aborted';
-  const initial = singleSpec({});
-  await sandbox.kubectl.apply([rolloutObject(name, initial, [{ pause: {} }])]);
-  await eventually(`${name}: the first revision to be Healthy`, async () =>
-    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
-  );
-  const valuesBefore = await Promise.all(zones.map((z) => specValue(z.vmcluster)));
-  const cBefore = await cluster(kube, 'vm-zone-c', 'VMSingle');
-  const prober = startReadProber(vmauthUrl(), readUser, readPath);
-  const watcher = startRoutingWatcher(kube, zones, 300, initial);
-  t.after(() => Promise.all([prober.stop(), watcher.stop()]));
-  const spec = singleSpec(latencyOffset('8s'));
-  // Zone-a's steps 0..2, zone-b's 3..5, a manual pause (6), zone-c's 7..9.
-  const walk = stepsFor(spec, 'none');
-  await sandbox.kubectl.apply([
-    rolloutObject(name, spec, [...walk.slice(0, 6), { pause: {} }, ...walk.slice(6)]),
-  ]);
-  await eventually(
-    'the pause after zone-b',
-    async () => {
-      const s = await rolloutState(kube, name);
-      return s.status.phase === 'Paused' && s.status.currentStepIndex === 6 ? s : undefined;
-    },
-    300_000,
-    1000,
-  );
-  assert.equal(await specValue('vm-zone-a'), '8s');
-  assert.equal(await specValue('vm-zone-b'), '8s');
-  const abortStarted = Date.now();
-  await sandbox.rollouts(['abort', name, '-n', ns]);
-  const aborted = await eventually('Abort of every completed step', async () => {
-    const s = await rolloutState(kube, name);
-    return pluginStatuses(s).filter((st) => st.operation === 'Abort').length === 6 ? s : undefined;
-  });
-  const aborts = pluginStatuses(aborted).filter((st) => st.operation === 'Abort');
-  assert.ok(
-    aborts.every((a) => a.phase === 'Successful'),
-    JSON.stringify(aborts),
-  );
-  await eventually(
-    'zones a and b rolled back, reads restored, zones released',
-    async () => {
-      for (const [i, z] of zones.slice(0, 2).entries()) {
-        const single = await cluster(kube, z.vmcluster, 'VMSingle');
-        if ((await specValue(z.vmcluster)) !== valuesBefore[i]) return undefined;
-        if (Object.keys(vmzonesAnnotations(single)).length > 0) return undefined;
-      }
-      return (await routedZones(kube, spec)).length === 3 ? true : undefined;
-    },
-    300_000,
-    1000,
-  );
-  const rollbackSeconds = (Date.now() - abortStarted) / 1000;
-  const reads = await prober.stop();
-  const routing = await watcher.stop();
-  const c = await cluster(kube, 'vm-zone-c', 'VMSingle');
-  assert.equal(c.metadata.generation, cBefore.metadata.generation, 'zone-c was never touched');
-  report.push(
-    `VMSingle abort after zone two: rollback of two zones ${rollbackSeconds.toFixed(0)} s after the abort; queries sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing checks ${routing.checks}, violations ${routing.violations.length}`,
-  );
-  assert.deepEqual(reads.failures, []);
-  assert.equal(reads.backendErrors, 0);
-  assert.deepEqual(routing.violations, []);
+  }),
+  // A flag, so the operator rewrites the VMSingle's Deployment and the Pod is replaced.
+  change: (value) => ({ extraArgs: { 'search.latencyOffset': value } }),
+  specValue: (zone) =>
+    (zone.spec as { extraArgs?: Record<string, string> }).extraArgs?.['search.latencyOffset'],
+  values: ['6s', '8s'],
+  lost: async (sandbox, fromSeq, toSeq) => ({
+    lost: await samplesLost(
+      sandbox,
+      ['zone-a', 'zone-b', 'zone-c'].map((zone) => ({
+        zone,
+        vmcluster: `vm-${zone}`,
+        kind: 'VMSingle' as const,
+      })),
+      fromSeq,
+      toSeq,
+    ),
+  }),
+  minWritten: 30,
+  inFlight: 3,
 });
