@@ -55,6 +55,8 @@ export interface KindWalk {
   minWritten: number;
   /** Sequence numbers the writer may still hold back at the end (not yet in the zones): left out of the count. */
   inFlight: number;
+  /** A name part of the writer's pods, which the queue-drain gate's measurements must name (it scraped them). */
+  writerPod: string;
   /** An extra check per zone after the walk (e.g. the zone's process restarted with the flag). */
   checkZone?(sandbox: Sandbox, zone: { zone: string; vmcluster: string }): void;
 }
@@ -144,14 +146,27 @@ export function kindWalkTests(k: KindWalk): void {
       'every zone serves reads again',
     );
     const runs = (
-      await sandbox.kubectl.getJson<{ items: { status?: { phase?: string } }[] }>(['analysisruns', '-n', ns])
+      await sandbox.kubectl.getJson<{
+        items: {
+          status?: { phase?: string; metricResults?: { name: string; measurements?: unknown[] }[] };
+        }[];
+      }>(['analysisruns', '-n', ns])
     ).items;
+    const drains = runs.map((r) =>
+      JSON.stringify(
+        r.status?.metricResults?.find((m) => m.name === 'vmagent-queue-drained')?.measurements?.at(-1),
+      ),
+    );
     report.push(
       `${k.kind} walk with gates: ${walkSeconds.toFixed(0)} s; queries through vmauth sent ${reads.sent}, failed ${reads.failed}, vmauth backend errors ${reads.backendErrors}; routing checks ${routing.checks}, violations ${routing.violations.length}; ${k.data} checked ${seqAfter - seqBefore}, lost per zone ${JSON.stringify(lost)}${note ? `, ${note}` : ''}; load generator batches refused ${loadgen.failed}; AnalysisRuns ${runs.map((r) => r.status?.phase).join(', ')}`,
     );
     assert.ok(
       runs.length >= 2 && runs.every((r) => r.status?.phase === 'Successful'),
       'the gates between zones ran and passed',
+    );
+    assert.ok(
+      drains.every((d) => d?.includes(k.writerPod)),
+      `every queue-drain gate scraped the ${k.writerPod} pods: ${drains.join('; ')}`,
     );
     assert.deepEqual(reads.failures, [], 'no query through vmauth failed');
     assert.equal(reads.backendErrors, 0, 'vmauth never sent a query to a zone that was down');

@@ -37,6 +37,7 @@ kindWalkTests({
   // 50 lines a second: at least half a minute's worth.
   minWritten: 30 * 50,
   // Up to three seconds of lines may still be in vlagent's buffers (flushed every second).
+  writerPod: 'vlagent-vlagent-0',
   inFlight: 150,
   checkZone: (sandbox, z) =>
     assert.ok(

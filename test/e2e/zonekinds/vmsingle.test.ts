@@ -36,5 +36,6 @@ kindWalkTests({
     ),
   }),
   minWritten: 30,
+  writerPod: 'vmagent-vmagent-',
   inFlight: 3,
 });
