@@ -38,8 +38,10 @@ export interface KindWalk {
   data: string;
   /** A read through vmauth, as the sandbox's VMUser routes it for the kind. */
   readPath: string;
-  /** The spec document of the three zones with `overrideSpec`. */
-  spec(zones: { zone: string; vmcluster: string }[], overrideSpec: object): SpecDocument;
+  /** The spec document's field naming a zone's object of the kind (`zones.zone-a: {<field>: vm-zone-a}`). */
+  zoneField: 'vmsingle' | 'vlcluster';
+  /** The spec document's writer entry: `vmagent: {...}` or `vlagent: {...}`. */
+  writer: Record<string, object>;
   /** The overrideSpec of a change that restarts a zone, setting the flag `specValue` reads to `value`. */
   change(value: string): object;
   specValue(zone: KubeObject): unknown;
@@ -71,7 +73,12 @@ export function kindWalkTests(k: KindWalk): void {
   let kube: KubeObjects;
   const report: string[] = [];
   const started = Date.now();
-  const specOf = (overrideSpec: object) => k.spec(zones, overrideSpec);
+  const specOf = (overrideSpec: object): SpecDocument => ({
+    overrideSpec,
+    vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
+    ...k.writer,
+    zones: Object.fromEntries(zones.map((z) => [z.zone, { [k.zoneField]: z.vmcluster }])),
+  });
   const flagValue = async (name: string) => k.specValue(await cluster(kube, name, k.kind));
 
   before(async () => {

@@ -18,12 +18,8 @@ kindWalkTests({
   data: 'log lines',
   // The last lines through vmauth (the sandbox VMUser routes /select/.* to each zone's vlselect).
   readPath: '/select/logsql/query?query=_time:5m&limit=1',
-  spec: (zones, overrideSpec) => ({
-    overrideSpec,
-    vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
-    vlagent: { vlagent: vlagentName },
-    zones: Object.fromEntries(zones.map((z) => [z.zone, { vlcluster: z.vmcluster }])),
-  }),
+  zoneField: 'vlcluster',
+  writer: { vlagent: { vlagent: vlagentName } },
   // A vlstorage flag: the operator rewrites the vlstorage StatefulSet, its Pod is replaced, the zone restarts.
   change: (value) => ({ vlstorage: { extraArgs: { [flag]: value } } }),
   specValue: (zone) =>

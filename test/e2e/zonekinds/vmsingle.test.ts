@@ -12,12 +12,8 @@ kindWalkTests({
   data: 'samples',
   // A VMSingle serves the Prometheus API under /prometheus (the sandbox VMUser routes /prometheus/.* to it).
   readPath: '/prometheus/api/v1/query',
-  spec: (zones, overrideSpec) => ({
-    overrideSpec,
-    vmauth: { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
-    vmagent: { vmagent: 'vmagent' },
-    zones: Object.fromEntries(zones.map((z) => [z.zone, { vmsingle: z.vmcluster }])),
-  }),
+  zoneField: 'vmsingle',
+  writer: { vmagent: { vmagent: 'vmagent' } },
   // A flag, so the operator rewrites the VMSingle's Deployment and the Pod is replaced.
   change: (value) => ({ extraArgs: { 'search.latencyOffset': value } }),
   specValue: (zone) =>
