@@ -58,7 +58,8 @@ func (s *Sim) vlclusterProcess(obj *unstructured.Unstructured) (desired, error) 
 	if err != nil {
 		return desired{}, err
 	}
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-storageDataPath=" + dir}
+	args := append(s.cfg.listenArgs(port), "-storageDataPath="+dir)
+	flagsFrom := len(args)
 	for field, flag := range map[string]string{
 		"retentionPeriod":                 "retentionPeriod",
 		"futureRetention":                 "futureRetention",
@@ -68,7 +69,7 @@ func (s *Sim) vlclusterProcess(obj *unstructured.Unstructured) (desired, error) 
 			args = append(args, fmt.Sprintf("-%s=%s", flag, v))
 		}
 	}
-	sort.Strings(args[2:])
+	sort.Strings(args[flagsFrom:])
 	merged := map[string]interface{}{}
 	for _, component := range []string{"vlstorage", "vlselect", "vlinsert"} {
 		extra, _, _ := unstructured.NestedMap(obj.Object, "spec", component, "extraArgs")
@@ -99,7 +100,7 @@ func (s *Sim) vlagentProcess(obj *unstructured.Unstructured) (desired, error) {
 	if err != nil {
 		return desired{}, err
 	}
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-tmpDataPath=" + dir}
+	args := append(s.cfg.listenArgs(port), "-tmpDataPath="+dir)
 	urls, invalid := s.remoteWriteArgs(obj)
 	if invalid != nil {
 		return desired{invalid: invalid}, nil
