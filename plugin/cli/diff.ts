@@ -98,7 +98,7 @@ export async function diffZones(options: DiffOptions): Promise<ZoneDiff[]> {
         diffs.push({
           ...base,
           outcome: 'missing',
-          message: `VMCluster ${zone.namespace}/${zone.vmcluster} does not exist`,
+          message: `${zone.kind.kind} ${zone.namespace}/${zone.vmcluster} does not exist`,
         });
         continue;
       }

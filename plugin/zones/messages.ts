@@ -3,8 +3,9 @@
 import type { ObjectRef } from '../kube/objects.ts';
 import { describeHolder, type Lease, type ZoneState } from './state.ts';
 
+/** The zone's object by its kind (VMCluster, VMSingle, VLCluster) and name. */
 export function describeCluster(ref: ObjectRef): string {
-  return `VMCluster ${ref.namespace}/${ref.name}`;
+  return `${ref.kind} ${ref.namespace}/${ref.name}`;
 }
 
 /** Who handed the zone to the reconciler, since when, and what it is doing: for "waiting" messages. */

@@ -116,7 +116,7 @@ export class StateError extends Error {
 function parseAnnotation<T>(cluster: KubeObject, key: string, schema: z.ZodType<T>): T | undefined {
   const text = cluster.metadata.annotations?.[key];
   if (text === undefined || text === '') return undefined;
-  const where = `VMCluster ${cluster.metadata.namespace}/${cluster.metadata.name}: annotation ${key}`;
+  const where = `${cluster.kind ?? 'VMCluster'} ${cluster.metadata.namespace}/${cluster.metadata.name}: annotation ${key}`;
   let value: unknown;
   try {
     value = JSON.parse(text);
