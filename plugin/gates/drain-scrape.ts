@@ -5,7 +5,7 @@
 
 import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import { namespacedName } from '../kube/objects.ts';
-import { podProxyRefusal, podProxyTarget } from '../vm/pod-proxy.ts';
+import { podScrapeFailure, podScrapeTarget } from '../vm/pod-proxy.ts';
 import { describePod, listSelectedPods } from '../vm/pods.ts';
 import { pickQueueSamples, queueMetricNamesOf, remoteWriteQueueDirName } from '../vm/remote-write.ts';
 import { ScrapeError, scrapeMetrics } from '../vm/scrape.ts';
@@ -63,13 +63,7 @@ export async function scrapeAgent(
       try {
         const address = pod.address;
         const page = await scrapeMetrics(
-          cluster?.podAccess === 'proxy'
-            ? podProxyTarget(cluster, { namespace, name: pod.name, address }, access.scheme, '/metrics')
-            : {
-                url: `${access.scheme}://${address}/metrics`,
-                ...(access.tls === undefined ? {} : { tls: access.tls }),
-                ...(access.auth === undefined ? {} : { auth: access.auth }),
-              },
+          podScrapeTarget({ namespace, name: pod.name, address }, access, cluster),
           Object.values(names),
           {
             ...(config.pods?.scrapeTimeout === undefined ? {} : { timeoutMs: config.pods.scrapeTimeout }),
@@ -90,15 +84,7 @@ export async function scrapeAgent(
       } catch (error) {
         if (!(error instanceof ScrapeError)) throw error;
         if (error.kind === 'malformed') throw new MalformedMetricsError(`pod ${pod.key}: ${error.message}`);
-        const refused =
-          cluster?.podAccess === 'proxy'
-            ? podProxyRefusal(cluster, namespace, error.status, error.message)
-            : undefined;
-        return {
-          pod: pod.key,
-          ok: false,
-          error: refused === undefined ? error.message : `${refused}; ${error.message}`,
-        };
+        return { pod: pod.key, ok: false, error: podScrapeFailure(cluster, namespace, error) };
       }
     }),
   );

@@ -203,7 +203,8 @@ export function kubeConfigFor(registration: ClusterRegistration): KubeConfig {
 }
 
 /** Every call's error names the cluster, so that "not ready" or "unreachable" says where. */
-function namingCluster(cluster: string, kube: KubeObjects): KubeObjects {
+function namingCluster(registration: ClusterRegistration, kube: KubeObjects): KubeObjects {
+  const cluster = registration.name;
   const wrap = async <T>(call: () => Promise<T>): Promise<T> => {
     try {
       return await call();
@@ -219,6 +220,7 @@ function namingCluster(cluster: string, kube: KubeObjects): KubeObjects {
     list: (apiVersion, kind, namespace, selector) =>
       wrap(() => kube.list(apiVersion, kind, namespace, selector)),
     create: (object) => wrap(() => kube.create(object)),
+    registration,
   };
 }
 
@@ -309,7 +311,7 @@ export function clusterClients(options: ClusterClientsOptions): ClusterClients {
       if (found === undefined) return options.hub;
       const cached = clients.get(found.name);
       if (cached !== undefined && cached.resourceVersion === found.resourceVersion) return cached.kube;
-      const kube = namingCluster(found.name, connect(found));
+      const kube = namingCluster(found, connect(found));
       clients.set(found.name, { resourceVersion: found.resourceVersion, kube });
       return kube;
     },

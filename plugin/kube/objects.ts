@@ -2,6 +2,7 @@
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
 import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import type { ClusterRegistration } from './cluster-registry.ts';
 import { redactText } from './redact.ts';
 
 export const fieldManager = 'vmzones';
@@ -135,6 +136,11 @@ export interface KubeObjects {
   list(apiVersion: string, kind: string, namespace: string, labelSelector?: string): Promise<KubeObject[]>;
   /** Creates an object; one that exists already is a KubeError of kind `conflict` (409 AlreadyExists). */
   create(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
+  /**
+   * The registered cluster this client's Pods are in (docs/multicluster.md), so that a scrape of them takes that
+   * cluster's pod access (its API server's pod proxy by default); absent for the controller's own cluster.
+   */
+  readonly registration?: ClusterRegistration;
 }
 
 /** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */

@@ -5,7 +5,8 @@
 // header is the API server's).
 
 import type { ClusterRegistration } from '../kube/cluster-registry.ts';
-import type { ScrapeTarget } from './scrape.ts';
+import type { ScrapeError, ScrapeTarget } from './scrape.ts';
+import type { ScrapeAccess } from './scrape-credentials.ts';
 
 function pem(base64: string | undefined): string | undefined {
   return base64 === undefined ? undefined : Buffer.from(base64.replace(/\s/g, ''), 'base64').toString('utf8');
@@ -65,4 +66,35 @@ export function podProxyRefusal(
     return `cluster ${cluster.name}'s API server did not accept the credential of Secret ${cluster.secret} (HTTP 401)`;
   }
   return undefined;
+}
+
+/**
+ * Where to scrape a pod: at its address, with the pod's own scrape access, or, when `cluster` is a registered
+ * cluster in pod access `proxy`, through that cluster's API server (the pod's own credential cannot pass).
+ */
+export function podScrapeTarget(
+  pod: { namespace: string; name: string; address: string },
+  access: ScrapeAccess,
+  cluster: ClusterRegistration | undefined,
+  path = '/metrics',
+): ScrapeTarget {
+  if (cluster?.podAccess === 'proxy') return podProxyTarget(cluster, pod, access.scheme, path);
+  return {
+    url: `${access.scheme}://${pod.address}${path}`,
+    ...(access.tls === undefined ? {} : { tls: access.tls }),
+    ...(access.auth === undefined ? {} : { auth: access.auth }),
+  };
+}
+
+/** A failed scrape's message, saying first what the API server refused when it went through the pod proxy. */
+export function podScrapeFailure(
+  cluster: ClusterRegistration | undefined,
+  namespace: string,
+  error: ScrapeError,
+): string {
+  const refused =
+    cluster?.podAccess === 'proxy'
+      ? podProxyRefusal(cluster, namespace, error.status, error.message)
+      : undefined;
+  return refused === undefined ? error.message : `${refused}; ${error.message}`;
 }

@@ -20,10 +20,12 @@
 
 import { crc32 } from 'node:zlib';
 import { z } from 'zod';
+import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
 import type { MetricSample } from './metrics-text.ts';
-import { type DiscoveredPod, describePod, listSelectedPods } from './pods.ts';
-import { ScrapeError, type ScrapeLimits, scrapeMetrics } from './scrape.ts';
+import { podScrapeFailure, podScrapeTarget } from './pod-proxy.ts';
+import { describePod, listSelectedPods } from './pods.ts';
+import { ScrapeError, type ScrapeLimits, type ScrapeTarget, scrapeMetrics } from './scrape.ts';
 import {
   readSecretBytes,
   resolveScrapeAccess,
@@ -117,20 +119,8 @@ interface VmauthFigures {
   version: string | undefined;
 }
 
-async function scrapeVmauth(
-  address: string,
-  access: ScrapeAccess,
-  limits: ScrapeLimits | undefined,
-): Promise<VmauthFigures> {
-  const page = await scrapeMetrics(
-    {
-      url: `${access.scheme}://${address}/metrics`,
-      ...(access.tls === undefined ? {} : { tls: access.tls }),
-      ...(access.auth === undefined ? {} : { auth: access.auth }),
-    },
-    Object.values(vmauthReloadMetricNames),
-    limits,
-  );
+async function scrapeVmauth(target: ScrapeTarget, limits: ScrapeLimits | undefined): Promise<VmauthFigures> {
+  const page = await scrapeMetrics(target, Object.values(vmauthReloadMetricNames), limits);
   return {
     successful: first(page.samples, vmauthReloadMetricNames.successful)?.value,
     stamp: first(page.samples, vmauthReloadMetricNames.successTimestamp)?.value,
@@ -219,15 +209,11 @@ function judgeVmauthPod(
 }
 
 async function reloaderHash(
-  reloader: DiscoveredPod,
+  target: ScrapeTarget,
   expected: number,
   limits: ScrapeLimits | undefined,
 ): Promise<HashVerdict> {
-  const page = await scrapeMetrics(
-    { url: `http://${reloader.address}/metrics` },
-    [configReloaderMetricNames.contentHash],
-    limits,
-  );
+  const page = await scrapeMetrics(target, [configReloaderMetricNames.contentHash], limits);
   const hash = page.samples.find(
     (sample) => sample.name === configReloaderMetricNames.contentHash && sample.labels.key === 'main',
   )?.value;
@@ -241,6 +227,8 @@ async function reloaderHash(
 
 interface GroupContext {
   access: ScrapeAccess;
+  /** The registered cluster the vmauth runs in; with pod access `proxy` its pods are scraped through its API server. */
+  cluster: ClusterRegistration | undefined;
   /** CRC32 of the config Secret's content, when a config-reloader is configured and the Secret exists. */
   expectedHash: number | undefined;
   pods: VmauthPods;
@@ -253,6 +241,7 @@ async function podEvidence(
   baseline: ReloadBaseline | undefined,
 ): Promise<PodReloadEvidence> {
   const pod = describePod(object, context.pods.port);
+  const namespace = context.pods.namespace;
   if (pod.address === undefined) {
     return { pod: pod.key, state: 'unreachable', error: pod.problem ?? 'no address' };
   }
@@ -264,18 +253,33 @@ async function podEvidence(
       if (sidecar.address === undefined) {
         return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${sidecar.problem ?? ''}` };
       }
-      hash = await reloaderHash(sidecar, context.expectedHash, context.pods.limits);
+      hash = await reloaderHash(
+        podScrapeTarget(
+          { namespace, name: pod.name, address: sidecar.address },
+          { scheme: 'http' },
+          context.cluster,
+        ),
+        context.expectedHash,
+        context.pods.limits,
+      );
     }
   } catch (error) {
     if (!(error instanceof ScrapeError)) throw error;
-    return { pod: pod.key, state: 'unreachable', error: `config-reloader: ${error.message}` };
+    return {
+      pod: pod.key,
+      state: 'unreachable',
+      error: `config-reloader: ${podScrapeFailure(context.cluster, namespace, error)}`,
+    };
   }
   let figures: VmauthFigures;
   try {
-    figures = await scrapeVmauth(pod.address, context.access, context.pods.limits);
+    figures = await scrapeVmauth(
+      podScrapeTarget({ namespace, name: pod.name, address: pod.address }, context.access, context.cluster),
+      context.pods.limits,
+    );
   } catch (error) {
     if (!(error instanceof ScrapeError)) throw error;
-    return { pod: pod.key, state: 'unreachable', error: error.message };
+    return { pod: pod.key, state: 'unreachable', error: podScrapeFailure(context.cluster, namespace, error) };
   }
   const current = baseline !== undefined && baseline.at === since.toISOString() ? baseline : undefined;
   return judgeVmauthPod(pod.key, figures, hash, since, {
@@ -284,14 +288,18 @@ async function podEvidence(
   });
 }
 
-async function groupContext(kube: KubeObjects, pods: VmauthPods): Promise<GroupContext> {
+async function groupContext(
+  kube: KubeObjects,
+  pods: VmauthPods,
+  cluster: ClusterRegistration | undefined,
+): Promise<GroupContext> {
   const access = await resolveScrapeAccess(kube, pods.namespace, pods.scheme ?? 'http', pods.tls, pods.auth);
   const reloader = pods.reloader;
   const expectedHash =
     reloader === undefined
       ? undefined
       : crc32(await readSecretBytes(kube, pods.namespace, reloader.configSecret));
-  return { access, expectedHash, pods };
+  return { access, cluster, expectedHash, pods };
 }
 
 /**
@@ -314,7 +322,7 @@ export async function vmauthReloadEvidence(
         pods: all,
       };
     }
-    const context = await groupContext(kube, pods);
+    const context = await groupContext(kube, pods, kube.registration);
     all.push(...(await Promise.all(active.map((pod) => podEvidence(pod, context, since, baseline)))));
   }
   return summarize(all, since);
@@ -340,7 +348,14 @@ export async function vmauthReloadStamps(
         const pod = describePod(object, pods.port);
         if (pod.address === undefined) return;
         try {
-          const figures = await scrapeVmauth(pod.address, access, pods.limits);
+          const figures = await scrapeVmauth(
+            podScrapeTarget(
+              { namespace: pods.namespace, name: pod.name, address: pod.address },
+              access,
+              kube.registration,
+            ),
+            pods.limits,
+          );
           if (figures.stamp !== undefined) {
             stamps[pod.key] = { stamp: figures.stamp, start: figures.start ?? null };
           }

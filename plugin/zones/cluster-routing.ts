@@ -59,5 +59,7 @@ export async function zoneKube(
     mergePatch: (ref, patch, rv, options) => route(ref.kind).mergePatch(ref, patch, rv, options),
     list: (apiVersion, kind, ns, selector) => route(kind).list(apiVersion, kind, ns, selector),
     create: (object) => (eventRegardsZoneObject(object) ? zone : route(object.kind)).create(object),
+    // Pods are read where the read balancer runs: a scrape of its vmauth pods takes that cluster's pod access.
+    ...(reads.registration === undefined ? {} : { registration: reads.registration }),
   };
 }

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { crc32 } from 'node:zlib';
-import { vmauthReloadEvidence } from '../../../plugin/vm/vmauth-reload.ts';
+import type { ClusterRegistration } from '../../../plugin/kube/cluster-registry.ts';
+import { vmauthReloadEvidence, vmauthReloadStamps } from '../../../plugin/vm/vmauth-reload.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];
@@ -231,4 +232,73 @@ test("the config-reloader's content hash: equal to the Secret's CRC32 is evidenc
     stale.message,
     new RegExp(`confirmed content hash ${hash + 1}, the Secret's content hashes to ${hash}`),
   );
+});
+
+/** A stand-in for a zone cluster's API server: serves its pods' pages at the pod proxy path, for one token. */
+async function podProxyServer(
+  pages: Record<string, string>,
+  refuse = false,
+): Promise<{ server: string; seen: string[] }> {
+  const seen: string[] = [];
+  const server = createServer((request, response) => {
+    seen.push(`${request.headers.authorization} ${request.url}`);
+    const match = /^\/api\/v1\/namespaces\/vm\/pods\/http:([^:]+):\d+\/proxy\/metrics$/.exec(
+      request.url ?? '',
+    );
+    if (refuse || request.headers.authorization !== 'Bearer zone-token' || match === null) {
+      response.writeHead(403, { 'content-type': 'application/json' });
+      response.end('{\n  "kind": "Status",\n  "apiVersion": "v1",\n  "status": "Failure",\n  "code": 403\n}');
+      return;
+    }
+    response.end(pages[match[1] as string] ?? '');
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+function zoneCluster(server: string): ClusterRegistration {
+  return {
+    name: 'cluster-b',
+    secret: 'argo-rollouts/cluster-cluster-b',
+    resourceVersion: '1',
+    server,
+    namespaces: undefined,
+    podAccess: 'proxy',
+    config: { bearerToken: 'zone-token', tlsClientConfig: {} } as ClusterRegistration['config'],
+  };
+}
+
+test("a vmauth in a registered cluster in pod access proxy is scraped through that cluster's API server", async () => {
+  const page = vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 1 });
+  const proxy = await podProxyServer({ 'vmauth-0': page });
+  // The pod's own address answers nothing: only the proxy path can give evidence.
+  const kube = Object.assign(new MemoryKube(), { registration: zoneCluster(proxy.server) });
+  kube.put(readyPod('vm', 'vmauth-0', labels, { http: 9 }, { ip: '192.0.2.77' }));
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'reloaded', evidence.message);
+  assert.deepEqual(proxy.seen, [
+    'Bearer zone-token /api/v1/namespaces/vm/pods/http:vmauth-0:9/proxy/metrics',
+  ]);
+  const stamps = await vmauthReloadStamps(kube, [selection]);
+  assert.deepEqual(stamps['vm/vmauth-0'], { stamp: sinceSeconds + 1, start: 1000 });
+
+  // Pod access direct: the pod's address, not the API server.
+  const direct = Object.assign(new MemoryKube(), {
+    registration: { ...zoneCluster(proxy.server), podAccess: 'direct' as const },
+  });
+  direct.put(readyPod('vm', 'vmauth-0', labels, { http: await serve(page) }));
+  assert.equal((await vmauthReloadEvidence(direct, selection, since)).state, 'reloaded');
+  assert.equal(proxy.seen.length, 2, 'the direct scrape did not go through the API server');
+});
+
+test('a refused pod proxy (403) is never evidence: the message names the missing pods/proxy grant, not the token', async () => {
+  const proxy = await podProxyServer({}, true);
+  const kube = Object.assign(new MemoryKube(), { registration: zoneCluster(proxy.server) });
+  kube.put(readyPod('vm', 'vmauth-0', labels, { http: 9 }, { ip: '192.0.2.77' }));
+  const evidence = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(evidence.state, 'unreachable');
+  assert.match(evidence.message, /cluster cluster-b's API server refused the pod proxy \(HTTP 403\)/);
+  assert.match(evidence.message, /needs get on pods\/proxy in namespace vm/);
+  assert.doesNotMatch(evidence.message, /zone-token/);
 });
