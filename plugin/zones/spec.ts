@@ -187,7 +187,7 @@ const specSchema = z
     // A zone of no valid kind has its own problem; which writers it needs is unknown, so none is called unused.
     const allKnown = writers.every((field) => field !== undefined);
     for (const field of writerFields) {
-      const kind = writerKinds[writerKindOf(field)].kind;
+      const { writer: kind, zoneKinds: written } = writerEntries[field];
       if (writers.includes(field) && v[field] === undefined) {
         const zones = Object.entries(v.zones)
           .filter(([, entry]) => writerOf(entry) === field)
@@ -195,27 +195,28 @@ const specSchema = z
         ctx.addIssue({
           code: 'custom',
           path: [field],
-          message: `required: the ${kind}s that write to ${zones.join(', ')} (${field === 'vlagent' ? 'VLCluster' : 'VMCluster and VMSingle'} zones are written by ${kind}s)`,
+          message: `required: the ${kind}s that write to ${zones.join(', ')} (${written} zones are written by ${kind}s)`,
         });
       } else if (allKnown && !writers.includes(field) && v[field] !== undefined) {
         ctx.addIssue({
           code: 'custom',
           path: [field],
-          message: `no zone is written by ${kind}s: ${field} names the writers of ${field === 'vlagent' ? 'VLCluster' : 'VMCluster and VMSingle'} zones`,
+          message: `no zone is written by ${kind}s: ${field} names the writers of ${written} zones`,
         });
       }
     }
   });
 
-const writerFields = ['vmagent', 'vlagent'] as const;
-type WriterField = (typeof writerFields)[number];
+/** The document's writer fields: which agent kind each names, and the zone kinds it writes to (for messages). */
+const writerEntries = {
+  vmagent: { writer: 'VMAgent', zoneKinds: 'VMCluster and VMSingle' },
+  vlagent: { writer: 'VLAgent', zoneKinds: 'VLCluster' },
+} as const satisfies Record<string, { writer: WriterKindName; zoneKinds: string }>;
+type WriterField = keyof typeof writerEntries;
+const writerFields = Object.keys(writerEntries) as WriterField[];
 
 function writerField(kind: ZoneKind): WriterField {
-  return kind.writer === 'VLAgent' ? 'vlagent' : 'vmagent';
-}
-
-function writerKindOf(field: WriterField): WriterKindName {
-  return field === 'vlagent' ? 'VLAgent' : 'VMAgent';
+  return writerFields.find((field) => writerEntries[field].writer === kind.writer) ?? 'vmagent';
 }
 
 /** The agents that write to zones of `kind`, and the cluster they run in; the schema guarantees they are named. */
