@@ -21,7 +21,7 @@ import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../ku
 import { readRouting } from '../vm/read-routing.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
 import { zoneWorkload } from '../zones/spec.ts';
-import { readBalancerConfig } from '../zones/target.ts';
+import { readBalancerConfigs } from '../zones/target.ts';
 import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './commands.ts';
 import { kubeConfigFor } from './diff.ts';
@@ -54,7 +54,7 @@ export async function readStatus(
   const spec = rolloutSpec(rollout);
   const zoneNamespace = spec.namespace ?? namespace;
   const zoneErrors: Record<string, string> = {};
-  const reads = readBalancerConfig(spec, zoneNamespace);
+  const balancers = readBalancerConfigs(spec, zoneNamespace);
   const [zoneObjects, analysisRuns, routing] = await Promise.all([
     Promise.all(
       Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
@@ -76,13 +76,16 @@ export async function readStatus(
       }),
     ),
     kube.list('argoproj.io/v1alpha1', 'AnalysisRun', namespace),
-    clusters
-      .client(reads.cluster)
-      .then((readsKube) => readRouting(readsKube, reads))
-      .then(
-        (r) => ({ routed: r.routed }),
-        (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
-      ),
+    Promise.all(balancers.map(async (b) => readRouting(await clusters.client(b.cluster), b))).then(
+      // A zone serves reads while some balancer routes to it and none has it taken out (a drain part-way shows
+      // as drained).
+      (all) => ({
+        routed: [...new Set(all.flatMap((r) => r.routed))].filter((zone) =>
+          all.every((r) => r.drained[zone] === undefined),
+        ),
+      }),
+      (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
+    ),
   ]);
   const byZone = Object.fromEntries(zoneObjects.filter((e): e is [string, KubeObject] => e[1] !== undefined));
   return buildStatus({

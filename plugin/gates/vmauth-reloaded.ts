@@ -13,7 +13,7 @@ import {
   vmauthReloadEvidence,
 } from '../vm/vmauth-reload.ts';
 import { vmApiVersion } from '../vm/vmcluster.ts';
-import type { ZoneSpecDocument } from '../zones/spec.ts';
+import { type VmauthSource, vmauthSources } from '../zones/spec.ts';
 import { GateConfigError, type ReloadGateConfig } from './config.ts';
 import { GateSetupError } from './owner-spec.ts';
 import type { GateContext, GateReading } from './reading.ts';
@@ -44,7 +44,7 @@ async function vmauthGroups(
   config: ReloadGateConfig,
   context: GateContext,
   namespace: string,
-  source: ZoneSpecDocument['vmauth'] | undefined,
+  source: VmauthSource | undefined,
 ): Promise<VmauthPods[]> {
   const access = {
     ...(config.pods?.scheme === undefined ? {} : { scheme: config.pods.scheme }),
@@ -91,7 +91,14 @@ async function resolveTarget(config: ReloadGateConfig, context: GateContext): Pr
     context,
     config.namespace ?? owner?.spec.namespace ?? owner?.namespace ?? explicitNamespace(context, undefined),
   );
-  const source = owner?.spec.vmauth;
+  const sources = owner === undefined ? [] : vmauthSources(owner.spec);
+  if (sources.length > 1) {
+    // Which one would be a guess: the step plugin itself proves each balancer's reload (docs/multicluster.md).
+    throw new GateConfigError([
+      `the Rollout's spec document names ${sources.length} read balancers (vmauth is a list); this gate checks one vmauth: set pods.selector or vmauth, and since`,
+    ]);
+  }
+  const source = sources[0];
   const kube = await clusterKube(context, source?.cluster, namespace, 'the vmauth');
   const groups = await vmauthGroups(config, { ...context, kube }, namespace, source);
 

@@ -11,7 +11,7 @@ import { emitZoneEvent } from './events.ts';
 import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
 import { type StatusDocument, showValue, successful } from './outcome.ts';
-import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
+import { describeHolder, type RollbackRecord, readsRecord, sameRevision, sameRollout } from './state.ts';
 import { agentsCluster, type ZoneTarget } from './target.ts';
 import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
 
@@ -30,7 +30,7 @@ async function handTargetOver(
       cluster: target.cluster,
       holder: target.who,
       by,
-      reads: target.reads,
+      reads: readsRecord(target.reads),
       drainGracePeriod: target.drainGracePeriod,
       vmagents: target.vmagents,
       ...agentsCluster(target),

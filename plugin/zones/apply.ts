@@ -4,17 +4,18 @@
 
 import { KubeError, type KubeObject } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
-import { readRouting } from '../vm/read-balancer.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { deepEqual, diffMergePatch, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
 import { describeCluster, leasedByOther } from './messages.ts';
 import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import { readLayer, routingTo } from './read-layer.ts';
 import {
   annotationValue,
   describeHolder,
   fieldChanges,
   type RollbackRecord,
+  readsRecord,
   rollbackAnnotation,
   sameRevision,
   sameRollout,
@@ -107,10 +108,10 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
       `drainReads for zone ${zone} has not run for this revision: ${name} holds no lease of ${describeHolder(target.who)}; nothing was changed`,
     );
   }
-  const routing = await readRouting(kube, target.reads);
-  if (routing.routed.includes(zone)) {
+  const serving = routingTo(await readLayer(deps, target.reads), zone);
+  if (serving.length > 0) {
     throw new StepFailure(
-      `zone ${zone} serves reads again through ${routing.describe} (was it put back by hand or by a sync?); refusing to change ${name} while it serves reads`,
+      `zone ${zone} serves reads again through ${serving.map((b) => b.describe).join(', ')} (was it put back by hand or by a sync?); refusing to change ${name} while it serves reads`,
     );
   }
 
@@ -134,7 +135,7 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     ...(overUnfinishedWalk(state.rollback, target.who, target.stableRevision)
       ? { overRevision: state.rollback.revision }
       : {}),
-    reads: target.reads,
+    reads: readsRecord(target.reads),
     drainGracePeriod: target.drainGracePeriod,
     vmagents: target.vmagents,
     ...agentsCluster(target),

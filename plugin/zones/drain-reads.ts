@@ -6,12 +6,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeError } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
-import { drainZone, readEvidence, readRouting } from '../vm/read-balancer.ts';
 import { waitInCall, type ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
 import { required, running, StepFailure, successful } from './outcome.ts';
-import { drainBlocker, graceWindow } from './read-safety.ts';
+import {
+  drainedFrom,
+  drainLayer,
+  drainRecordOf,
+  lastZoneThrough,
+  latestChange,
+  layerDrainBlocker,
+  layerEvidence,
+  readLayer,
+  routingTo,
+} from './read-layer.ts';
+import { graceWindow } from './read-safety.ts';
 import {
   annotationValue,
   describeHolder,
@@ -19,6 +29,7 @@ import {
   type Lease,
   leaseAnnotation,
   pendingLabel,
+  readsRecord,
   sameRevision,
   sameRollout,
   timestamp,
@@ -55,7 +66,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
       ...target.who,
       zone,
       since: timestamp(deps.now()),
-      reads: target.reads,
+      reads: readsRecord(target.reads),
       drainGracePeriod: target.drainGracePeriod,
       vmagents: target.vmagents,
       ...agentsCluster(target),
@@ -96,25 +107,25 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
     tookOver = ` (took over the lease of ${describeHolder(state.lease)}, which no longer exists)`;
   }
 
-  const routing = await required(
-    readRouting(kube, target.reads),
-    `the read balancer ${target.reads.ref.kind} ${target.reads.ref.namespace}/${target.reads.ref.name} (vmauth in the spec document) does not exist`,
+  const layer = await required(
+    readLayer(deps, target.reads),
+    `a read balancer of the spec document (vmauth: ${target.reads.map((b) => `${b.ref.kind} ${b.ref.namespace}/${b.ref.name}${b.cluster === undefined ? '' : ` in cluster ${b.cluster}`}`).join(', ')}) does not exist`,
   );
-  status.balancer = routing.describe;
-  const recorded = routing.drained[zone];
-  const routed = routing.routed.includes(zone);
-  if (!routed && recorded === undefined) {
+  status.balancer = layer.describe;
+  const routed = routingTo(layer, zone).length > 0;
+  if (!routed && drainedFrom(layer, zone).length === 0) {
     throw new StepFailure(
-      `${routing.describe} does not route reads to zone ${zone} (${clusterName}), so there is nothing to drain; check the zone's vmselectHosts`,
+      `${layer.describe} ${target.reads.length === 1 ? 'does' : 'do'} not route reads to zone ${zone} (${clusterName}), so there is nothing to drain; check the zone's vmselectHosts`,
     );
   }
-  if (routed && routing.routed.length === 1) {
+  const last = lastZoneThrough(layer, zone);
+  if (last !== undefined) {
     throw new StepFailure(
-      `refusing to drain zone ${zone}: it is the last zone that serves reads through ${routing.describe}`,
+      `refusing to drain zone ${zone}: it is the last zone that serves reads through ${last.describe}`,
     );
   }
   if (routed) {
-    const blocker = await drainBlocker(deps.clusters, target.reads, routing, zone, false);
+    const blocker = await layerDrainBlocker(deps.clusters, layer, zone, false);
     if (blocker !== undefined) {
       return running(`zone ${zone}: not drained yet: ${blocker}`, {
         ...status,
@@ -137,13 +148,16 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
   }
   if (routed) {
     try {
-      await drainZone(kube, target.reads, zone, `drainReads by ${describeHolder(target.who)}`, now);
-      deps.logger.info('zone taken out of reads', { zone, balancer: routing.describe });
+      await drainLayer(layer, zone, `drainReads by ${describeHolder(target.who)}`, now);
+      deps.logger.info('zone taken out of reads', { zone, balancer: layer.describe });
     } catch (err) {
       const final =
         err instanceof ReadRoutingError ||
         (err instanceof KubeError && (err.kind === 'forbidden' || err.kind === 'invalid'));
-      if (final && leaseTaken) {
+      // Taken out of one balancer and refused by the next: the lease stays, so that the zone's drain is finished
+      // (or put back by Abort) rather than forgotten.
+      const drainedSomewhere = drainedFrom(await readLayer(deps, target.reads), zone).length > 0;
+      if (final && leaseTaken && !drainedSomewhere) {
         // Nothing was drained: give the zone back so that nobody waits for a lease that protects nothing.
         const reread = await loadCluster(kube, target.cluster, zone);
         await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
@@ -152,16 +166,17 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
     }
   }
 
-  const after = await readRouting(kube, target.reads);
-  const drainedAt = after.drained[zone]?.at ?? timestamp(now);
-  const since = after.changedAt ?? new Date(drainedAt);
+  const after = await readLayer(deps, target.reads);
+  const changed = drainedFrom(after, zone);
+  const drainedAt = drainRecordOf(after, zone)?.at ?? timestamp(now);
+  const since = latestChange(changed) ?? new Date(drainedAt);
   status.drainedAt = timestamp(new Date(drainedAt));
   const evidence = await waitInCall(
     deps,
-    () => readEvidence(kube, target.reads, since),
+    () => layerEvidence(changed, new Date(drainedAt)),
     (e) => e.state !== 'waiting',
   );
-  const what = `zone ${zone}: ${clusterName} was taken out of ${after.describe} at ${status.drainedAt}${tookOver}`;
+  const what = `zone ${zone}: ${clusterName} was taken out of ${changed.map((b) => b.describe).join(', ') || after.describe} at ${status.drainedAt}${tookOver}`;
   if (evidence.state === 'waiting') {
     const deadline = new Date(since.getTime() + target.readyTimeoutMs);
     if (deps.now() > deadline) {

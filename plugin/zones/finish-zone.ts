@@ -8,7 +8,6 @@ import type { Logger } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
-import { drainZone, readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, zoneKindOf } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
@@ -16,7 +15,18 @@ import { emitZoneEvent } from './events.ts';
 import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
 import { describeCluster } from './messages.ts';
 import { isConflict } from './outcome.ts';
-import { drainBlocker, graceWindow } from './read-safety.ts';
+import {
+  drainedFrom,
+  drainLayer,
+  lastZoneThrough,
+  latestChange,
+  layerDrainBlocker,
+  layerEvidence,
+  readLayer,
+  restoreLayer,
+  routingTo,
+} from './read-layer.ts';
+import { graceWindow } from './read-safety.ts';
 import {
   annotationValue,
   describeHolder,
@@ -28,6 +38,7 @@ import {
   maintenanceAnnotation,
   maintenanceLabel,
   pendingLabel,
+  recordedBalancers,
   rollbackAnnotation,
   sameRevision,
   sameRollout,
@@ -104,22 +115,23 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   }
 
   const rollback = state.rollback;
-  const reads = handoff.reads;
+  const reads = recordedBalancers(handoff.reads);
   if (
     handoff.rollback &&
     rollback !== undefined &&
     sameRevision(rollback, handoff.holder) &&
     rollback.phase === 'requested'
   ) {
-    const routing = await readRouting(kube, reads);
-    if (routing.routed.includes(zone)) {
-      if (routing.routed.length === 1) {
+    const layer = await readLayer(deps, reads);
+    if (routingTo(layer, zone).length > 0) {
+      const last = lastZoneThrough(layer, zone);
+      if (last !== undefined) {
         return note(
-          `waiting: zone ${zone} is the last zone serving reads through ${routing.describe}; it cannot be rolled back until another zone serves reads`,
+          `waiting: zone ${zone} is the last zone serving reads through ${last.describe}; it cannot be rolled back until another zone serves reads`,
           'blocked',
         );
       }
-      const blocker = await drainBlocker(deps.clusters, reads, routing, zone, true);
+      const blocker = await layerDrainBlocker(deps.clusters, layer, zone, true);
       if (blocker !== undefined) return note(`waiting to roll back zone ${zone}: ${blocker}`, 'blocked');
       if (state.maintenance === undefined) {
         const maintenance: Maintenance = {
@@ -137,14 +149,16 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
           cluster.metadata.resourceVersion,
         );
       }
-      await drainZone(kube, reads, zone, `rollback of ${describeHolder(handoff.holder)}`, deps.now());
+      await drainLayer(layer, zone, `rollback of ${describeHolder(handoff.holder)}`, deps.now());
       return note(
-        `took zone ${zone} out of ${routing.describe} for the rollback; waiting for vmauth`,
+        `took zone ${zone} out of ${layer.describe} for the rollback; waiting for vmauth`,
         'working',
       );
     }
-    const since = routing.changedAt ?? new Date(state.maintenance?.since ?? 0);
-    const evidence = await readEvidence(kube, reads, since);
+    const drained = drainedFrom(layer, zone);
+    const fallback = new Date(state.maintenance?.since ?? 0);
+    const since = latestChange(drained) ?? fallback;
+    const evidence = await layerEvidence(drained, fallback);
     if (evidence.state === 'waiting') {
       return note(
         `rollback: waiting until vmauth serves reads without zone ${zone}: ${evidence.message}`,
@@ -188,8 +202,8 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
       });
     return note(`reads of zone ${zone} stay drained: ${readiness.message}`, 'working');
   }
-  const routing = await readRouting(kube, reads);
-  if (routing.drained[zone] !== undefined) {
+  const layer = await readLayer(deps, reads);
+  if (drainedFrom(layer, zone).length > 0) {
     // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence).
     if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
       const kind = zoneKindOf(ref.kind) ?? defaultZoneKind;
@@ -220,14 +234,15 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         );
       }
     }
-    await restoreZone(kube, reads, zone, deps.now());
+    const restored = await restoreLayer(layer, zone, deps.now());
     return note(
-      `${name} is operational; put zone ${zone} back into ${routing.describe}; waiting for vmauth`,
+      `${name} is operational; put zone ${zone} back into ${restored.map((b) => b.describe).join(', ')}; waiting for vmauth`,
       'working',
     );
   }
-  if (routing.changedAt !== undefined) {
-    const evidence = await readEvidence(kube, reads, routing.changedAt);
+  const serving = routingTo(layer, zone).filter((b) => b.routing.changedAt !== undefined);
+  if (serving.length > 0) {
+    const evidence = await layerEvidence(serving, new Date(0));
     if (evidence.state === 'waiting')
       return note(`waiting until vmauth serves reads of zone ${zone} again: ${evidence.message}`, 'working');
   }

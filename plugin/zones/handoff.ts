@@ -3,7 +3,6 @@
 // Abort, Terminate and the reconciler's own discovery of walks that ended without them all hand over through here.
 
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
-import type { ReadBalancerConfig } from '../vm/read-balancer.ts';
 import {
   annotationValue,
   type Handoff,
@@ -11,6 +10,7 @@ import {
   type Lease,
   leaseAnnotation,
   pendingLabel,
+  type ReadsRecord,
   type RollbackRecord,
   type RolloutIdentity,
   rollbackAnnotation,
@@ -25,7 +25,7 @@ export interface HandoffRequest {
   holder: RolloutIdentity;
   /** Who hands over and why, in words (kept in the handoff for `kubectl get vmcluster -o yaml` readers). */
   by: string;
-  reads: ReadBalancerConfig;
+  reads: ReadsRecord;
   drainGracePeriod: string;
   vmagents: string[] | undefined;
   vmagentsCluster?: string | undefined;

@@ -24,9 +24,9 @@ import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
 import { isTransient } from './outcome.ts';
-import { specFromAnnotations, zoneWriters } from './spec.ts';
-import { type Lease, type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
-import { readBalancerConfig } from './target.ts';
+import { drainGracePeriodOf, specFromAnnotations, zoneWriters } from './spec.ts';
+import { type Lease, type RollbackRecord, type RolloutIdentity, readsRecord, sameRevision } from './state.ts';
+import { readBalancerConfigs } from './target.ts';
 import { loadedCluster } from './vmcluster-state.ts';
 import { holderProgress, walkVerdict } from './walk.ts';
 
@@ -88,12 +88,6 @@ function refOf(cluster: KubeObject) {
     cluster.metadata.namespace ?? '',
     cluster.metadata.name ?? '',
   );
-}
-
-/** The read balancer's cluster, as the zone object's own records say (handoff, lease, rollback record). */
-function readsClusterOf(listed: KubeObject): string | undefined {
-  const { state } = loadedCluster(listed);
-  return (state.handoff?.reads ?? state.lease?.reads ?? state.rollback?.reads)?.cluster;
 }
 
 interface Found {
@@ -167,13 +161,8 @@ export class ZoneReconciler {
     for (const zone of found) {
       const id = key(zone.object, zone.where);
       try {
-        const readsCluster = await this.#adopt(zone, progressOf, liveProgressOf);
-        if (readsCluster !== false) {
-          pending.push({
-            id,
-            ref: refOf(zone.object),
-            kube: await this.#zoneKube(zone.where, readsCluster.cluster, zone.object),
-          });
+        if (await this.#adopt(zone, progressOf, liveProgressOf)) {
+          pending.push({ id, ref: refOf(zone.object), kube: await this.#zoneKube(zone.where, zone.object) });
         }
       } catch (err) {
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
@@ -282,23 +271,23 @@ export class ZoneReconciler {
     }
   }
 
-  /** The one zone's objects, each in its own cluster: its zone object there, its reads where vmauth runs. */
-  #zoneKube(where: string | undefined, reads: string | undefined, listed: KubeObject): Promise<KubeObjects> {
-    return zoneKube(this.#clusters, this.#kube, { zone: where, reads }, listed.metadata.namespace ?? '');
+  /** The one zone's objects: its zone object in its cluster, the rest in the controller's own (the balancers are
+   *  reached each in its own cluster, zones/read-layer.ts). */
+  #zoneKube(where: string | undefined, listed: KubeObject): Promise<KubeObjects> {
+    return zoneKube(this.#clusters, this.#kube, where, listed.metadata.namespace ?? '');
   }
 
-  /** Whether the zone has handed-over work now (it had already, or its walk ended and it is handed over here),
-   *  with the cluster of its read balancer; false when not. */
+  /** Whether the zone has handed-over work now (it had already, or its walk ended and it is handed over here). */
   async #adopt(
     found: Found,
     progressOf: ProgressOf,
     /** Set while the holders' progress (and the hub's listing) come from the watched view: the live readers. */
     confirmWith?: ProgressOf,
-  ): Promise<false | { cluster: string | undefined }> {
+  ): Promise<boolean> {
     const listed = found.object;
     const cluster = loadedCluster(listed);
     const { state } = cluster;
-    if (state.handoff !== undefined) return { cluster: readsClusterOf(listed) };
+    if (state.handoff !== undefined) return true;
     const leased = state.lease !== undefined;
     const holder: RolloutIdentity | undefined =
       state.lease ?? (state.rollback?.phase === 'applied' ? state.rollback : undefined);
@@ -335,7 +324,7 @@ export class ZoneReconciler {
       });
       return false;
     }
-    const kube = await this.#zoneKube(found.where, reads.reads.cluster, listed);
+    const kube = await this.#zoneKube(found.where, listed);
     await handOver(
       kube,
       cluster,
@@ -373,7 +362,7 @@ export class ZoneReconciler {
       why: verdict.why,
       rollback: rollback !== undefined,
     });
-    return { cluster: reads.reads.cluster };
+    return true;
   }
 
   /** How to reach the zone's reads: from the lease or record (format 1), else from the Rollout's spec document. */
@@ -410,8 +399,8 @@ export class ZoneReconciler {
       const spec = specFromAnnotations(progress.templateAnnotations);
       const writers = zoneWriters(spec, zoneKindOf(cluster.kind) ?? defaultZoneKind);
       return {
-        reads: readBalancerConfig(spec, spec.namespace ?? cluster.metadata.namespace ?? ''),
-        drainGracePeriod: spec.vmauth.drainGracePeriod,
+        reads: readsRecord(readBalancerConfigs(spec, spec.namespace ?? cluster.metadata.namespace ?? '')),
+        drainGracePeriod: drainGracePeriodOf(spec),
         vmagents: writers.names,
         vmagentsCluster: writers.cluster,
         vminsertHosts: spec.zones[zone]?.vminsertHosts,

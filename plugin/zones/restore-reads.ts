@@ -3,12 +3,19 @@
 // and the maintenance mark. Replay-safe: a zone that serves reads and holds no lease of ours is already restored.
 
 import type { StepResult } from '../rollouts/types.ts';
-import { readEvidence, readRouting, restoreZone } from '../vm/read-balancer.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { waitInCall, type ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
 import { running, StepFailure, successful } from './outcome.ts';
+import {
+  drainedFrom,
+  latestChange,
+  layerEvidence,
+  readLayer,
+  restoreLayer,
+  routingTo,
+} from './read-layer.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
 import { loadCluster, openZoneAction, patchCluster, releasePatch } from './vmcluster-state.ts';
@@ -24,10 +31,11 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
     );
   }
   if (!sameRevision(state.lease, target.who)) {
-    const routing = await readRouting(kube, target.reads);
-    if (routing.routed.includes(zone) && routing.drained[zone] === undefined && state.lease === undefined) {
+    const layer = await readLayer(deps, target.reads);
+    const serving = routingTo(layer, zone);
+    if (serving.length > 0 && drainedFrom(layer, zone).length === 0 && state.lease === undefined) {
       return successful(
-        `zone ${zone}: ${name} serves reads through ${routing.describe} and holds no lease; nothing left to restore`,
+        `zone ${zone}: ${name} serves reads through ${serving.map((b) => b.describe).join(', ')} and holds no lease; nothing left to restore`,
         { ...status, state: 'restored' },
       );
     }
@@ -67,34 +75,43 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
   }
   status.operational = readiness.message;
 
-  const routing = await readRouting(kube, target.reads);
-  if (routing.drained[zone] !== undefined) {
-    await restoreZone(kube, target.reads, zone, deps.now());
-    deps.logger.info('zone put back into reads', { zone, balancer: routing.describe });
+  const layer = await readLayer(deps, target.reads);
+  const restored = await restoreLayer(layer, zone, deps.now());
+  if (restored.length > 0) {
+    deps.logger.info('zone put back into reads', {
+      zone,
+      balancer: restored.map((b) => b.describe).join(', '),
+    });
   }
-  const after = await readRouting(kube, target.reads);
-  if (!after.routed.includes(zone)) {
+  const after = await readLayer(deps, target.reads);
+  const serving = routingTo(after, zone);
+  if (serving.length === 0) {
     throw new StepFailure(
-      `zone ${zone}: what drainReads removed is back in ${after.describe}, yet it still routes no reads to ${name}; check the balancer by hand`,
+      `zone ${zone}: what drainReads removed is back in ${after.describe}, yet no balancer routes reads to ${name}; check the balancers by hand`,
     );
   }
-  const since = after.changedAt ?? new Date(state.lease?.since ?? 0);
+  const leasedSince = new Date(state.lease?.since ?? 0);
+  // The balancers vmzones changed during this lease must prove they serve the zone again; one whose routing was
+  // last changed before the lease never stopped serving it.
+  const changed = serving.filter((b) => (b.routing.changedAt?.getTime() ?? -1) >= leasedSince.getTime());
+  const since = latestChange(changed) ?? leasedSince;
   status.restoredAt = timestamp(since);
+  const servingNames = serving.map((b) => b.describe).join(', ');
   const evidence = await waitInCall(
     deps,
-    () => readEvidence(kube, target.reads, since),
+    () => layerEvidence(changed, leasedSince),
     (e) => e.state !== 'waiting',
   );
   if (evidence.state === 'waiting') {
     return running(
-      `zone ${zone}: ${name} is operational and was put back into ${after.describe} at ${timestamp(since)}; waiting until every vmauth replica serves that: ${evidence.message}`,
+      `zone ${zone}: ${name} is operational and was put back into ${servingNames} at ${timestamp(since)}; waiting until every vmauth replica serves that: ${evidence.message}`,
       { ...status, state: 'waitingForVmauth' },
     );
   }
   const reread = await loadCluster(kube, target.cluster, zone);
   await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
   deps.logger.info('zone released', { zone, vmcluster: name });
-  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${after.describe} again (${evidence.message}); lease and maintenance released`;
+  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${servingNames} again (${evidence.message}); lease and maintenance released`;
   await emitZoneEvent(
     kube,
     deps.logger,

@@ -163,7 +163,8 @@ const specSchema = z
     overrideSpec: jsonObject.default({}),
     /** How long a zone's VMCluster may take to become operational after a change. */
     readyTimeout: duration.default('15m'),
-    vmauth: vmauthSource,
+    /** The read balancer, or several (e.g. a vmauth in each cluster): a zone is drained from each that routes to it. */
+    vmauth: z.union([vmauthSource, z.array(vmauthSource).min(1)]),
     /** The writers of the zones: `vmagent` for VMCluster and VMSingle zones, `vlagent` for VLCluster zones. */
     vmagent: vmagentSource.optional(),
     vlagent: vlagentSource.optional(),
@@ -178,6 +179,21 @@ const specSchema = z
       .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
   })
   .superRefine((v, ctx) => {
+    if (Array.isArray(v.vmauth)) {
+      const seen = new Map<string, number>();
+      v.vmauth.forEach((source, index) => {
+        const key = JSON.stringify([source.cluster ?? '', balancerKey(source)]);
+        const first = seen.get(key);
+        if (first !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['vmauth', index],
+            message: `names the same balancer as vmauth[${first}]`,
+          });
+        }
+        seen.set(key, first ?? index);
+      });
+    }
     // Each zone kind's writer must be named, and a writer no zone needs is a mistake worth naming.
     const writerOf = (entry: SpecZoneEntry) => {
       const fields = zoneKindFields.filter((k) => entry[k] !== undefined);
@@ -206,6 +222,26 @@ const specSchema = z
       }
     }
   });
+
+export type VmauthSource = z.infer<typeof vmauthSource>;
+
+/** The object that holds a balancer's routing. */
+function balancerKey(source: VmauthSource): string {
+  if (source.vmuser !== undefined) return `VMUser/${source.vmuser}`;
+  if (source.secret !== undefined) return `Secret/${source.secret.name}/${source.secret.key}`;
+  return `ConfigMap/${source.configMap?.name ?? ''}/${source.configMap?.key ?? ''}`;
+}
+
+/** The document's read balancers, as a list (one or several). */
+export function vmauthSources(spec: Pick<ZoneSpecDocument, 'vmauth'>): VmauthSource[] {
+  return Array.isArray(spec.vmauth) ? spec.vmauth : [spec.vmauth];
+}
+
+/** The drain grace of the zone's reads: the longest of the balancers' (queries in flight in any of them). */
+export function drainGracePeriodOf(spec: Pick<ZoneSpecDocument, 'vmauth'>): string {
+  const periods = vmauthSources(spec).map((s) => s.drainGracePeriod);
+  return periods.reduce((a, b) => (parseGoDurationMs(b) > parseGoDurationMs(a) ? b : a));
+}
 
 /** The document's writer fields: which agent kind each names, and the zone kinds it writes to (for messages). */
 const writerEntries = {
@@ -264,6 +300,20 @@ function issueMessage(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
+/** The problems to report for one issue. A one-or-list field (vmauth) fails as a union: report the branch the
+ *  value was meant for (the one that got past the type check), else the first ("expected object"). */
+function reportedIssues(issue: z.core.$ZodIssue): { path: PropertyKey[]; message: string }[] {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) {
+    return [{ path: issue.path, message: issueMessage(issue) }];
+  }
+  const typeMismatch = (branch: z.core.$ZodIssue[]) =>
+    branch.length === 1 && branch[0]?.code === 'invalid_type' && branch[0].path.length === 0;
+  const branch = issue.errors.find((b) => !typeMismatch(b)) ?? issue.errors[0] ?? [];
+  return branch.flatMap((nested) =>
+    reportedIssues(nested).map((r) => ({ path: [...issue.path, ...r.path], message: r.message })),
+  );
+}
+
 /** Parses and validates the annotation text. Throws SpecError listing every problem with its field path. */
 export function parseSpecDocument(text: string): ZoneSpecDocument {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
@@ -285,7 +335,9 @@ export function parseSpecDocument(text: string): ZoneSpecDocument {
   }
   const result = specSchema.safeParse(value);
   if (!result.success) {
-    throw new SpecError(result.error.issues.map((i) => `${formatPath(i.path)}: ${issueMessage(i)}`));
+    throw new SpecError(
+      result.error.issues.flatMap(reportedIssues).map((i) => `${formatPath(i.path)}: ${i.message}`),
+    );
   }
   return result.data;
 }

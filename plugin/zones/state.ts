@@ -25,10 +25,27 @@ const identity = { rollout: z.string(), uid: z.string(), revision: z.string() };
 const version = { v: z.number().int().min(1).optional() };
 /** How to reach the zone's read balancer without the Rollout: written by vmzones since format 1 (optional, so
  *  that annotations of earlier builds still read; the reconciler then resolves it from the Rollout). */
-const readsConfig = z.custom<ReadBalancerConfig>(
+const balancerConfig = z.custom<ReadBalancerConfig>(
   (v) => typeof v === 'object' && v !== null && 'ref' in v && 'zones' in v,
   'must be a read balancer config',
 );
+/** One balancer is written as an object (as builds before several balancers wrote it, so they can still read it),
+ *  several as a list. */
+const readsConfig = z.union([balancerConfig, z.array(balancerConfig).min(1)]);
+export type ReadsRecord = z.infer<typeof readsConfig>;
+
+/** The balancers a record names, as a list. */
+export function recordedBalancers(reads: ReadsRecord): ReadBalancerConfig[] {
+  return Array.isArray(reads) ? reads : [reads];
+}
+
+/** How a record stores the zone's balancers. */
+export function readsRecord(balancers: readonly ReadBalancerConfig[]): ReadsRecord {
+  const [only, ...more] = balancers;
+  if (only === undefined) throw new StateError('a zone is read through at least one balancer');
+  return more.length === 0 ? only : [...balancers];
+}
+
 const readsFields = {
   reads: readsConfig.optional(),
   drainGracePeriod: z.string().optional(),

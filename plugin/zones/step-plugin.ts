@@ -83,8 +83,10 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   /** The target's objects each in its own cluster; an unregistered cluster fails the step, naming it. */
   const deps = async (target: ZoneTarget): Promise<ZoneDeps> => {
     const hub = hubDeps();
-    const where = { zone: target.zone.cluster, reads: target.reads.cluster };
-    return { ...hub, kube: await zoneKube(hub.clusters, hub.kube, where, target.zone.namespace) };
+    return {
+      ...hub,
+      kube: await zoneKube(hub.clusters, hub.kube, target.zone.cluster, target.zone.namespace),
+    };
   };
 
   /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. */

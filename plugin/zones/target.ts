@@ -12,10 +12,13 @@ import type { ReadBalancerConfig, ReadBalancerRef } from '../vm/read-balancer.ts
 import { defaultZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { type ZoneAction, zoneActions } from './actions.ts';
 import {
+  drainGracePeriodOf,
   type ResolvedZone,
   resolveZone,
   SpecError,
   specFromAnnotations,
+  type VmauthSource,
+  vmauthSources,
   type ZoneSpecDocument,
   zoneWorkload,
   zoneWriters,
@@ -56,7 +59,9 @@ export interface ZoneTarget {
   spec: ZoneSpecDocument;
   zone: ResolvedZone;
   cluster: ObjectRef;
-  reads: ReadBalancerConfig;
+  /** The balancers that serve the zones' reads (at least one); the zone is drained from each that routes to it. */
+  reads: ReadBalancerConfig[];
+  /** The longest of the balancers' drain grace periods. */
   drainGracePeriod: string;
   drainGraceMs: number;
   readyTimeoutMs: number;
@@ -82,8 +87,7 @@ export function agentsCluster(target: Pick<ZoneTarget, 'vmagentsCluster' | 'vmin
   };
 }
 
-function balancerRef(spec: ZoneSpecDocument, namespace: string): ReadBalancerRef {
-  const vmauth = spec.vmauth;
+function balancerRef(vmauth: VmauthSource, namespace: string): ReadBalancerRef {
   if (vmauth.vmuser !== undefined) {
     return {
       kind: 'VMUser',
@@ -114,23 +118,25 @@ export function readBackends(spec: ZoneSpecDocument, namespace: string): ZoneRea
   });
 }
 
-export function readBalancerConfig(spec: ZoneSpecDocument, namespace: string): ReadBalancerConfig {
-  return {
-    ref: balancerRef(spec, namespace),
-    ...(spec.vmauth.pods === undefined
+/** Every read balancer of the document (one, or e.g. a vmauth in each cluster), each with the zones' backends. */
+export function readBalancerConfigs(spec: ZoneSpecDocument, namespace: string): ReadBalancerConfig[] {
+  const zones = readBackends(spec, namespace);
+  return vmauthSources(spec).map((vmauth) => ({
+    ref: balancerRef(vmauth, namespace),
+    ...(vmauth.pods === undefined
       ? {}
       : {
-          pods: spec.vmauth.pods.map((p) => ({
+          pods: vmauth.pods.map((p) => ({
             namespace,
             labelSelector: p.labelSelector,
             port: p.port,
             ...(p.scheme === undefined ? {} : { scheme: p.scheme }),
           })),
         }),
-    zones: readBackends(spec, namespace),
-    reloadEvidence: spec.vmauth.reloadEvidence,
-    ...(spec.vmauth.cluster === undefined ? {} : { cluster: spec.vmauth.cluster }),
-  };
+    zones,
+    reloadEvidence: vmauth.reloadEvidence,
+    ...(vmauth.cluster === undefined ? {} : { cluster: vmauth.cluster }),
+  }));
 }
 
 /** Resolves the step against the Rollout's spec document; throws SpecError naming every problem. */
@@ -156,9 +162,9 @@ export function resolveTarget(
     spec,
     zone,
     cluster: zoneObjectRef(zone.kind, zone.namespace, zone.vmcluster),
-    reads: readBalancerConfig(spec, zone.namespace),
-    drainGracePeriod: spec.vmauth.drainGracePeriod,
-    drainGraceMs: parseGoDurationMs(spec.vmauth.drainGracePeriod),
+    reads: readBalancerConfigs(spec, zone.namespace),
+    drainGracePeriod: drainGracePeriodOf(spec),
+    drainGraceMs: parseGoDurationMs(drainGracePeriodOf(spec)),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     vmagents: writers.names,
     vmagentsCluster: writers.cluster,

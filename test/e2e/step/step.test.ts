@@ -614,7 +614,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
   );
 
   await t.test(
-    'a helm-managed vmauth: the zone leaves the raw config in a Secret and comes back byte for byte, comments kept',
+    'two read balancers, the operator’s VMUser and a helm-managed vmauth: the zone leaves both (the raw config in a Secret) and comes back to both, byte for byte, comments kept',
     async (t) => {
       const vmclusters = zones.map((z) => z.vmcluster);
       const helm = await startHelmVmauth(sandbox, kube, vmclusters);
@@ -624,11 +624,14 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
         const spec = zoneSpec(
           {},
           {
-            vmauth: {
-              secret: helmSecret,
-              pods: [{ labelSelector: 'app=helm-vmauth', port: 'http' }],
-              drainGracePeriod: '1s',
-            },
+            vmauth: [
+              { vmuser: 'vmauth-read', drainGracePeriod: '1s' },
+              {
+                secret: helmSecret,
+                pods: [{ labelSelector: 'app=helm-vmauth', port: 'http' }],
+                drainGracePeriod: '1s',
+              },
+            ],
           },
         );
         const view = await parkedRollout(sandbox, kube, 'helm', 'zone-b', spec);
@@ -638,7 +641,9 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
           status: undefined,
         });
         const prober = startReadProber(helm.url, helmUser, '/api/v1/query');
-        t.after(() => prober.stop());
+        const operatorProber = startReadProber(vmauthUrl(), readUser);
+        const watcher = startRoutingWatcher(kube, zones);
+        t.after(() => Promise.all([prober.stop(), operatorProber.stop(), watcher.stop()]));
         const original = helmConfig(vmclusters);
         const secretText = async () => {
           const s = (await kube.get({
@@ -655,7 +660,11 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
         const drained = await untilDone('drainReads zone-b (helm)', () =>
           plugin.run(view, ctx('drainReads')),
         );
-        assert.match(drained.message ?? '', /taken out of Secret vm\/helm-vmauth key auth\.yml/);
+        assert.match(
+          drained.message ?? '',
+          /taken out of VMUser vm\/vmauth-read, Secret vm\/helm-vmauth key auth\.yml at /,
+        );
+        assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-c'], 'out of the VMUser too');
         const without = await secretText();
         assert.equal(
           without,
@@ -671,16 +680,22 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
 
         await untilDone('restoreReads zone-b (helm)', () => plugin.run(view, ctx('restoreReads')));
         assert.equal(await secretText(), original, 'byte for byte the config as it was');
+        assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c'], 'back in the VMUser');
         assert.deepEqual(
           vmzonesAnnotations(await cluster(kube, 'vm-zone-b')),
           {},
           'lease and maintenance released',
         );
         const reads = await prober.stop();
+        const operatorReads = await operatorProber.stop();
+        const routing = await watcher.stop();
         report.push(
-          `helm-managed vmauth: queries sent ${reads.sent}, failed ${reads.failed}, backend errors ${reads.backendErrors}`,
+          `two balancers: helm-managed vmauth queries sent ${reads.sent}, failed ${reads.failed}, backend errors ${reads.backendErrors}; operator vmauth sent ${operatorReads.sent}, failed ${operatorReads.failed}, backend errors ${operatorReads.backendErrors}`,
         );
         assert.equal(reads.failed, 0);
+        assert.equal(operatorReads.failed, 0);
+        assert.equal(operatorReads.backendErrors, 0);
+        assert.deepEqual(routing.violations, []);
       } finally {
         await helm.stop();
       }

@@ -897,6 +897,21 @@ test('vmauthReloaded: a load after an earlier reading proves itself even when st
   );
 });
 
+test('vmauthReloaded does not pick one of several balancers: the config must name the pods and since', async () => {
+  const several = specDocument.replace(
+    'vmauth: {vmuser: vmauth-read}',
+    'vmauth: [{vmuser: vmauth-read}, {vmuser: vmauth-local}]',
+  );
+  const kube = owned(new MemoryKube(), { 'vmzones.io/spec': several });
+  const provider = createGatesProvider({ kube: () => kube, now: clock().now });
+  const result = await provider.run(run, metric({ gate: 'vmauthReloaded' }));
+  assert.equal(result.phase, 'Error');
+  assert.match(
+    result.message ?? '',
+    /names 2 read balancers \(vmauth is a list\); this gate checks one vmauth: set pods.selector or vmauth, and since/,
+  );
+});
+
 test('vmclusterReady reads a VMSingle named in the config, and the message names its kind', async () => {
   const kube = new MemoryKube().put({
     apiVersion: vmApi,

@@ -8,6 +8,7 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
+import type { ReadBalancerConfig } from '../../../plugin/vm/read-balancer.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import type { ZoneQueueRequest } from '../../../plugin/zones/completeness.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
@@ -119,7 +120,11 @@ test("a remote zone's lease, change and rollback record live on its VMCluster in
   const state = zoneState(b.getStored('VMCluster', 'vm-zone-b'));
   assert.equal(state.lease?.revision, 'rev-r');
   assert.equal(state.rollback?.phase, 'applied');
-  assert.equal(state.lease?.reads?.cluster, undefined, 'the reads stay in the controller cluster');
+  assert.equal(
+    (state.lease?.reads as ReadBalancerConfig | undefined)?.cluster,
+    undefined,
+    'the reads stay in the controller cluster',
+  );
   assert.equal(
     hub.patches.filter((p) => p.ref.startsWith('VMCluster')).length,
     0,

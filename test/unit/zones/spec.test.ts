@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { zoneKinds } from '../../../plugin/vm/zone-kinds.ts';
 import {
+  drainGracePeriodOf,
   parseSpecDocument,
   resolveZone,
   SpecError,
   specFromAnnotations,
+  vmauthSources,
   zoneWriters,
 } from '../../../plugin/zones/spec.ts';
 
@@ -33,7 +35,7 @@ test('a valid document parses with defaults filled in', () => {
   const spec = parseSpecDocument(valid);
   assert.equal(spec.version, 'v1');
   assert.equal(spec.readyTimeout, '15m');
-  assert.equal(spec.vmauth.drainGracePeriod, '30s');
+  assert.equal(vmauthSources(spec)[0]?.drainGracePeriod, '30s');
   assert.deepEqual(Object.keys(spec.zones), ['zone-a', 'zone-b']);
 });
 
@@ -91,6 +93,40 @@ test('missing pieces are named', () => {
   assert.match(text, /zones: at least one zone is required/);
 });
 
+test('vmauth may be a list of balancers; each keeps its own fields, problems name their index', () => {
+  const writers =
+    'vmagent: {vmagent: m}\nzones: {zone-a: {vmcluster: a}, zone-b: {vmcluster: b, cluster: eu-b}}\n';
+  const spec = parseSpecDocument(
+    `vmauth:\n- {vmuser: reads, drainGracePeriod: 10s}\n- {cluster: eu-b, vmuser: reads, drainGracePeriod: 1m}\n${writers}`,
+  );
+  assert.deepEqual(
+    vmauthSources(spec).map((s) => [s.cluster, s.vmuser, s.drainGracePeriod]),
+    [
+      [undefined, 'reads', '10s'],
+      ['eu-b', 'reads', '1m'],
+    ],
+  );
+  assert.equal(drainGracePeriodOf(spec), '1m', 'queries in flight in the slowest balancer');
+  assert.equal(drainGracePeriodOf(parseSpecDocument(valid)), '30s');
+  assert.deepEqual(
+    problemsOf(`vmauth:\n- {vmuser: reads}\n- {vmuser: other, drainGracePeriod: soon}\n${writers}`),
+    [
+      'vmauth.[1].drainGracePeriod: invalid duration "soon": expected a number followed by a unit (ns, us, ms, s, m, h)',
+    ],
+  );
+  assert.deepEqual(problemsOf(`vmauth:\n- {vmuser: reads}\n- {vmuser: reads}\n${writers}`), [
+    'vmauth.[1]: names the same balancer as vmauth[0]',
+  ]);
+  assert.deepEqual(problemsOf(`vmauth: []\n${writers}`), [
+    'vmauth: Too small: expected array to have >=1 items',
+  ]);
+  // The same VMUser name in another cluster is another balancer.
+  assert.equal(
+    vmauthSources(parseSpecDocument(`vmauth: [{vmuser: r}, {vmuser: r, cluster: eu-b}]\n${writers}`)).length,
+    2,
+  );
+});
+
 test("each zone kind's writers must be named, and writers no zone needs are refused", () => {
   const vmauth = 'vmauth: {vmuser: u}\n';
   assert.deepEqual(problemsOf(`${vmauth}zones: {zone-a: {vmcluster: a}, zone-b: {vmsingle: b}}\n`), [
@@ -131,7 +167,7 @@ zones:
     [single.cluster, single.kind.kind, single.vmcluster],
     ['eu-west-1c', 'VMSingle', 'single'],
   );
-  assert.equal(doc.vmauth.cluster, 'hub-eu');
+  assert.equal(vmauthSources(doc)[0]?.cluster, 'hub-eu');
   assert.equal(doc.vmagent?.cluster, 'hub-eu');
   assert.equal(resolveZone(doc, 'zone-b', 'vm').cluster, 'eu-west-1b');
   assert.equal('cluster' in resolveZone(doc, 'zone-a', 'vm'), false, 'absent: the controller cluster');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { parseSpecDocument, SpecError } from '../../../plugin/zones/spec.ts';
-import { parseStepConfig, readBalancerConfig, resolveTarget } from '../../../plugin/zones/target.ts';
+import { parseStepConfig, readBalancerConfigs, resolveTarget } from '../../../plugin/zones/target.ts';
 
 const specText = `
 overrideSpec: {clusterVersion: v1.151.0-cluster}
@@ -60,9 +60,9 @@ test('a target resolves zone, VMCluster, balancer, timings and the acting revisi
   assert.deepEqual(target.who, { rollout: 'vm/vmzones', uid: 'u-1', revision: 'abc123' });
   assert.equal(target.drainGraceMs, 20_000);
   assert.equal(target.readyTimeoutMs, 15 * 60_000);
-  assert.deepEqual(target.reads.ref, { kind: 'VMUser', namespace: 'vm', name: 'vmauth-read' });
+  assert.deepEqual(target.reads[0]?.ref, { kind: 'VMUser', namespace: 'vm', name: 'vmauth-read' });
   assert.deepEqual(
-    target.reads.zones.map((z) => [z.zone, z.hosts]),
+    target.reads[0]?.zones.map((z) => [z.zone, z.hosts]),
     [
       [
         'zone-a',
@@ -110,21 +110,23 @@ vmauth:
 vmagent: {vmagent: vmagent}
 zones: {zone-a: {vmcluster: a}}
 `);
-  assert.deepEqual(readBalancerConfig(spec, 'monitoring'), {
-    ref: { kind: 'ConfigMap', namespace: 'monitoring', name: 'vmauth-config', key: 'auth.yml' },
-    pods: [{ namespace: 'monitoring', labelSelector: 'app=vmauth', port: 8427 }],
-    zones: [
-      {
-        zone: 'zone-a',
-        namespace: 'monitoring',
-        vmcluster: 'a',
-        hosts: [
-          'vmselect-a.monitoring.svc',
-          'vmselect-a.monitoring.svc.cluster.local',
-          'vmselect-a.monitoring',
-        ],
-      },
-    ],
-    reloadEvidence: 'bestEffort',
-  });
+  assert.deepEqual(readBalancerConfigs(spec, 'monitoring'), [
+    {
+      ref: { kind: 'ConfigMap', namespace: 'monitoring', name: 'vmauth-config', key: 'auth.yml' },
+      pods: [{ namespace: 'monitoring', labelSelector: 'app=vmauth', port: 8427 }],
+      zones: [
+        {
+          zone: 'zone-a',
+          namespace: 'monitoring',
+          vmcluster: 'a',
+          hosts: [
+            'vmselect-a.monitoring.svc',
+            'vmselect-a.monitoring.svc.cluster.local',
+            'vmselect-a.monitoring',
+          ],
+        },
+      ],
+      reloadEvidence: 'bestEffort',
+    },
+  ]);
 });

@@ -1,0 +1,172 @@
+// A zone's reads may go through several balancers (e.g. a vmauth in each cluster, each balancing over every zone,
+// docs/multicluster.md). A zone is out of reads only when no balancer routes to it, and back only when each one
+// that had it routes to it again. This reads and changes the balancers together, each through the API server of
+// the cluster it runs in, so that drainReads, restoreReads, applyChange and the reconciler treat one balancer and
+// several alike.
+
+import type { ClusterClients } from '../kube/cluster-registry.ts';
+import type { KubeObjects } from '../kube/objects.ts';
+import {
+  type DrainRecord,
+  drainZone,
+  type ReadBalancerConfig,
+  type ReadEvidence,
+  type ReadRouting,
+  readEvidence,
+  readRouting,
+  restoreZone,
+} from '../vm/read-balancer.ts';
+import { clusterClientFor } from './cluster-routing.ts';
+import { drainBlocker } from './read-safety.ts';
+
+export interface BalancerState {
+  config: ReadBalancerConfig;
+  /** The client of the cluster the balancer runs in. */
+  kube: KubeObjects;
+  routing: ReadRouting;
+  /** "VMUser vm/vmauth-read", with " in cluster <name>" for a balancer in a registered cluster. */
+  describe: string;
+}
+
+export interface ReadLayer {
+  balancers: BalancerState[];
+  /** Every balancer, in words. */
+  describe: string;
+}
+
+/** Where the balancers are reached: `kube` for one in the controller's own cluster, `clusters` for the others. */
+export interface ReadLayerClients {
+  kube: KubeObjects;
+  clusters: Pick<ClusterClients, 'client' | 'registration'>;
+}
+
+function joinWords(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}
+
+/** Reads every balancer's routing now; a missing balancer object is a KubeError `notFound`, as for one. */
+export async function readLayer(
+  clients: ReadLayerClients,
+  configs: readonly ReadBalancerConfig[],
+): Promise<ReadLayer> {
+  const balancers = await Promise.all(
+    configs.map(async (config): Promise<BalancerState> => {
+      const kube =
+        config.cluster === undefined
+          ? clients.kube
+          : await clusterClientFor(
+              clients.clusters,
+              config.cluster,
+              config.ref.namespace,
+              'the read balancer (vmauth)',
+            );
+      const routing = await readRouting(kube, config);
+      const where = config.cluster === undefined ? '' : ` in cluster ${config.cluster}`;
+      return { config, kube, routing, describe: `${routing.describe}${where}` };
+    }),
+  );
+  return { balancers, describe: joinWords(balancers.map((b) => b.describe)) };
+}
+
+/** The balancers that route reads to `zone` now. */
+export function routingTo(layer: ReadLayer, zone: string): BalancerState[] {
+  return layer.balancers.filter((b) => b.routing.routed.includes(zone));
+}
+
+/** The balancers that hold vmzones' record of having taken `zone` out. */
+export function drainedFrom(layer: ReadLayer, zone: string): BalancerState[] {
+  return layer.balancers.filter((b) => b.routing.drained[zone] !== undefined);
+}
+
+/** The first drain record of `zone` (when it was taken out), if any balancer has one. */
+export function drainRecordOf(layer: ReadLayer, zone: string): DrainRecord | undefined {
+  return drainedFrom(layer, zone)[0]?.routing.drained[zone];
+}
+
+/** A balancer through which `zone` is the only zone serving reads: draining it there would leave none. */
+export function lastZoneThrough(layer: ReadLayer, zone: string): BalancerState | undefined {
+  return routingTo(layer, zone).find((b) => b.routing.routed.length === 1);
+}
+
+/** Why `zone` must not leave reads now (read-safety.ts, in each balancer that routes to it), or undefined. */
+export async function layerDrainBlocker(
+  clusters: Pick<ClusterClients, 'client'>,
+  layer: ReadLayer,
+  zone: string,
+  oneAtATime: boolean,
+): Promise<string | undefined> {
+  for (const b of routingTo(layer, zone)) {
+    const blocker = await drainBlocker(
+      clusters,
+      b.config,
+      { ...b.routing, describe: b.describe },
+      zone,
+      oneAtATime,
+    );
+    if (blocker !== undefined) return blocker;
+  }
+  return undefined;
+}
+
+/** Takes `zone` out of every balancer that routes to it; returns the balancers written. A failure part-way leaves
+ *  the others' records in place, so a retry finishes the drain and a restore puts back exactly what was taken. */
+export async function drainLayer(
+  layer: ReadLayer,
+  zone: string,
+  by: string,
+  now: Date,
+): Promise<BalancerState[]> {
+  const written: BalancerState[] = [];
+  for (const b of routingTo(layer, zone)) {
+    if (await drainZone(b.kube, b.config, zone, by, now)) written.push(b);
+  }
+  return written;
+}
+
+/** Puts `zone` back into every balancer that recorded taking it out. */
+export async function restoreLayer(layer: ReadLayer, zone: string, now: Date): Promise<BalancerState[]> {
+  const written: BalancerState[] = [];
+  for (const b of drainedFrom(layer, zone)) {
+    if (await restoreZone(b.kube, b.config, zone, now)) written.push(b);
+  }
+  return written;
+}
+
+/**
+ * Whether every vmauth replica of each given balancer serves its latest routing change (`fallback` where a
+ * balancer records no change time). Waiting while any one waits; `reloadedAt` is the latest reload seen.
+ */
+export async function layerEvidence(
+  balancers: readonly BalancerState[],
+  fallback: Date,
+): Promise<ReadEvidence> {
+  if (balancers.length === 0) return { state: 'ready', message: 'no balancer routing was changed' };
+  const each = await Promise.all(
+    balancers.map(async (b) => ({
+      b,
+      evidence: await readEvidence(b.kube, b.config, b.routing.changedAt ?? fallback),
+    })),
+  );
+  const waiting = each.filter((e) => e.evidence.state === 'waiting');
+  const say = (list: typeof each) =>
+    list
+      .map((e) => (each.length === 1 ? e.evidence.message : `${e.b.describe}: ${e.evidence.message}`))
+      .join('; ');
+  if (waiting.length > 0) return { state: 'waiting', message: say(waiting) };
+  const reloads = each.flatMap((e) =>
+    e.evidence.reloadedAt === undefined ? [] : [e.evidence.reloadedAt.getTime()],
+  );
+  return {
+    state: each.some((e) => e.evidence.state === 'unproven') ? 'unproven' : 'ready',
+    message: say(each),
+    ...(reloads.length === 0 ? {} : { reloadedAt: new Date(Math.max(...reloads)) }),
+  };
+}
+
+/** The latest routing change among the balancers, if any records one. */
+export function latestChange(balancers: readonly BalancerState[]): Date | undefined {
+  const times = balancers.flatMap((b) =>
+    b.routing.changedAt === undefined ? [] : [b.routing.changedAt.getTime()],
+  );
+  return times.length === 0 ? undefined : new Date(Math.max(...times));
+}

@@ -1,0 +1,186 @@
+// Several read balancers (a vmauth in the hub and one in zone-b's cluster, each balancing over every zone,
+// docs/multicluster.md) on in-memory Kubernetes: a zone leaves reads only when no balancer routes to it, comes
+// back in each that had it, and a rollback after an Abort puts it back in each too.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { clusterClients, podAccessAnnotation } from '../../../plugin/kube/cluster-registry.ts';
+import type { RolloutView } from '../../../plugin/rollouts/types.ts';
+import type { ReadBalancerConfig } from '../../../plugin/vm/read-balancer.ts';
+import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { recordedBalancers, zoneState } from '../../../plugin/zones/state.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
+import { readBackends } from '../../../plugin/zones/target.ts';
+import { readyPod } from '../gates/memory-kube.ts';
+import {
+  clusterSecret,
+  MemoryCluster,
+  ns,
+  rolloutObject,
+  specDocument,
+  startVmauthFixture,
+  threeZones,
+  untilSettled,
+  zoneNames,
+} from './memory-cluster.ts';
+
+let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
+before(async () => {
+  vmauth = await startVmauthFixture();
+});
+after(() => vmauth.close());
+
+const vmApi = 'operator.victoriametrics.com/v1beta1';
+const pods = [{ labelSelector: 'app=vmauth', port: 'http' }];
+
+/** zone-b in cluster eu-b; reads through the hub's VMUser and through eu-b's own vmauth. */
+function twoBalancerSpec(): string {
+  const doc = JSON.parse(specDocument()) as Record<string, unknown> & {
+    zones: Record<string, Record<string, string>>;
+  };
+  (doc.zones['zone-b'] as Record<string, string>).cluster = 'eu-b';
+  doc.vmauth = [
+    { vmuser: 'vmauth-read', pods, drainGracePeriod: '0s' },
+    { cluster: 'eu-b', vmuser: 'vmauth-read', pods, drainGracePeriod: '0s' },
+  ];
+  return JSON.stringify(doc);
+}
+
+/** eu-b's VMUser reaches every zone by static URL (its operator cannot resolve another cluster's VMClusters). */
+function localVMUser(zones: readonly string[]) {
+  return {
+    apiVersion: vmApi,
+    kind: 'VMUser',
+    metadata: { name: 'vmauth-read', namespace: ns, generation: 1 },
+    spec: {
+      targetRefs: [
+        { static: { urls: zones.map((z) => `http://vmselect-vm-${z}.${ns}.svc.cluster.local:8481/`) } },
+      ],
+    },
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  };
+}
+
+function setup(remoteZones: readonly string[] = zoneNames) {
+  const hub = threeZones(vmauth.port);
+  const remote = new MemoryCluster();
+  const zoneB = hub.getStored('VMCluster', 'vm-zone-b');
+  hub.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-b`);
+  remote.put({ ...zoneB, apiVersion: vmApi, kind: 'VMCluster' });
+  remote.put(localVMUser(remoteZones));
+  remote.put(readyPod(ns, 'vmauth-0', { app: 'vmauth' }, { http: vmauth.port }));
+  const registration = clusterSecret('eu-b', 'https://eu-b.example:6443', { bearerToken: 'secret-token' });
+  // The test's vmauth pod answers on 127.0.0.1: the admin says eu-b's pods are reachable.
+  hub.put({
+    ...registration,
+    metadata: { ...registration.metadata, annotations: { [podAccessAnnotation]: 'direct' } },
+  });
+  hub.put(
+    rolloutObject(
+      'walk',
+      { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 },
+      twoBalancerSpec(),
+    ),
+  );
+  const clusters = clusterClients({ hub, namespace: 'argo-rollouts', connect: () => remote });
+  const plugin = createZoneStepPlugin({
+    kube: hub,
+    clusters,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
+  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger });
+  const step = async (zone: string, action: string, operation: 'run' | 'abort' = 'run') => {
+    const rollout = hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
+    let result = await plugin[operation](rollout, {
+      pluginName: 'vmzones/step',
+      config: { zone, action },
+      status: undefined,
+    });
+    for (let i = 0; i < 5 && result.phase === 'Running'; i++) {
+      result = await plugin[operation](rollout, {
+        pluginName: 'vmzones/step',
+        config: { zone, action },
+        status: undefined,
+      });
+    }
+    return result;
+  };
+  const backends = readBackends(parseSpecDocument(twoBalancerSpec()), ns);
+  const routed = (cluster: MemoryCluster) =>
+    zonesRoutedByVMUser(cluster.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
+  return { hub, remote, step, routed, reconciler };
+}
+
+test('a zone is taken out of every balancer that routes to it, changed, and put back into each', async () => {
+  const { hub, remote, step, routed } = setup();
+  const drained = await step('zone-a', 'drainReads');
+  assert.equal(drained.phase, 'Successful', drained.message);
+  assert.deepEqual(routed(hub), ['zone-b', 'zone-c'], 'out of the hub vmauth');
+  assert.deepEqual(routed(remote), ['zone-b', 'zone-c'], "out of eu-b's vmauth");
+  assert.match(drained.message ?? '', /VMUser vm\/vmauth-read, VMUser vm\/vmauth-read in cluster eu-b/);
+  const lease = zoneState(hub.getStored('VMCluster', 'vm-zone-a')).lease;
+  assert.deepEqual(
+    recordedBalancers(lease?.reads as ReadBalancerConfig).map((b) => b.cluster),
+    [undefined, 'eu-b'],
+    'the lease names both balancers, so the reconciler can restore each without the Rollout',
+  );
+
+  const applied = await step('zone-a', 'apply');
+  assert.equal(applied.phase, 'Successful', applied.message);
+  const restored = await step('zone-a', 'restoreReads');
+  assert.equal(restored.phase, 'Successful', restored.message);
+  assert.deepEqual(routed(hub), ['zone-a', 'zone-b', 'zone-c']);
+  assert.deepEqual(routed(remote), ['zone-a', 'zone-b', 'zone-c']);
+  assert.equal(zoneState(hub.getStored('VMCluster', 'vm-zone-a')).lease, undefined, 'released');
+});
+
+test('apply refuses while any one balancer routes reads to the zone again', async () => {
+  const { hub, remote, step } = setup();
+  assert.equal((await step('zone-a', 'drainReads')).phase, 'Successful');
+  // Someone (a sync of eu-b's vmauth) puts zone-a back there only.
+  remote.put(localVMUser(zoneNames));
+  const applied = await step('zone-a', 'apply');
+  assert.equal(applied.phase, 'Failed');
+  assert.match(applied.message ?? '', /serves reads again through VMUser vm\/vmauth-read in cluster eu-b/);
+  assert.equal(
+    hub.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion,
+    'v1.151.0-cluster',
+    'nothing was changed',
+  );
+});
+
+test('the last zone of one balancer is refused before any balancer is touched', async () => {
+  // eu-b's vmauth serves zone-b's reads only: draining zone-b would leave it nothing to serve.
+  const { hub, remote, step, routed } = setup(['zone-b']);
+  const drained = await step('zone-b', 'drainReads');
+  assert.equal(drained.phase, 'Failed');
+  assert.match(
+    drained.message ?? '',
+    /last zone that serves reads through VMUser vm\/vmauth-read in cluster eu-b/,
+  );
+  assert.deepEqual(routed(hub), ['zone-a', 'zone-b', 'zone-c'], 'the hub vmauth is untouched');
+  assert.deepEqual(routed(remote), ['zone-b']);
+  assert.equal(zoneState(remote.getStored('VMCluster', 'vm-zone-b')).lease, undefined, 'no lease taken');
+});
+
+test('an Abort after the change: the reconciler rolls the zone back and restores it in both balancers', async () => {
+  const { hub, remote, step, routed, reconciler } = setup();
+  assert.equal((await step('zone-b', 'drainReads')).phase, 'Successful');
+  assert.equal((await step('zone-b', 'apply')).phase, 'Successful');
+  assert.equal(remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
+  const aborted = await step('zone-b', 'apply', 'abort');
+  assert.equal(aborted.phase, 'Successful', aborted.message);
+  const progress = await untilSettled(reconciler);
+  assert.deepEqual(Object.values(progress), ['done'], JSON.stringify(progress));
+  assert.equal(remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.151.0-cluster');
+  assert.deepEqual(routed(hub), ['zone-a', 'zone-b', 'zone-c']);
+  assert.deepEqual(routed(remote), ['zone-a', 'zone-b', 'zone-c']);
+  const state = zoneState(remote.getStored('VMCluster', 'vm-zone-b'));
+  assert.equal(state.lease, undefined);
+  assert.equal(state.handoff, undefined);
+});
