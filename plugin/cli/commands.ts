@@ -91,12 +91,18 @@ export const commands: readonly Command[] = [
     name: 'diff',
     summary:
       'show per zone what its VMCluster spec would become (server-side dry run), for pull-request checks',
-    synopsis: 'diff --spec FILE [--rollout NAME] [-n NS] [--kubeconfig F] [--context C]',
+    synopsis:
+      'diff --spec FILE [--rollout NAME] [-n NS] [--clusters-namespace NS] [--kubeconfig F] [--context C]',
     flagHelp: `  --spec FILE        the spec document or Rollout manifest; - reads stdin
-  --rollout NAME     which Rollout, when a file holds several`,
+  --rollout NAME     which Rollout, when a file holds several
+  --clusters-namespace NS  where zones' clusters are registered (default argo-rollouts; docs/multicluster.md)`,
     examples:
       '  kustomize build overlays/prod | vmzones diff --spec - -n vm\n  kubectl vmzones diff --spec rollout.yaml --context prod',
-    options: { spec: { type: 'string' }, rollout: { type: 'string' } },
+    options: {
+      spec: { type: 'string' },
+      rollout: { type: 'string' },
+      'clusters-namespace': { type: 'string' },
+    },
     dataOutput: false,
     talksToKubernetes: true,
     load: () => import('./diff.ts'),

@@ -6,13 +6,18 @@
 // Exit status (diffExitCode): 0 when every zone would take its change as written, 1 when a zone would be
 // refused, is missing, or would lose fields to pruning (a change that silently does not happen).
 //
-// `run` is a CommandModule (plugin/cli/commands.ts): wiring it is one entry in the command table,
-//   {name: 'diff', synopsis: 'diff --spec FILE [--rollout NAME] [-n NS] [--kubeconfig F] [--context C]',
-//    options: {spec: {type: 'string'}, rollout: {type: 'string'}}, dataOutput: false, talksToKubernetes: true,
-//    load: () => import('./diff.ts')}
-// (loaded on demand: it evaluates the Kubernetes client, which the offline commands must not).
+// Zones in registered clusters are diffed in their clusters (docs/multicluster.md); one that cannot be reached is
+// said for that zone (exit 1), the others are still diffed.
+// `run` is a CommandModule (plugin/cli/commands.ts), loaded on demand: it evaluates the Kubernetes client, which
+// the offline commands must not.
 
 import { KubeConfig } from '@kubernetes/client-node';
+import {
+  type ClusterClients,
+  ClusterRegistryError,
+  clusterClients,
+  hubOnly,
+} from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
 import {
@@ -37,24 +42,33 @@ export interface StoredDifference {
   stored: JsonValue | undefined;
 }
 
+interface ZoneObject {
+  zone: string;
+  /** The zone object's kind (VMCluster, VMSingle, VLCluster). */
+  kind: string;
+  vmcluster: string;
+  namespace: string;
+  /** The registered cluster it lives in; absent = the kubeconfig's. */
+  cluster?: string;
+}
+
 export type ZoneDiff =
-  | {
-      zone: string;
-      vmcluster: string;
-      namespace: string;
+  | (ZoneObject & {
       outcome: 'ok';
       generation: number | undefined;
       changes: FieldChange[];
       /** Fields of the patch that the API server would drop or store otherwise. */
       differences: StoredDifference[];
-    }
-  | { zone: string; vmcluster: string; namespace: string; outcome: 'refused' | 'missing'; message: string };
+    })
+  | (ZoneObject & { outcome: 'refused' | 'missing' | 'unreachable'; message: string });
 
 export interface DiffOptions {
   spec: ZoneSpecDocument;
   /** Namespace of the objects when the spec document names none (the Rollout's). */
   namespace: string;
   kube: KubeObjects;
+  /** The zones' registered clusters (docs/multicluster.md); default: every zone in `kube`'s cluster. */
+  clusters?: Pick<ClusterClients, 'client'>;
 }
 
 function valueAt(root: JsonValue | undefined, path: readonly string[]): JsonValue | undefined {
@@ -86,11 +100,25 @@ export async function diffZones(options: DiffOptions): Promise<ZoneDiff[]> {
   for (const zoneName of Object.keys(options.spec.zones)) {
     const zone = resolveZone(options.spec, zoneName, options.namespace);
     const ref = zoneObjectRef(zone.kind, zone.namespace, zone.vmcluster);
-    const base = { zone: zoneName, vmcluster: zone.vmcluster, namespace: zone.namespace };
+    const base: ZoneObject = {
+      zone: zoneName,
+      kind: zone.kind.kind,
+      vmcluster: zone.vmcluster,
+      namespace: zone.namespace,
+      ...(zone.cluster === undefined ? {} : { cluster: zone.cluster }),
+    };
     let live: JsonObject;
     let generation: number | undefined;
+    let kube: KubeObjects;
     try {
-      const object = await options.kube.get(ref);
+      kube = await (options.clusters ?? hubOnly(options.kube)).client(zone.cluster);
+    } catch (err) {
+      if (!(err instanceof ClusterRegistryError)) throw err;
+      diffs.push({ ...base, outcome: 'unreachable', message: err.message });
+      continue;
+    }
+    try {
+      const object = await kube.get(ref);
       live = (object.spec ?? {}) as JsonObject;
       generation = object.metadata.generation;
     } catch (err) {
@@ -102,6 +130,11 @@ export async function diffZones(options: DiffOptions): Promise<ZoneDiff[]> {
         });
         continue;
       }
+      // A zone cluster that does not answer is said for that zone; the others are still diffed.
+      if (zone.cluster !== undefined && err instanceof KubeError) {
+        diffs.push({ ...base, outcome: 'unreachable', message: `cluster ${zone.cluster}: ${err.message}` });
+        continue;
+      }
       throw err;
     }
     const changes = diffMergePatch(live, zone.patch);
@@ -111,7 +144,7 @@ export async function diffZones(options: DiffOptions): Promise<ZoneDiff[]> {
     }
     let stored: JsonObject;
     try {
-      const result = await options.kube.mergePatch(ref, { spec: zone.patch }, undefined, { dryRun: true });
+      const result = await kube.mergePatch(ref, { spec: zone.patch }, undefined, { dryRun: true });
       stored = (result.spec ?? {}) as JsonObject;
     } catch (err) {
       if (err instanceof KubeError && (err.kind === 'invalid' || err.kind === 'forbidden')) {
@@ -142,9 +175,10 @@ function show(value: JsonValue | undefined): string {
 export function formatZoneDiffs(diffs: readonly ZoneDiff[]): string {
   const lines: string[] = [];
   for (const diff of diffs) {
-    const head = `zone ${diff.zone}: VMCluster ${diff.namespace}/${diff.vmcluster}`;
+    const where = diff.cluster === undefined ? '' : ` in cluster ${diff.cluster}`;
+    const head = `zone ${diff.zone}: ${diff.kind} ${diff.namespace}/${diff.vmcluster}${where}`;
     if (diff.outcome !== 'ok') {
-      lines.push(`${head}: ${diff.outcome === 'missing' ? 'MISSING' : 'REFUSED'}: ${diff.message}`);
+      lines.push(`${head}: ${diff.outcome.toUpperCase()}: ${diff.message}`);
       continue;
     }
     if (diff.changes.length === 0) {
@@ -165,7 +199,7 @@ export function formatZoneDiffs(diffs: readonly ZoneDiff[]): string {
     for (const d of diff.differences) {
       lines.push(
         d.stored === undefined
-          ? `  ! ${field(d.path)}: PRUNED by the API server (not in the VMCluster schema); ${show(d.wanted)} would not be stored`
+          ? `  ! ${field(d.path)}: PRUNED by the API server (not in the ${diff.kind} schema); ${show(d.wanted)} would not be stored`
           : `  ! ${field(d.path)}: the API server would store ${show(d.stored)}, not ${show(d.wanted)}`,
       );
     }
@@ -198,7 +232,13 @@ export async function run(flags: Flags, context: CommandContext): Promise<number
   const file = fileLabel(path);
   const spec = oneSpec(readManifests(readInput(context.io, path), file), file, flags.string('rollout'));
   const target = flags.kubeTarget();
-  const diffs = await diffZones({ spec, namespace: target.namespace ?? 'default', kube: kubeFor(target) });
+  const kube = kubeFor(target);
+  // Zones in registered clusters are diffed there, with the clusters' registrations, as the plugin reaches them.
+  const clusters = clusterClients({
+    hub: kube,
+    namespace: flags.string('clusters-namespace') ?? 'argo-rollouts',
+  });
+  const diffs = await diffZones({ spec, namespace: target.namespace ?? 'default', kube, clusters });
   context.io.out(formatZoneDiffs(diffs));
   return diffExitCode(diffs);
 }
