@@ -9,7 +9,7 @@ import { zoneStateNames } from './zone-states.ts';
 export type ObserveRole = 'step' | 'metricprovider';
 
 // `vmcluster` is the zone object's name whatever its kind (the first kind named it); `kind` says which kind.
-const zoneLabels = ['namespace', 'kind', 'vmcluster', 'zone', 'rollout'] as const;
+const zoneLabels = ['zone_cluster', 'namespace', 'kind', 'vmcluster', 'zone', 'rollout'] as const;
 
 /** Buckets of the step and gate durations: a second to an hour. */
 const walkBuckets = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
@@ -149,6 +149,9 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
     if (!snapshot.ok) return;
     for (const row of snapshot.zones) {
       const labels = {
+        // Empty for the controller's own cluster: PromQL reads an empty label as absent, so selectors and alert
+        // silences written before zones could live elsewhere still match.
+        zone_cluster: row.cluster ?? '',
         namespace: row.namespace,
         kind: row.kind,
         vmcluster: row.vmcluster,

@@ -7,6 +7,8 @@
 // zone metrics (vmzones_zone_*), so that one scrape job per controller pod never sees a zone twice.
 
 import type { Logger } from '../goplugin/index.ts';
+import { parseWatchNamespaces } from '../kube/allowed-namespaces.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RpcObserver } from '../rollouts/rpc-observer.ts';
 import { parseObserveFlags } from './flags.ts';
@@ -41,7 +43,20 @@ export function startObserve(options: ObserveStartOptions): PluginObserve {
   const { host, port } = flags.address;
   const metrics = createMetrics(role);
   const kube = countedKube(options.createKube ?? (() => kubeObjects()), metrics);
-  const zones = role === 'step' ? new ZoneSnapshots(kube, flags.cacheTtlMs) : undefined;
+  // Zones in registered clusters are listed there with the registry the step plugin uses (docs/multicluster.md).
+  let registry: ClusterClients | undefined;
+  const clusters = () =>
+    (registry ??= clusterClientsFromArgs(kube(), options.argv, (message) =>
+      options.logger.warn('a cluster Secret cannot be used', { error: message }),
+    ));
+  const zones =
+    role === 'step'
+      ? new ZoneSnapshots(kube, {
+          ttlMs: flags.cacheTtlMs,
+          clusters,
+          namespaces: parseWatchNamespaces(options.argv),
+        })
+      : undefined;
   if (zones !== undefined) registerZoneMetrics(metrics.registry, zones);
   const app = createObserveApp({ role, metrics, zones, startedAt: new Date() });
   listen(app, host, port).then(

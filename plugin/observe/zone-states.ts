@@ -38,6 +38,8 @@ export type ZoneStateName = (typeof zoneStateNames)[number];
 const stepConfigSchema = z.object({ zone: z.string(), action: z.string() });
 
 export interface ZoneRow {
+  /** The registered cluster the zone's object lives in (docs/multicluster.md); undefined = the controller's own. */
+  cluster: string | undefined;
   namespace: string;
   /** The kind of the zone's object (docs/zone-kinds.md). */
   kind: ZoneKindName;
@@ -66,8 +68,12 @@ export interface ZoneRow {
 export interface ZoneStatesInput {
   /** Rollouts as listed (any shape: those that do not parse are reported in `problems`). */
   rollouts: readonly unknown[];
-  /** The zones' objects as listed, of every zone kind (VMCluster, VMSingle, VLCluster). */
+  /** The zones' objects as listed in the controller's cluster, of every zone kind (VMCluster, VMSingle, VLCluster). */
   zoneObjects: readonly KubeObject[];
+  /** The zones' objects listed in each registered cluster, by cluster name. */
+  remoteZoneObjects?: Readonly<Record<string, readonly KubeObject[]>>;
+  /** Registered clusters that could not be listed, with the error: their zones are unknown, not missing. */
+  unreadClusters?: Readonly<Record<string, string>>;
 }
 
 export interface ZoneStates {
@@ -81,11 +87,26 @@ interface Named {
   rollout: string;
 }
 
-// `Kind/namespace/name`: a VMSingle and a VMCluster of one name in one namespace are two zones.
-const objectKey = (kind: ZoneKindName, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+// `Kind/namespace/name`, after `cluster/` for a registered cluster: a VMSingle and a VMCluster of one name in one
+// namespace are two zones, and so are two VMClusters of one name in two clusters. Cluster names may hold "/"
+// (they are URLs at times), so the cluster goes first and is split off at the last three parts.
+const objectKey = (kind: ZoneKindName, namespace: string, name: string, cluster: string | undefined) =>
+  `${cluster === undefined ? '' : `${cluster}/`}${kind}/${namespace}/${name}`;
 const kindOf = (object: KubeObject): ZoneKindName => (zoneKindOf(object.kind) ?? defaultZoneKind).kind;
-const keyOf = (object: KubeObject) =>
-  objectKey(kindOf(object), object.metadata.namespace ?? '', object.metadata.name ?? '');
+const keyOf = (object: KubeObject, cluster: string | undefined) =>
+  objectKey(kindOf(object), object.metadata.namespace ?? '', object.metadata.name ?? '', cluster);
+
+function splitKey(key: string): {
+  cluster: string | undefined;
+  kind: string;
+  namespace: string;
+  name: string;
+} {
+  const parts = key.split('/');
+  const [kind = '', namespace = '', name = ''] = parts.slice(-3);
+  const cluster = parts.length > 3 ? parts.slice(0, -3).join('/') : undefined;
+  return { cluster, kind, namespace, name };
+}
 
 /** Zones named by the Rollouts' spec documents, by `Kind/namespace/name` of their objects. */
 function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[]): Map<string, Named[]> {
@@ -98,7 +119,7 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
       const spec = parseSpecDocument(text);
       for (const [zone, entry] of Object.entries(spec.zones)) {
         const { kind, name } = zoneWorkload(entry);
-        const key = objectKey(kind.kind, spec.namespace ?? rollout.metadata.namespace, name);
+        const key = objectKey(kind.kind, spec.namespace ?? rollout.metadata.namespace, name, entry.cluster);
         named.set(key, [...(named.get(key) ?? []), { zone, rollout: id }]);
       }
     } catch (err) {
@@ -176,9 +197,15 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
   }
   const byId = new Map(rollouts.map((r) => [`${r.metadata.namespace}/${r.metadata.name}`, r]));
   const named = zonesFromRollouts(rollouts, problems);
-  const clusters = new Map(input.zoneObjects.map((c) => [keyOf(c), c]));
+  const listed: [string, KubeObject][] = [
+    ...input.zoneObjects.map((c): [string, KubeObject] => [keyOf(c, undefined), c]),
+    ...Object.entries(input.remoteZoneObjects ?? {}).flatMap(([where, objects]) =>
+      objects.map((c): [string, KubeObject] => [keyOf(c, where), c]),
+    ),
+  ];
+  const clusters = new Map(listed);
   const maintained = new Map(
-    input.zoneObjects.flatMap((object) => maintenanceOf([object]).map((m) => [keyOf(object), m] as const)),
+    listed.flatMap(([key, object]) => maintenanceOf([object]).map((m) => [key, m] as const)),
   );
 
   const keys = new Set([...named.keys()]);
@@ -189,12 +216,13 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
 
   const zones: ZoneRow[] = [];
   for (const key of [...keys].sort()) {
-    const [kindName = '', namespace = '', vmcluster = ''] = key.split('/');
+    const { cluster: where, kind: kindName, namespace, name: vmcluster } = splitKey(key);
     const kind = (zoneKindOf(kindName) ?? defaultZoneKind).kind;
     const names = named.get(key) ?? [];
     const cluster = clusters.get(key);
     const referencing = [...new Set(names.map((n) => n.rollout))].sort();
     const base = {
+      cluster: where,
       namespace,
       kind,
       vmcluster,
@@ -204,6 +232,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
       handoff: undefined,
       vmclusterStatus: undefined,
     };
+    const unread = where === undefined ? undefined : input.unreadClusters?.[where];
     if (cluster === undefined) {
       zones.push({
         ...base,
@@ -212,7 +241,10 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
         state: 'unknown',
         maintenance: false,
         since: undefined,
-        reason: `${kind} ${namespace}/${vmcluster} does not exist`,
+        reason:
+          unread === undefined
+            ? `${kind} ${namespace}/${vmcluster}${where === undefined ? '' : ` in cluster ${where}`} does not exist`
+            : `cluster ${where} cannot be listed: ${unread}`,
       });
       continue;
     }

@@ -21,7 +21,7 @@ after(() => {
 async function serve(kube: MemoryKube, now: { ms: number }) {
   const metrics = createMetrics('step');
   const counted = countedKube(() => kube, metrics);
-  const zones = new ZoneSnapshots(counted, 10_000, () => now.ms);
+  const zones = new ZoneSnapshots(counted, { ttlMs: 10_000, now: () => now.ms });
   registerZoneMetrics(metrics.registry, zones);
   const app = createObserveApp({ role: 'step', metrics, zones, startedAt: new Date() });
   const { server, port } = await listen(app, '127.0.0.1', 0);
@@ -121,6 +121,68 @@ test('every zone kind is listed: a VMSingle zone is exported with its kind; a ki
     body.problems.join('; '),
   );
   assert.equal(body.zones.find((z) => z.zone === 'zone-b')?.state, 'unknown');
+});
+
+test('zones in registered clusters are listed there per watched namespace and labelled with their cluster; one that cannot be listed is unknown, named, out of maintenance', async () => {
+  const object = rollout({ zones: ['zone-a', 'zone-b', 'zone-c'] });
+  const template = object.spec as { template: { metadata: { annotations: Record<string, string> } } };
+  template.template.metadata.annotations[specAnnotation] = [
+    'vmauth: {vmuser: vmauth-read}',
+    'vmagent: {vmagent: vmagent}',
+    'zones:',
+    '  zone-a: {vmcluster: vm-zone-a}',
+    '  zone-b: {vmcluster: vm-zone-b, cluster: eu-b}',
+    '  zone-c: {vmcluster: vm-zone-c, cluster: eu-c}',
+  ].join('\n');
+  // The hub also holds a VMCluster named vm-zone-b, without vmzones annotations: not zone-b (whose object lives in
+  // eu-b), so not a zone at all.
+  const hub = new MemoryKube().put(object).put(vmcluster('zone-a')).put(vmcluster('zone-b'));
+  const euB = new MemoryKube().put(vmcluster('zone-b', { drained: true }));
+  const listed: string[] = [];
+  const recordingB = {
+    ...euB,
+    get: euB.get.bind(euB),
+    mergePatch: euB.mergePatch.bind(euB),
+    create: euB.create.bind(euB),
+    list: (apiVersion: string, kind: string, namespace: string, selector?: string) => {
+      listed.push(`${kind} in ${namespace === '' ? '(all)' : namespace}`);
+      return euB.list(apiVersion, kind, namespace, selector);
+    },
+  };
+  const metrics = createMetrics('step');
+  const zones = new ZoneSnapshots(() => hub, {
+    clusters: () => ({
+      names: async () => ['eu-b', 'eu-c'],
+      client: async (name) => {
+        if (name === 'eu-b') return recordingB;
+        throw new KubeError('unavailable', 'listing: connect ECONNREFUSED 10.0.0.3:6443');
+      },
+    }),
+    namespaces: ['vm'],
+  });
+  registerZoneMetrics(metrics.registry, zones);
+  const snapshot = await zones.get();
+  assert.ok(snapshot.ok);
+  assert.deepEqual(
+    snapshot.zones.map((z) => [z.cluster, z.vmcluster, z.zone, z.state, z.maintenance]),
+    [
+      [undefined, 'vm-zone-a', 'zone-a', 'serving', false],
+      ['eu-b', 'vm-zone-b', 'zone-b', 'drained', true],
+      ['eu-c', 'vm-zone-c', 'zone-c', 'unknown', false],
+    ],
+  );
+  assert.match(snapshot.zones[2]?.reason ?? '', /^cluster eu-c cannot be listed: .*ECONNREFUSED/);
+  assert.ok(snapshot.problems.some((p) => p.startsWith('cluster eu-c: ')));
+  assert.ok(listed.length > 0 && listed.every((l) => l.endsWith(' in vm')), listed.join(', '));
+  const page = await metrics.registry.metrics();
+  const b = { zone_cluster: 'eu-b', vmcluster: 'vm-zone-b', zone: 'zone-b' };
+  assert.equal(sample(page, 'vmzones_zone_maintenance', b), 1);
+  assert.equal(
+    sample(page, 'vmzones_zone_maintenance', { ...b, zone_cluster: '' }),
+    undefined,
+    "the hub's vm-zone-b",
+  );
+  assert.equal(sample(page, 'vmzones_zone_maintenance', { zone_cluster: 'eu-c', zone: 'zone-c' }), 0);
 });
 
 test('scrapes within the TTL share one listing; after it a new listing sees the change', async () => {
