@@ -12,6 +12,7 @@ import {
   objectNameSchema,
 } from '../kube/names.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
+import { clusterNameSchema } from '../zones/spec.ts';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
@@ -111,6 +112,9 @@ const common = {
   /** The zone as the Rollout's vmzones.io/spec names it; zone settings come from there by default. */
   zone: dnsLabelSchema('a zone name').optional(),
   namespace: namespaceNameSchema.optional(),
+  /** The registered cluster (docs/multicluster.md) of the objects this config names itself; objects taken from
+   *  the spec document follow the spec's own cluster fields. */
+  cluster: clusterNameSchema.optional(),
   /** How long one measurement waits for its gate; 0s = one reading, judged at once. */
   timeout: durationMs.optional(),
   /** Time between readings while waiting. */
@@ -135,6 +139,22 @@ function atMostOneZoneObject(value: Partial<Record<ZoneKindField, string>>, ctx:
   }
 }
 
+/** `cluster` places what the config names; with nothing named it would place nothing, which is a mistake worth naming. */
+function clusterPlacesSomething(
+  value: { cluster?: string | undefined },
+  named: boolean,
+  what: string,
+  ctx: z.RefinementCtx,
+): void {
+  if (value.cluster !== undefined && !named) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['cluster'],
+      message: `applies to the objects the config names (${what}); without them the zone's cluster comes from the spec document`,
+    });
+  }
+}
+
 /** The zone object a gate config names explicitly, with its kind. */
 export function explicitZoneObject(
   config: Partial<Record<ZoneKindField, string>>,
@@ -151,7 +171,10 @@ const readyGate = z
     /** A generation the zone's object must have reached (e.g. the one a step wrote). */
     generation: wholeNumber(1).optional(),
   })
-  .superRefine(atMostOneZoneObject);
+  .superRefine((value, ctx) => {
+    atMostOneZoneObject(value, ctx);
+    clusterPlacesSomething(value, explicitZoneObject(value) !== undefined, zoneKindFields.join(', '), ctx);
+  });
 
 /** The most consecutive good rounds a drain gate may ask for (docs/scale.md, "Limits"). */
 export const maxConsecutiveRounds = 30;
@@ -189,6 +212,15 @@ const drainGate = z
   })
   .superRefine((value, ctx) => {
     atMostOneZoneObject(value, ctx);
+    clusterPlacesSomething(
+      value,
+      explicitZoneObject(value) !== undefined ||
+        value.vmagent !== undefined ||
+        value.vmagents !== undefined ||
+        value.pods?.selector !== undefined,
+      `${zoneKindFields.join(', ')}, vmagent(s), pods.selector`,
+      ctx,
+    );
     if (value.vmagent !== undefined && value.vmagents !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['vmagents'], message: 'set vmagent or vmagents, not both' });
     }
@@ -201,22 +233,31 @@ const drainGate = z
     }
   });
 
-const reloadGate = z.strictObject({
-  gate: z.literal('vmauthReloaded'),
-  ...common,
-  /** The VMAuth whose pods to check (operator labels); or pods.selector for a helm-managed vmauth. */
-  vmauth: objectNameSchema.optional(),
-  pods: podAccess.optional(),
-  /** The operator's config-reloader sidecar and the Secret key it watches, for content-hash evidence. */
-  reloader: z.strictObject({ port: port.optional(), configSecret: secretKeyRef }).optional(),
-  /** RFC 3339: the config must have been loaded at or after this time. Default: the config source's last write. */
-  since: z
-    .string()
-    .refine((value) => /^\d{4}-\d{2}-\d{2}T/.test(value) && !Number.isNaN(Date.parse(value)), {
-      message: 'must be an RFC 3339 time such as 2026-05-01T12:00:00Z',
-    })
-    .optional(),
-});
+const reloadGate = z
+  .strictObject({
+    gate: z.literal('vmauthReloaded'),
+    ...common,
+    /** The VMAuth whose pods to check (operator labels); or pods.selector for a helm-managed vmauth. */
+    vmauth: objectNameSchema.optional(),
+    pods: podAccess.optional(),
+    /** The operator's config-reloader sidecar and the Secret key it watches, for content-hash evidence. */
+    reloader: z.strictObject({ port: port.optional(), configSecret: secretKeyRef }).optional(),
+    /** RFC 3339: the config must have been loaded at or after this time. Default: the config source's last write. */
+    since: z
+      .string()
+      .refine((value) => /^\d{4}-\d{2}-\d{2}T/.test(value) && !Number.isNaN(Date.parse(value)), {
+        message: 'must be an RFC 3339 time such as 2026-05-01T12:00:00Z',
+      })
+      .optional(),
+  })
+  .superRefine((value, ctx) =>
+    clusterPlacesSomething(
+      value,
+      value.vmauth !== undefined || value.pods?.selector !== undefined,
+      'vmauth, pods.selector',
+      ctx,
+    ),
+  );
 
 export type ReadyGateConfig = z.infer<typeof readyGate>;
 export type DrainGateConfig = z.infer<typeof drainGate>;

@@ -72,26 +72,46 @@ export interface DrainPlaces {
   agentsCluster: ClusterRegistration | undefined;
 }
 
-/** The places named by the spec document (zones.<zone>.cluster, vmagent.cluster); the controller's own cluster
- *  for whatever the config names itself. */
-export async function drainPlaces(config: DrainGateConfig, context: GateContext): Promise<DrainPlaces> {
-  if (!drainNeedsSpec(config)) return { zone: context.kube, agents: context.kube, agentsCluster: undefined };
-  const zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
-  const namespace = config.namespace ?? zone.namespace;
-  const writers = zoneWriters(zone.spec, zone.kind);
-  const agentsName = writers.cluster;
-  const agents = await clusterKube(context, agentsName, namespace, `the ${writers.writer.kind}s`);
-  let agentsCluster: ClusterRegistration | undefined;
+async function registrationOf(
+  context: GateContext,
+  cluster: string | undefined,
+): Promise<ClusterRegistration | undefined> {
   try {
-    agentsCluster = await context.clusters.registration(agentsName);
+    return await context.clusters.registration(cluster);
   } catch (error) {
     if (error instanceof ClusterRegistryError) throw new GateSetupError(error.message);
     throw error;
   }
+}
+
+/** The places of what the config names itself (its `cluster`, else the controller's own), and of what comes from
+ *  the spec document (zones.<zone>.cluster, vmagent.cluster). */
+export async function drainPlaces(config: DrainGateConfig, context: GateContext): Promise<DrainPlaces> {
+  const explicitZone = explicitZoneObject(config);
+  const agentsNamed =
+    config.vmagent !== undefined || config.vmagents !== undefined || config.pods?.selector !== undefined;
+  if (!drainNeedsSpec(config)) {
+    const namespace = explicitNamespace(context, config.namespace);
+    const kube = await clusterKube(context, config.cluster, namespace, 'the objects of the gate config');
+    return { zone: kube, agents: kube, agentsCluster: await registrationOf(context, config.cluster) };
+  }
+  const zone = await zoneFromSpec(context, config.zone, 'the vmcluster and vmagents');
+  const namespace = config.namespace ?? zone.namespace;
+  const writers = zoneWriters(zone.spec, zone.kind);
+  const agentsName = agentsNamed ? config.cluster : writers.cluster;
+  const agents = await clusterKube(context, agentsName, namespace, `the ${writers.writer.kind}s`);
   return {
-    zone: await clusterKube(context, zone.cluster, namespace, `${zone.kind.kind} ${zone.vmcluster}`),
+    zone:
+      explicitZone === undefined
+        ? await clusterKube(context, zone.cluster, namespace, `${zone.kind.kind} ${zone.vmcluster}`)
+        : await clusterKube(
+            context,
+            config.cluster,
+            namespace,
+            `${explicitZone.kind.kind} ${explicitZone.name}`,
+          ),
     agents,
-    agentsCluster,
+    agentsCluster: await registrationOf(context, agentsName),
   };
 }
 

@@ -99,7 +99,10 @@ async function resolveTarget(config: ReloadGateConfig, context: GateContext): Pr
     ]);
   }
   const source = sources[0];
-  const kube = await clusterKube(context, source?.cluster, namespace, 'the vmauth');
+  // The pods the config names are in its cluster; the spec's balancer (and its last write) in the spec's.
+  const podsNamed = config.vmauth !== undefined || config.pods?.selector !== undefined;
+  const sourceKube = await clusterKube(context, source?.cluster, namespace, 'the vmauth');
+  const kube = podsNamed ? await clusterKube(context, config.cluster, namespace, 'the vmauth') : sourceKube;
   const groups = await vmauthGroups(config, { ...context, kube }, namespace, source);
 
   if (config.since !== undefined) {
@@ -115,7 +118,7 @@ async function resolveTarget(config: ReloadGateConfig, context: GateContext): Pr
   } else {
     throw new GateConfigError(['since: required (the Rollout spec names no vmauth config source)']);
   }
-  const since = lastWriteTime(await kube.get(ref));
+  const since = lastWriteTime(await sourceKube.get(ref));
   if (since === undefined) {
     throw new GateSetupError(`${describeRef(ref)} has no managedFields times; set since in the gate config`);
   }

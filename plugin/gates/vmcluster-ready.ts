@@ -25,6 +25,7 @@ export async function readVmclusterReady(
     vmcluster = explicit.name;
     kind = explicit.kind;
     namespace = explicitNamespace(context, config.namespace);
+    where = config.cluster;
   } else {
     const zone = await zoneFromSpec(context, config.zone, 'vmcluster');
     vmcluster = zone.vmcluster;

@@ -30,7 +30,7 @@ const jsonObject = z.custom<JsonObject>(
 );
 
 /** A cluster registered by the admin (plugin/kube/cluster-registry.ts); absent = the controller's own cluster. */
-const clusterName = z
+export const clusterNameSchema = z
   .string()
   .min(1)
   .max(253)
@@ -52,7 +52,7 @@ const vmauthPods = z.strictObject({
 const vmauthSource = z
   .strictObject({
     /** The cluster the vmauth and its VMUser / Secret / ConfigMap run in; absent = the controller's own. */
-    cluster: clusterName.optional(),
+    cluster: clusterNameSchema.optional(),
     /** An operator-managed VMUser whose targetRefs route reads to the zones' vmselects. */
     vmuser: objectName.optional(),
     /** A helm-managed vmauth whose raw config file lives in a Secret or a ConfigMap. */
@@ -104,7 +104,7 @@ function oneNameOrList(one: string, list: string) {
 const vmagentSource = z
   .strictObject({
     /** The cluster the agents run in; absent = the controller's own. */
-    cluster: clusterName.optional(),
+    cluster: clusterNameSchema.optional(),
     vmagent: objectName.optional(),
     vmagents: z.array(objectName).min(1).optional(),
   })
@@ -113,7 +113,7 @@ const vmagentSource = z
 /** The VLAgents that write to VictoriaLogs zones (VLCluster): docs/zone-kinds.md. */
 const vlagentSource = z
   .strictObject({
-    cluster: clusterName.optional(),
+    cluster: clusterNameSchema.optional(),
     vlagent: objectName.optional(),
     vlagents: z.array(objectName).min(1).optional(),
   })
@@ -122,7 +122,7 @@ const vlagentSource = z
 const zone = z
   .strictObject({
     /** The registered cluster the zone's object lives in; absent = the controller's own. */
-    cluster: clusterName.optional(),
+    cluster: clusterNameSchema.optional(),
     /** The zone's object, exactly one of these (docs/zone-kinds.md). */
     vmcluster: objectName.optional(),
     vmsingle: objectName.optional(),

@@ -9,6 +9,7 @@ import { after, test } from 'node:test';
 import { maxConsecutiveRounds } from '../../../plugin/gates/config.ts';
 import { createGatesProvider, metadataKeys } from '../../../plugin/gates/provider.ts';
 import { maxStoredStateChars } from '../../../plugin/gates/vmagent-drained.ts';
+import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError } from '../../../plugin/kube/objects.ts';
 import type {
   AnalysisRunView,
@@ -910,6 +911,54 @@ test('vmauthReloaded does not pick one of several balancers: the config must nam
     result.message ?? '',
     /names 2 read balancers \(vmauth is a list\); this gate checks one vmauth: set pods.selector or vmauth, and since/,
   );
+});
+
+test('a gate config may place the objects it names in a registered cluster; cluster with nothing named, or unregistered, is an Error', async () => {
+  const hub = new MemoryKube().put({
+    ...secret('argo-rollouts', 'cluster-eu-b', {
+      name: 'eu-b',
+      server: 'https://eu-b.example:6443',
+      config: JSON.stringify({ bearerToken: 'do-not-show' }),
+    }),
+    metadata: {
+      name: 'cluster-eu-b',
+      namespace: 'argo-rollouts',
+      labels: { 'argocd.argoproj.io/secret-type': 'cluster' },
+    },
+  });
+  const remote = new MemoryKube().put(
+    vmcluster('vm-zone-b', 3, { updateStatus: 'operational', observedGeneration: 3 }),
+  );
+  const provider = createGatesProvider({
+    kube: () => hub,
+    clusters: () => clusterClients({ hub, namespace: 'argo-rollouts', connect: () => remote }),
+    now: clock().now,
+  });
+  const there = await provider.run(
+    run,
+    metric({ gate: 'vmclusterReady', vmcluster: 'vm-zone-b', cluster: 'eu-b' }),
+  );
+  assert.equal(there.phase, 'Successful', there.message);
+  assert.equal(JSON.parse(there.value ?? '{}').cluster, 'eu-b');
+  const here = await provider.run(run, metric({ gate: 'vmclusterReady', vmcluster: 'vm-zone-b' }));
+  assert.equal(here.phase, 'Error', 'without cluster: the hub, where vm-zone-b does not exist');
+
+  const nothingNamed = await provider.run(
+    run,
+    metric({ gate: 'vmclusterReady', zone: 'zone-b', cluster: 'eu-b' }),
+  );
+  assert.equal(nothingNamed.phase, 'Error');
+  assert.match(
+    nothingNamed.message ?? '',
+    /cluster: applies to the objects the config names \(vmcluster, vmsingle, vlcluster\)/,
+  );
+  const unknown = await provider.run(
+    run,
+    metric({ gate: 'vmclusterReady', vmcluster: 'vm-zone-b', cluster: 'eu-x' }),
+  );
+  assert.equal(unknown.phase, 'Error');
+  assert.match(unknown.message ?? '', /eu-x/);
+  assert.doesNotMatch(`${unknown.message}${there.message}${there.value}`, /do-not-show/);
 });
 
 test('vmclusterReady reads a VMSingle named in the config, and the message names its kind', async () => {
