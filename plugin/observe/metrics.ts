@@ -149,9 +149,9 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
     if (!snapshot.ok) return;
     for (const row of snapshot.zones) {
       const labels = {
-        // Empty for the controller's own cluster: PromQL reads an empty label as absent, so selectors and alert
-        // silences written before zones could live elsewhere still match.
-        zone_cluster: row.cluster ?? '',
+        // Absent for the controller's own cluster, so series, selectors and alert silences of single-cluster
+        // installs stay as they were.
+        ...(row.cluster === undefined ? {} : { zone_cluster: row.cluster }),
         namespace: row.namespace,
         kind: row.kind,
         vmcluster: row.vmcluster,
