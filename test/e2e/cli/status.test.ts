@@ -20,7 +20,7 @@ import {
   rolloutObject,
   rolloutState,
   sandboxKube,
-  stepsFor,
+  walkToPause,
   zoneSpec,
 } from '../step/harness.ts';
 
@@ -69,19 +69,7 @@ test('status --watch in a terminal follows a three-zone walk, marks the zone bei
 
   // zone-a 0..2, zone-b 3..4, a manual pause (5), zone-b's restoreReads (6), zone-c 7..9.
   const spec = zoneSpec(latencyOffset('5s'));
-  const walk = stepsFor(spec, 'none');
-  await sandbox.kubectl.apply([
-    rolloutObject(name, spec, [...walk.slice(0, 5), { pause: {} }, ...walk.slice(5)]),
-  ]);
-  await eventually(
-    'the pause inside zone-b’s walk',
-    async () => {
-      const s = await rolloutState(kube, name);
-      return s.status.phase === 'Paused' && s.status.currentStepIndex === 5 ? s : undefined;
-    },
-    240_000,
-    1000,
-  );
+  await walkToPause(sandbox, kube, name, spec, 5);
 
   const exitFile = join(sandbox.state.stateDir, 'status-watch.exit');
   const command = [

@@ -381,3 +381,31 @@ export async function parkedRollout(
   });
   return rolloutView(name, parked.metadata.uid, parked.status.currentPodHash ?? '', spec);
 }
+
+/**
+ * Applies the walk of `spec` (the steps `vmzones render` writes, no pause between zones) with a manual pause
+ * inserted before step `pauseAt`, and waits until the Rollout is Paused there: e.g. `pauseAt` 6 stops after
+ * zone-b's restoreReads, 5 inside zone-b's walk. Returns the state at the pause.
+ */
+export async function walkToPause(
+  sandbox: Sandbox,
+  kube: KubeObjects,
+  name: string,
+  spec: SpecDocument,
+  pauseAt: number,
+  timeoutMs = 240_000,
+): Promise<RolloutState> {
+  const walk = stepsFor(spec, 'none');
+  await sandbox.kubectl.apply([
+    rolloutObject(name, spec, [...walk.slice(0, pauseAt), { pause: {} }, ...walk.slice(pauseAt)]),
+  ]);
+  return eventually(
+    `${name}: the pause before step ${pauseAt}`,
+    async () => {
+      const s = await rolloutState(kube, name);
+      return s.status.phase === 'Paused' && s.status.currentStepIndex === pauseAt ? s : undefined;
+    },
+    timeoutMs,
+    1000,
+  );
+}

@@ -42,6 +42,7 @@ import {
   stepsFor,
   vmuser,
   vmzonesAnnotations,
+  walkToPause,
   zoneSpec,
   sandboxZones as zones,
 } from './harness.ts';
@@ -296,19 +297,7 @@ test('abort after zone two rolls zones one and two back and restores their reads
   t.after(() => Promise.all([prober.stop(), watcher.stop()]));
   const spec = zoneSpec(latencyOffset('8s'));
   // Zone-a's steps 0..2, zone-b's 3..5, a manual pause (6), zone-c's 7..9.
-  const walk = stepsFor(spec, 'none');
-  await sandbox.kubectl.apply([
-    rolloutObject(name, spec, [...walk.slice(0, 6), { pause: {} }, ...walk.slice(6)]),
-  ]);
-  await eventually(
-    'the pause after zone-b',
-    async () => {
-      const s = await rolloutState(kube, name);
-      return s.status.phase === 'Paused' && s.status.currentStepIndex === 6 ? s : undefined;
-    },
-    240_000,
-    1000,
-  );
+  await walkToPause(sandbox, kube, name, spec, 6);
   assert.equal(await specValue('vm-zone-a'), '8s');
   assert.equal(await specValue('vm-zone-b'), '8s');
   const abortStarted = Date.now();

@@ -28,8 +28,8 @@ import {
   sandboxKube,
   startReadProber,
   startRoutingWatcher,
-  stepsFor,
   vmzonesAnnotations,
+  walkToPause,
 } from '../step/harness.ts';
 
 export interface KindWalk {
@@ -201,19 +201,7 @@ export function kindWalkTests(k: KindWalk): void {
     t.after(() => Promise.all([prober.stop(), watcher.stop()]));
     const spec = specOf(k.change(k.values[1]));
     // Zone-a's steps 0..2, zone-b's 3..5, a manual pause (6), zone-c's 7..9.
-    const walk = stepsFor(spec, 'none');
-    await sandbox.kubectl.apply([
-      rolloutObject(name, spec, [...walk.slice(0, 6), { pause: {} }, ...walk.slice(6)]),
-    ]);
-    await eventually(
-      'the pause after zone-b',
-      async () => {
-        const s = await rolloutState(kube, name);
-        return s.status.phase === 'Paused' && s.status.currentStepIndex === 6 ? s : undefined;
-      },
-      300_000,
-      1000,
-    );
+    await walkToPause(sandbox, kube, name, spec, 6, 300_000);
     assert.equal(await flagValue('vm-zone-a'), k.values[1]);
     assert.equal(await flagValue('vm-zone-b'), k.values[1]);
     const abortStarted = Date.now();
