@@ -14,6 +14,8 @@
 //    reconciled by cluster-b's operator, its pod at the machine's non-loopback address (kube-apiserver will not
 //    proxy to loopback), scraped through cluster-b's API server pod proxy with the registered token; without
 //    `get` on `pods/proxy` it is not drained, naming the permission, and drained again once the grant is back.
+// 4. A read balancer in cluster-b beside the hub's (vmauth: [the hub's, {cluster: cluster-b, ...}]): zone-b leaves
+//    both and comes back to both, cluster-b's vmauth reload evidence fetched through its API server's pod proxy.
 
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -22,7 +24,10 @@ import { after, before, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
+import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { defaultHealthTemplate } from '../../../plugin/zones/render.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { readBackends } from '../../../plugin/zones/target.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
@@ -37,6 +42,7 @@ import {
   type RolloutState,
   rolloutObject,
   rolloutState,
+  runStatus,
   type SpecDocument,
   sandboxKube,
   startReadProber,
@@ -422,4 +428,146 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
   );
   figures['pod proxy: drained again after the grant (s)'] = Math.round((Date.now() - restored) / 100) / 10;
   figures['pod proxy test (s)'] = Math.round((Date.now() - started) / 100) / 10;
+});
+
+test('a vmauth in cluster-b beside the hub’s: zone-b leaves both and comes back to both, cluster-b’s reload evidence through its pod proxy, no read fails through either', async () => {
+  const started = Date.now();
+  const zb = sandbox.state.zoneClusters?.find((c) => c.zone === 'zone-b');
+  const zcc = sandbox.state.zoneClusters?.find((c) => c.zone === 'zone-c');
+  assert.ok(zb?.podIP && zcc, 'zone-b and zone-c in zone clusters, Pods at a non-loopback address');
+  const b = new Kubectl(sandbox.kubectl.binary, zb.kubeconfig);
+  const kb = kubeOf['zone-b'] as KubeObjects;
+  const vmApi = 'operator.victoriametrics.com/v1beta1';
+  // cluster-b's own read balancer: its zone by the in-cluster Service, zone-c by the address cluster-c publishes
+  // (zone-a, in the hub, is not published to the zone clusters: this vmauth balances over two zones).
+  const localUser = { username: 'local-read', password: 'sandbox' };
+  const port = await freePort();
+  await b.apply([
+    {
+      apiVersion: vmApi,
+      kind: 'VMUser',
+      metadata: { name: 'local-read', namespace: ns },
+      spec: {
+        ...localUser,
+        targetRefs: [
+          {
+            static: { urls: [`http://vmselect-vm-zone-b.${ns}.svc:8481/`, zcc.vmselectUrl] },
+            paths: ['/select/.*'],
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: vmApi,
+      kind: 'VMAuth',
+      metadata: { name: 'local', namespace: ns },
+      spec: { selectAllByDefault: true, port: String(port) },
+    },
+  ]);
+  const localUrl = `http://${zb.podIP}:${port}`;
+  await eventually(
+    'cluster-b’s vmauth to serve the VMUser',
+    async () => {
+      const user = await kb.get({ apiVersion: vmApi, kind: 'VMUser', namespace: ns, name: 'local-read' });
+      if ((user.status as { updateStatus?: string } | undefined)?.updateStatus !== 'operational')
+        return undefined;
+      const auth = Buffer.from(`${localUser.username}:${localUser.password}`).toString('base64');
+      const response = await fetch(`${localUrl}/select/0/prometheus/api/v1/query?query=1`, {
+        headers: { authorization: `Basic ${auth}` },
+      }).catch(() => undefined);
+      return response?.ok ? true : undefined;
+    },
+    120_000,
+    1000,
+  );
+  figures['local vmauth: ready after (s)'] = Math.round((Date.now() - started) / 100) / 10;
+
+  const docOf = (value: string | undefined): SpecDocument => ({
+    ...spec(value),
+    vmauth: [
+      { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
+      { cluster: zb.name, vmuser: 'local-read', drainGracePeriod: '3s' },
+    ],
+  });
+  const zoneBSteps = (doc: SpecDocument) =>
+    stepsFor(doc, 'none').filter((s) => JSON.stringify(s).includes('"zone":"zone-b"'));
+  const rollout = 'local-reads';
+  await sandbox.kubectl.apply([rolloutObject(rollout, docOf(undefined), zoneBSteps(docOf(undefined)))]);
+  await eventually('the local-reads Rollout’s first revision Healthy', async () =>
+    (await rolloutState(hub, rollout)).status.phase === 'Healthy' ? true : undefined,
+  );
+  const backends = readBackends(parseSpecDocument(JSON.stringify(docOf(undefined))), ns);
+  const routedThere = async (kube: KubeObjects, user: string) =>
+    zonesRoutedByVMUser(
+      (await kube.get({ apiVersion: vmApi, kind: 'VMUser', namespace: ns, name: user })).spec?.targetRefs,
+      ns,
+      backends,
+    );
+  assert.deepEqual(await routedThere(kb, 'local-read'), ['zone-b', 'zone-c']);
+
+  const hubReads = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
+  const localReads = startReadProber(localUrl, localUser);
+  const proxiedBefore = await podProxyRequests(b);
+  const walkStarted = Date.now();
+  const doc = docOf('13s');
+  await sandbox.kubectl.apply([rolloutObject(rollout, doc, zoneBSteps(doc))]);
+  const drained = await eventually(
+    'drainReads of zone-b to succeed',
+    async () => {
+      const s = await rolloutState(hub, rollout);
+      return runStatus(s, 0)?.phase === 'Successful' ? s : undefined;
+    },
+    180_000,
+    500,
+  );
+  const drainedMessage = runStatus(drained, 0)?.message ?? '';
+  figures['local vmauth: drainReads message'] = drainedMessage.slice(0, 300);
+  assert.match(
+    drainedMessage,
+    new RegExp(`VMUser vm/vmauth-read, VMUser vm/local-read in cluster ${zb.name}`),
+  );
+  if ((await rolloutState(hub, rollout)).status.currentStepIndex === 1) {
+    // Still at apply: both balancers have zone-b out now.
+    assert.deepEqual(await routedThere(kb, 'local-read'), ['zone-c'], 'out of cluster-b’s vmauth');
+  }
+  await eventually(
+    'zone-b’s walk Healthy',
+    async () => {
+      const s = await rolloutState(hub, rollout);
+      assert.notEqual(s.status.phase, 'Degraded', s.status.message);
+      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
+    },
+    240_000,
+    1000,
+  );
+  figures['local vmauth: zone-b walk (s)'] = Math.round((Date.now() - walkStarted) / 100) / 10;
+  const hubRead = await hubReads.stop();
+  const localRead = await localReads.stop();
+  const proxiedAfter = await podProxyRequests(b);
+  figures['local vmauth: pod proxy GETs answered 200'] =
+    (proxiedAfter['200'] ?? 0) - (proxiedBefore['200'] ?? 0);
+  figures['local vmauth: reads (hub sent/failed, local sent/failed)'] =
+    `${hubRead.sent}/${hubRead.failed}, ${localRead.sent}/${localRead.failed}`;
+
+  assert.equal(await specValue(kb, 'vm-zone-b'), '13s');
+  assert.deepEqual(await routedThere(kb, 'local-read'), ['zone-b', 'zone-c'], 'back in cluster-b’s vmauth');
+  assert.deepEqual(
+    await routedThere(hub, 'vmauth-read'),
+    ['zone-a', 'zone-b', 'zone-c'],
+    'back in the hub’s',
+  );
+  assert.deepEqual(await leftovers(), [], 'released, out of maintenance, nothing drained anywhere');
+  assert.ok(
+    (proxiedAfter['200'] ?? 0) - (proxiedBefore['200'] ?? 0) >= 2,
+    'cluster-b’s vmauth reload evidence came through its API server (drain and restore)',
+  );
+  assert.equal(hubRead.failed, 0, JSON.stringify(hubRead.failures.slice(0, 3)));
+  assert.equal(localRead.failed, 0, JSON.stringify(localRead.failures.slice(0, 3)));
+  assert.equal(
+    localRead.backendErrors,
+    0,
+    'cluster-b’s vmauth never sent a query to zone-b while it restarted',
+  );
+  assert.ok(localRead.sent > 20, `the local prober ran throughout (${localRead.sent})`);
+  figures['local vmauth test (s)'] = Math.round((Date.now() - started) / 100) / 10;
 });
