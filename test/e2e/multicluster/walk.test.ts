@@ -482,8 +482,19 @@ test('a vmauth in cluster-b beside the hub’s: zone-b leaves both and comes bac
   );
   figures['local vmauth: ready after (s)'] = Math.round((Date.now() - started) / 100) / 10;
 
+  // zone-b is read by its published address in the hub and by its Service in its own cluster: vmselectHosts names
+  // both, so that each balancer's URL for it is known to be zone-b's.
   const docOf = (value: string | undefined): SpecDocument => ({
     ...spec(value),
+    zones: {
+      ...(spec(value).zones as Record<string, object>),
+      'zone-b': {
+        cluster: zb.name,
+        vmcluster: 'vm-zone-b',
+        vmselectHosts: [zb.address, `vmselect-vm-zone-b.${ns}.svc`],
+        vminsertHosts: [zb.address],
+      },
+    },
     vmauth: [
       { vmuser: 'vmauth-read', drainGracePeriod: '3s' },
       { cluster: zb.name, vmuser: 'local-read', drainGracePeriod: '3s' },

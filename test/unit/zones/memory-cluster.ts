@@ -68,7 +68,7 @@ export class MemoryCluster extends MemoryKube {
     const specChanged = JSON.stringify(merged.spec ?? {}) !== JSON.stringify(current.spec ?? {});
     merged.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     merged.metadata.resourceVersion = String(this.#version++);
-    if (!this.heldBack.has(what) && ['VMCluster', 'VMSingle', 'VMUser'].includes(ref.kind)) {
+    if (!this.heldBack.has(what) && ['VMCluster', 'VMSingle', 'VLCluster', 'VMUser'].includes(ref.kind)) {
       merged.status = {
         ...(merged.status ?? {}),
         updateStatus: 'operational',

@@ -233,6 +233,60 @@ test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolle
   );
 });
 
+test('a VLCluster zone in a registered cluster: leased and changed there; an Abort rolls it back there and restores its reads', async () => {
+  const doc = JSON.parse(spec()) as { zones: Record<string, unknown>; vlagent?: unknown };
+  doc.zones['zone-c'] = { cluster: 'eu-c', vlcluster: 'logs-c' };
+  doc.vlagent = { vlagent: 'vlagent' };
+  const { hub, remotes, clusters, step } = setup({ spec: JSON.stringify(doc) });
+  const c = remotes['eu-c'] as MemoryCluster;
+  c.objects.clear();
+  c.put({
+    apiVersion: 'operator.victoriametrics.com/v1',
+    kind: 'VLCluster',
+    metadata: { name: 'logs-c', namespace: ns, generation: 1 },
+    spec: { vlstorage: { retentionPeriod: '1d' } },
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  });
+  const vmuser = hub.getStored('VMUser', 'vmauth-read');
+  const crd = (kind: string, name: string) => ({ crd: { kind, name, namespace: ns } });
+  hub.put({
+    ...vmuser,
+    apiVersion: vmApi,
+    kind: 'VMUser',
+    spec: {
+      targetRefs: [
+        crd('VMCluster/vmselect', 'vm-zone-a'),
+        crd('VMCluster/vmselect', 'vm-zone-b'),
+        crd('VLCluster/vlselect', 'logs-c'),
+      ],
+    },
+  });
+  const names = () =>
+    (hub.getStored('VMUser', 'vmauth-read').spec?.targetRefs as { crd: { name: string } }[]).map(
+      (r) => r.crd.name,
+    );
+  const drained = await untilDone(() => step('zone-c', 'drainReads'));
+  assert.equal(drained.phase, 'Successful', drained.message);
+  assert.match(drained.message ?? '', /VLCluster vm\/logs-c/);
+  assert.deepEqual(names(), ['vm-zone-a', 'vm-zone-b'], 'out of reads in the hub');
+  assert.equal((await step('zone-c', 'apply')).phase, 'Successful');
+  const logs = () => c.getStored('VLCluster', 'logs-c', 'operator.victoriametrics.com/v1');
+  assert.equal(logs().spec?.clusterVersion, 'v1.152.0-cluster', 'changed in eu-c');
+  assert.equal(zoneState(logs()).lease?.revision, 'rev-r', 'leased in eu-c');
+  assert.equal(
+    hub.patches.filter((p) => p.ref.startsWith('VLCluster')).length,
+    0,
+    'no VLCluster write in the hub',
+  );
+  hub.setStatus('Rollout', 'walk', { abort: true });
+  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger });
+  const progress = await untilSettled(reconciler);
+  assert.deepEqual(progress, { 'VLCluster eu-c/vm/logs-c': 'done' }, 'keyed by kind and cluster');
+  assert.equal(logs().spec?.clusterVersion, undefined, 'rolled back in eu-c');
+  assert.equal(zoneState(logs()).lease, undefined, 'released');
+  assert.deepEqual(names(), ['vm-zone-a', 'vm-zone-b', 'logs-c'], 'reads restored');
+});
+
 test('an unregistered cluster fails the step naming it, and nothing is written anywhere', async () => {
   const { hub, remotes, step } = setup({ spec: spec({ 'zone-b': 'us-east-1a', 'zone-c': 'eu-c' }) });
   const result = await step('zone-b', 'drainReads');
