@@ -2,7 +2,7 @@
 // exercises only through the controller, here one by one (a walk, every ending, refusals, transient faults).
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { parseWatchNamespaces } from '../../../plugin/kube/allowed-namespaces.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
@@ -19,16 +19,12 @@ import {
   type RolloutStatus,
   rolloutObject,
   specDocument,
-  startVmauthFixture,
   threeZones,
   untilSettled,
+  useVmauthFixture,
 } from './memory-cluster.ts';
 
-let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
-before(async () => {
-  vmauth = await startVmauthFixture();
-});
-after(() => vmauth.close());
+const vmauth = useVmauthFixture();
 
 const revisionR = 'rev-r';
 const stable = 'rev-s';

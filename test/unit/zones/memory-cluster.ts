@@ -6,6 +6,7 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { after, before } from 'node:test';
 import {
   KubeError,
   type KubeObject,
@@ -125,6 +126,21 @@ export async function startVmauthFixture(): Promise<{ port: number; close(): Pro
   return {
     port: (server.address() as AddressInfo).port,
     close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A vmauth /metrics fixture for the file's tests: started before them, closed after. */
+export function useVmauthFixture(): { readonly port: number } {
+  let fixture: Awaited<ReturnType<typeof startVmauthFixture>> | undefined;
+  before(async () => {
+    fixture = await startVmauthFixture();
+  });
+  after(() => fixture?.close());
+  return {
+    get port() {
+      if (fixture === undefined) throw new Error('the vmauth fixture starts before the tests');
+      return fixture.port;
+    },
   };
 }
 

@@ -3,7 +3,7 @@
 // object lives, and an unknown or unreachable cluster must stop the step with its name, never pass.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
@@ -22,16 +22,12 @@ import {
   MemoryCluster,
   ns,
   rolloutObject,
-  startVmauthFixture,
   threeZones,
   untilSettled,
+  useVmauthFixture,
 } from './memory-cluster.ts';
 
-let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
-before(async () => {
-  vmauth = await startVmauthFixture();
-});
-after(() => vmauth.close());
+const vmauth = useVmauthFixture();
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const token = 'remote-token-do-not-show';
@@ -100,6 +96,36 @@ function setup(options: { spec?: string; unreachable?: string } = {}) {
       readBackends(parseSpecDocument(spec()), ns),
     );
   return { hub, remotes, clusters, step, routed, reconciler };
+}
+
+/** Makes zone-c an object of another kind in eu-c, and routes the hub's VMUser to it by that kind's crd ref. */
+function zoneCAs(
+  hub: MemoryCluster,
+  c: MemoryCluster,
+  object: { apiVersion: string; kind: string; name: string; spec: Record<string, unknown> },
+  targetKind: string,
+): void {
+  c.objects.clear();
+  c.put({
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name: object.name, namespace: ns, generation: 1 },
+    spec: object.spec,
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  });
+  const crd = (kind: string, name: string) => ({ crd: { kind, name, namespace: ns } });
+  hub.put({
+    ...hub.getStored('VMUser', 'vmauth-read'),
+    apiVersion: vmApi,
+    kind: 'VMUser',
+    spec: {
+      targetRefs: [
+        crd('VMCluster/vmselect', 'vm-zone-a'),
+        crd('VMCluster/vmselect', 'vm-zone-b'),
+        crd(targetKind, object.name),
+      ],
+    },
+  });
 }
 
 async function untilDone(step: () => ReturnType<ReturnType<typeof setup>['step']>) {
@@ -180,28 +206,12 @@ test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolle
   doc.zones['zone-c'] = { cluster: 'eu-c', vmsingle: 'single-c' };
   const { hub, remotes, clusters, step } = setup({ spec: JSON.stringify(doc) });
   const c = remotes['eu-c'] as MemoryCluster;
-  c.objects.clear();
-  c.put({
-    apiVersion: vmApi,
-    kind: 'VMSingle',
-    metadata: { name: 'single-c', namespace: ns, generation: 1 },
-    spec: { retentionPeriod: '1' },
-    status: { updateStatus: 'operational', observedGeneration: 1 },
-  });
-  const vmuser = hub.getStored('VMUser', 'vmauth-read');
-  const crd = (kind: string, name: string) => ({ crd: { kind, name, namespace: ns } });
-  hub.put({
-    ...vmuser,
-    apiVersion: vmApi,
-    kind: 'VMUser',
-    spec: {
-      targetRefs: [
-        crd('VMCluster/vmselect', 'vm-zone-a'),
-        crd('VMCluster/vmselect', 'vm-zone-b'),
-        crd('VMSingle', 'single-c'),
-      ],
-    },
-  });
+  zoneCAs(
+    hub,
+    c,
+    { apiVersion: vmApi, kind: 'VMSingle', name: 'single-c', spec: { retentionPeriod: '1' } },
+    'VMSingle',
+  );
   assert.equal((await untilDone(() => step('zone-c', 'drainReads'))).phase, 'Successful');
   assert.equal((await step('zone-c', 'apply')).phase, 'Successful');
   assert.equal(c.getStored('VMSingle', 'single-c').spec?.clusterVersion, 'v1.152.0-cluster', 'changed there');
@@ -239,30 +249,19 @@ test('a VLCluster zone in a registered cluster: leased and changed there; an Abo
   doc.vlagent = { vlagent: 'vlagent' };
   const { hub, remotes, clusters, step } = setup({ spec: JSON.stringify(doc) });
   const c = remotes['eu-c'] as MemoryCluster;
-  c.objects.clear();
-  c.put({
-    apiVersion: 'operator.victoriametrics.com/v1',
-    kind: 'VLCluster',
-    metadata: { name: 'logs-c', namespace: ns, generation: 1 },
-    spec: { vlstorage: { retentionPeriod: '1d' } },
-    status: { updateStatus: 'operational', observedGeneration: 1 },
-  });
-  const vmuser = hub.getStored('VMUser', 'vmauth-read');
-  const crd = (kind: string, name: string) => ({ crd: { kind, name, namespace: ns } });
-  hub.put({
-    ...vmuser,
-    apiVersion: vmApi,
-    kind: 'VMUser',
-    spec: {
-      targetRefs: [
-        crd('VMCluster/vmselect', 'vm-zone-a'),
-        crd('VMCluster/vmselect', 'vm-zone-b'),
-        crd('VLCluster/vlselect', 'logs-c'),
-      ],
+  zoneCAs(
+    hub,
+    c,
+    {
+      apiVersion: 'operator.victoriametrics.com/v1',
+      kind: 'VLCluster',
+      name: 'logs-c',
+      spec: { vlstorage: { retentionPeriod: '1d' } },
     },
-  });
+    'VLCluster/vlselect',
+  );
   const names = () =>
-    (hub.getStored('VMUser', 'vmauth-read').spec?.targetRefs as { crd: { name: string } }[]).map(
+    ((hub.getStored('VMUser', 'vmauth-read').spec?.targetRefs ?? []) as { crd: { name: string } }[]).map(
       (r) => r.crd.name,
     );
   const drained = await untilDone(() => step('zone-c', 'drainReads'));

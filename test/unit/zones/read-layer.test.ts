@@ -3,7 +3,7 @@
 // back in each that had it, and a rollback after an Abort puts it back in each too.
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients, podAccessAnnotation } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
@@ -21,17 +21,13 @@ import {
   ns,
   rolloutObject,
   specDocument,
-  startVmauthFixture,
   threeZones,
   untilSettled,
+  useVmauthFixture,
   zoneNames,
 } from './memory-cluster.ts';
 
-let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
-before(async () => {
-  vmauth = await startVmauthFixture();
-});
-after(() => vmauth.close());
+const vmauth = useVmauthFixture();
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const pods = [{ labelSelector: 'app=vmauth', port: 'http' }];
