@@ -31,6 +31,7 @@ async function startPlugin(): Promise<void> {
     { watchedObjects },
     { loadKubeConfig },
     { reconcilerWatchedKinds },
+    { unreadFields },
   ] = await Promise.all([
     import('./gates/provider.ts'),
     import('./goplugin/index.ts'),
@@ -42,6 +43,7 @@ async function startPlugin(): Promise<void> {
     import('./kube/watched-objects.ts'),
     import('./kube/objects.ts'),
     import('./zones/reconciler.ts'),
+    import('./rollouts/views.ts'),
   ]);
   const logger = createLogger('vmzones');
   // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
@@ -68,6 +70,7 @@ async function startPlugin(): Promise<void> {
   servePlugin({
     cookieKey,
     logger,
+    ignoredFields: unreadFields,
     notLaunchedHint:
       'vmzones is an Argo Rollouts plugin (vmzones/step, vmzones/gates): register it in the argo-rollouts-config ConfigMap. ' +
       'By hand, run it without the cookie: `vmzones --help`.',
