@@ -167,7 +167,10 @@ const value = {
     },
     Strategy: {
       Canary: {
-        Steps: [{ SetWeight: 20 }, { Plugin: { Name: 'vmzones/step', Config: new TextEncoder().encode('{"a":1}') } }],
+        Steps: [
+          { SetWeight: 20 },
+          { Plugin: { Name: 'vmzones/step', Config: new TextEncoder().encode('{"a":1}') } },
+        ],
       },
     },
   },
