@@ -40,13 +40,7 @@ export const pluginNodeFlags = ['--max-semi-space-size=1', '--max-opt=2', '--no-
 export function pluginEntry(root: string): { location: string; args: string[] } {
   return {
     location: `file://${root}/lib/${loaderName}`,
-    args: [
-      '--library-path',
-      `${root}/lib`,
-      `${root}/bin/node`,
-      ...pluginNodeFlags,
-      `${root}/vmzones.mjs`,
-    ],
+    args: ['--library-path', `${root}/lib`, `${root}/bin/node`, ...pluginNodeFlags, `${root}/vmzones.mjs`],
   };
 }
 
