@@ -5,6 +5,8 @@
 // (docs/cli.md, "Node versions").
 
 import { runtimeProblem } from './cli/runtime.ts';
+import type { KubeObjects } from './kube/objects.ts';
+import type { RpcObserver } from './rollouts/rpc-observer.ts';
 
 const cookieKey = 'ARGO_ROLLOUTS_RPC_PLUGIN';
 if (process.env[cookieKey] === undefined) {
@@ -20,29 +22,29 @@ if (process.env[cookieKey] === undefined) {
 }
 
 async function startPlugin(): Promise<void> {
-  const [
-    { createGatesProvider },
-    { createLogger, servePlugin },
-    metric,
-    step,
-    { createZoneStepPlugin },
-    observing,
-    { checkZoneQueue },
-    { watchedObjects },
-    { loadKubeConfig },
-    { reconcilerWatchedKinds },
-  ] = await Promise.all([
-    import('./gates/provider.ts'),
-    import('./goplugin/index.ts'),
-    import('./rollouts/metric-service.ts'),
-    import('./rollouts/step-service.ts'),
-    import('./zones/step-plugin.ts'),
-    import('./observe/index.ts'),
-    import('./gates/zone-queue-check.ts'),
-    import('./kube/watched-objects.ts'),
-    import('./kube/objects.ts'),
-    import('./zones/reconciler.ts'),
-  ]);
+  const role = process.env[cookieKey];
+  // Only the served role's modules and, without an --observe-* flag, no observe endpoint (express) are
+  // evaluated: each evaluated module costs the plugin process heap and code space (docs/testing.md, "Plugin process").
+  const wantsObserve = process.argv.slice(2).some((arg) => arg.startsWith('--observe-'));
+  const [{ createLogger, servePlugin }, { unreadFields }, stepRole, metricRole, observing] =
+    await Promise.all([
+      import('./goplugin/index.ts'),
+      import('./rollouts/views.ts'),
+      role === 'step'
+        ? Promise.all([
+            import('./rollouts/step-service.ts'),
+            import('./zones/step-plugin.ts'),
+            import('./gates/zone-queue-check.ts'),
+            import('./kube/watched-objects.ts'),
+            import('./kube/objects.ts'),
+            import('./zones/reconciler.ts'),
+          ])
+        : undefined,
+      role === 'metricprovider'
+        ? Promise.all([import('./rollouts/metric-service.ts'), import('./gates/provider.ts')])
+        : undefined,
+      wantsObserve ? import('./observe/index.ts') : undefined,
+    ]);
   const logger = createLogger('vmzones');
   // InitPlugin is never retried on the same process, so a failed init must end the process to get a fresh one.
   // The services call this only after the error reply was written to the socket, so the controller reads the
@@ -56,47 +58,63 @@ async function startPlugin(): Promise<void> {
     },
   };
   // The observe endpoint (docs/observe.md), only with --observe-address in the plugin's args.
-  let observe: ReturnType<typeof observing.startObserve>;
-  try {
-    observe = observing.startObserve({ role: process.env[cookieKey], argv: process.argv.slice(2), logger });
-  } catch (error) {
-    if (!(error instanceof observing.ObserveFlagError)) throw error;
-    logger.error('bad observe flag in the plugin args (argo-rollouts-config)', { error: error.message });
-    process.exit(1);
+  let observe: { kube: (() => KubeObjects) | undefined; rpc: RpcObserver | undefined } = {
+    kube: undefined,
+    rpc: undefined,
+  };
+  if (observing !== undefined) {
+    try {
+      observe = observing.startObserve({ role, argv: process.argv.slice(2), logger });
+    } catch (error) {
+      if (!(error instanceof observing.ObserveFlagError)) throw error;
+      logger.error('bad observe flag in the plugin args (argo-rollouts-config)', { error: error.message });
+      process.exit(1);
+    }
   }
   const kube = observe.kube;
+  const stepPlugins = ([
+    step,
+    { createZoneStepPlugin },
+    { checkZoneQueue },
+    { watchedObjects },
+    { loadKubeConfig },
+    { reconcilerWatchedKinds },
+  ]: NonNullable<typeof stepRole>) => ({
+    [step.stepDispenseName]: step.stepService(
+      createZoneStepPlugin({
+        ...(kube ? { kube: kube() } : {}),
+        queueCheck: checkZoneQueue,
+        // The reconciler's per-pass reads from watches (docs/scale.md).
+        watch: (live, namespaces) =>
+          watchedObjects(live, {
+            kubeConfig: loadKubeConfig(),
+            kinds: reconcilerWatchedKinds,
+            namespaces,
+            onProblem: (message) => logger.warn(message),
+          }),
+      }),
+      hooks,
+      observe.rpc,
+    ),
+  });
+  const metricPlugins = ([metric, { createGatesProvider }]: NonNullable<typeof metricRole>) => ({
+    [metric.metricDispenseName]: metric.metricService(
+      createGatesProvider(kube ? { kube } : {}),
+      hooks,
+      observe.rpc,
+    ),
+  });
   servePlugin({
     cookieKey,
     logger,
+    ignoredFields: unreadFields,
     notLaunchedHint:
       'vmzones is an Argo Rollouts plugin (vmzones/step, vmzones/gates): register it in the argo-rollouts-config ConfigMap. ' +
       'By hand, run it without the cookie: `vmzones --help`.',
+    // The cookie picks one role; servePlugin refuses any other value, naming both.
     roles: {
-      step: {
-        [step.stepDispenseName]: step.stepService(
-          createZoneStepPlugin({
-            ...(kube ? { kube: kube() } : {}),
-            queueCheck: checkZoneQueue,
-            // The reconciler's per-pass reads from watches (docs/scale.md).
-            watch: (live, namespaces) =>
-              watchedObjects(live, {
-                kubeConfig: loadKubeConfig(),
-                kinds: reconcilerWatchedKinds,
-                namespaces,
-                onProblem: (message) => logger.warn(message),
-              }),
-          }),
-          hooks,
-          observe.rpc,
-        ),
-      },
-      metricprovider: {
-        [metric.metricDispenseName]: metric.metricService(
-          createGatesProvider(kube ? { kube } : {}),
-          hooks,
-          observe.rpc,
-        ),
-      },
+      step: stepRole ? stepPlugins(stepRole) : {},
+      metricprovider: metricRole ? metricPlugins(metricRole) : {},
     },
   }).catch((error: unknown) => {
     logger.error('plugin server failed', { error: error instanceof Error ? error.message : String(error) });

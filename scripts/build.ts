@@ -30,6 +30,11 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
     format: 'esm',
     sourcemap: 'linked',
     legalComments: 'none',
+    // Whitespace and syntax only (names are kept for stack traces; the linked source map maps positions back):
+    // V8 keeps a bundle's whole source in the heap of every plugin process, so this is ~4 MiB of RSS per process
+    // for vmzones.mjs (docs/testing.md, "Plugin process").
+    minifyWhitespace: true,
+    minifySyntax: true,
     define: {
       VMZONES_VERSION: JSON.stringify(pkg.version),
       VMZONES_NODE_ENGINE: JSON.stringify(pkg.engines.node),

@@ -29,17 +29,18 @@ export const pinnedNode = join(repoRoot, 'node_modules', 'node', 'bin', 'node');
 export const installedAt = '/opt/vmzones';
 export const loaderName = 'ld-linux-x86-64.so.2';
 
+/**
+ * The Node flags of the plugin processes, measured under the RPC benchmark (docs/testing.md, "Plugin process"):
+ * a 1 MiB young generation keeps the heap near its idle size; no TurboFan (Maglev is the top tier) and no
+ * compiler threads spare the binary's TurboFan pages and the compile zones, ~10 MiB of peak RSS together.
+ */
+export const pluginNodeFlags = ['--max-semi-space-size=1', '--max-opt=2', '--no-concurrent-recompilation'];
+
 /** The argo-rollouts-config entry for a runtime folder at `root` (manifests use installedAt). */
 export function pluginEntry(root: string): { location: string; args: string[] } {
   return {
     location: `file://${root}/lib/${loaderName}`,
-    args: [
-      '--library-path',
-      `${root}/lib`,
-      `${root}/bin/node`,
-      '--max-semi-space-size=1',
-      `${root}/vmzones.mjs`,
-    ],
+    args: ['--library-path', `${root}/lib`, `${root}/bin/node`, ...pluginNodeFlags, `${root}/vmzones.mjs`],
   };
 }
 

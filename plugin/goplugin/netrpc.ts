@@ -6,7 +6,7 @@
 // server stops reading, because the host's rpc.Client for this channel is dead from then on anyway.
 
 import { GobDecoder, GobEncoder } from './gob/index.ts';
-import type { GobSchema, GobValue } from './gob/types.ts';
+import type { GobIgnoredFields, GobSchema, GobValue } from './gob/types.ts';
 import { GobInterface, GobOpaque } from './gob/types.ts';
 import type { Logger } from './hclog.ts';
 import { silentLogger } from './hclog.ts';
@@ -80,6 +80,8 @@ export interface NetRpcServerOptions {
   readonly logger?: Logger;
   /** Passed to the GobDecoder. */
   readonly decoderLimits?: ConstructorParameters<typeof GobDecoder>[0];
+  /** Request fields no handler reads, passed to the GobDecoder (walked, never built). */
+  readonly ignoredFields?: GobIgnoredFields;
 }
 
 interface RequestHeader {
@@ -140,7 +142,7 @@ export class NetRpcServer {
     this.#channel = channel;
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
-    this.#decoder = new GobDecoder(options.decoderLimits);
+    this.#decoder = new GobDecoder(options.decoderLimits, options.ignoredFields);
     channel.setReceiver({
       data: (chunk) => this.push(chunk),
       end: () => this.#onPeerEnd(),

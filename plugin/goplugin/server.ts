@@ -11,6 +11,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
+import type { GobIgnoredFields } from './gob/index.ts';
 import type { Logger } from './hclog.ts';
 import { createLogger } from './hclog.ts';
 import {
@@ -40,6 +41,11 @@ export interface ServePluginOptions {
   readonly appProtocolVersion?: number;
   /** unix (default, like go-plugin on Linux) or tcp on 127.0.0.1 within PLUGIN_MIN_PORT..PLUGIN_MAX_PORT. */
   readonly network?: 'unix' | 'tcp';
+  /**
+   * Request fields the dispensed plugins never read (e.g. a Rollout's pod spec): their gob is walked and
+   * checked but not built, which is most of a big Plugin.Run's decode cost. Never applied to the control stream.
+   */
+  readonly ignoredFields?: GobIgnoredFields;
   /** Extra sentence for the "not launched by the host" message. */
   readonly notLaunchedHint?: string;
   /** Exit if the host has not connected within this time. Default 120 s. */
@@ -60,6 +66,8 @@ export class PluginStartError extends Error {
 export interface ConnectionOptions {
   readonly plugins: PluginSet;
   readonly logger: Logger;
+  /** See ServePluginOptions.ignoredFields. */
+  readonly ignoredFields?: GobIgnoredFields;
   /** Called once when the connection is over; code 0 = orderly (Quit, host hung up), 1 = failure. */
   readonly onDone: (code: number, reason: string) => void;
 }
@@ -172,7 +180,12 @@ export function servePluginConnection(socket: Duplex, options: ConnectionOptions
             write: (data) => stream.write(data),
             close: () => stream.close(),
           },
-          { services: { Plugin: service }, logger, onFatal: fatal(`plugin stream ${stream.id} (${name})`) },
+          {
+            services: { Plugin: service },
+            logger,
+            onFatal: fatal(`plugin stream ${stream.id} (${name})`),
+            ...(options.ignoredFields ? { ignoredFields: options.ignoredFields } : {}),
+          },
         );
         // The NetRpcServer attached itself as `forward` in its constructor.
         if (rest.length > 0) (forward as { data(chunk: Uint8Array): void } | undefined)?.data(rest);
@@ -388,6 +401,7 @@ export async function servePlugin(options: ServePluginOptions): Promise<void> {
       servePluginConnection(socket, {
         plugins,
         logger,
+        ...(options.ignoredFields ? { ignoredFields: options.ignoredFields } : {}),
         onDone: (code, reason) => {
           shutdown(code, reason);
           resolve();

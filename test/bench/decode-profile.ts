@@ -1,10 +1,11 @@
 // Profiles the in-process part of one Plugin.Run: gob decode of the bench's Run request body and the typed
 // Rollout view, on the streams `bin/bench -dump-gob DIR` writes. By hand:
 //   ./test/bench/bin/bench -node x -bundle x -sample x -dump-gob /tmp/g
-//   ./node_modules/.bin/node [--cpu-prof] test/bench/decode-profile.ts /tmp/g/field-heavy.gob
+//   ./node_modules/.bin/node [--cpu-prof] test/bench/decode-profile.ts /tmp/g/field-heavy.gob [rounds] [full]
+// Decodes like vmzones (the fields no view reads walked, not built); `full` builds every field instead.
 import { readFileSync } from 'node:fs';
 import { GobDecoder } from '../../plugin/goplugin/gob/index.ts';
-import { rolloutView } from '../../plugin/rollouts/views.ts';
+import { rolloutView, unreadFields } from '../../plugin/rollouts/views.ts';
 import { unwrapInterface } from '../../plugin/rollouts/wire-read.ts';
 
 const stream = new Uint8Array(readFileSync(process.argv[2] ?? '/tmp/perfgob/field-heavy.gob'));
@@ -15,7 +16,7 @@ probe.push(stream);
 probe.next();
 const firstEnd = stream.length - probe.bufferedBytes;
 const steady = stream.subarray(firstEnd);
-const decoder = new GobDecoder();
+const decoder = new GobDecoder(undefined, process.argv[4] === 'full' ? undefined : unreadFields);
 decoder.push(stream.subarray(0, firstEnd));
 decoder.next();
 const decodeNs: number[] = [];

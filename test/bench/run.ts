@@ -8,13 +8,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pluginNodeFlags } from '../../scripts/package.ts';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..', '..');
 const binDir = join(benchDir, 'bin');
 const node = join(repoRoot, 'node_modules', 'node', 'bin', 'node');
 const bundle = join(repoRoot, 'dist', 'fixture-plugin.mjs');
-const recommendedNodeFlags = ['--max-semi-space-size=1'];
 
 function run(command: string, args: readonly string[], what: string): void {
   const result = spawnSync(command, args, { cwd: benchDir, stdio: 'inherit' });
@@ -50,9 +50,8 @@ run(
   [
     '-node',
     node,
-    // The flags vmzones documents for the ConfigMap's args: a 1 MiB young generation keeps peak RSS near the
-    // idle footprint without costing latency (measured: 88 → 68 MiB, same p50).
-    `-node-flags=${recommendedNodeFlags.join(' ')}`,
+    // The Node flags the ConfigMap's args give the plugin (scripts/package.ts, docs/testing.md "Plugin process").
+    `-node-flags=${pluginNodeFlags.join(' ')}`,
     '-bundle',
     bundle,
     '-sample',

@@ -6,7 +6,7 @@
 // than one that arrives whole.
 
 import { IncompleteInput } from './cursor.ts';
-import { GobError, type GobValue } from './types.ts';
+import { GobError, type GobIgnoredFields, type GobValue } from './types.ts';
 import { ValueReader } from './value-reader.ts';
 
 export interface GobDecoderLimits {
@@ -38,7 +38,7 @@ export class GobDecoder {
   private needed = 1;
   private failure: GobError | undefined;
 
-  constructor(limits?: Partial<GobDecoderLimits>) {
+  constructor(limits?: Partial<GobDecoderLimits>, ignored?: GobIgnoredFields) {
     const l = { ...defaultGobDecoderLimits, ...limits };
     for (const [name, v] of Object.entries(l)) {
       if (!Number.isSafeInteger(v) || v < 1) {
@@ -46,7 +46,7 @@ export class GobDecoder {
       }
     }
     this.maxMessageBytes = l.maxMessageBytes;
-    this.reader = new ValueReader(l.maxDepth, l.maxTypes);
+    this.reader = new ValueReader(l.maxDepth, l.maxTypes, ignored);
   }
 
   /** Bytes pushed but not yet consumed by a decoded value (tells a clean EOF from a truncated one). */

@@ -15,6 +15,7 @@ export {
   type GobComplex,
   GobError,
   type GobField,
+  type GobIgnoredFields,
   GobInterface,
   GobOpaque,
   type GobSchema,

@@ -68,6 +68,13 @@ export interface GobField {
   readonly type: GobSchema;
 }
 
+/**
+ * Struct fields a stream's reader never uses, by Go struct type name (as on the wire, e.g. "ObjectMeta"):
+ * the decoder walks and checks them like any field but builds nothing, which is most of the cost of a big
+ * value whose reader needs a small part of it.
+ */
+export type GobIgnoredFields = Readonly<Record<string, readonly string[]>>;
+
 /** Errors of the codec carry a code so callers can tell corrupt input from misuse. */
 export class GobError extends Error {
   readonly code: 'corrupt' | 'limit' | 'unsupported' | 'encode';

@@ -12,7 +12,14 @@
 // arrive a few at a time.
 
 import { MessageCursor } from './cursor.ts';
-import { GobError, GobInterface, GobOpaque, type GobStruct, type GobValue } from './types.ts';
+import {
+  GobError,
+  type GobIgnoredFields,
+  GobInterface,
+  GobOpaque,
+  type GobStruct,
+  type GobValue,
+} from './types.ts';
 import { readWireType } from './wire-type-reader.ts';
 import {
   basicNodes,
@@ -43,10 +50,16 @@ export class ValueReader implements TypeTable {
   private base = 0;
   private readonly maxDepth: number;
   private readonly maxTypes: number;
+  private readonly ignored: GobIgnoredFields;
 
-  constructor(maxDepth: number, maxTypes: number) {
+  constructor(maxDepth: number, maxTypes: number, ignored: GobIgnoredFields = {}) {
     this.maxDepth = maxDepth;
     this.maxTypes = maxTypes;
+    this.ignored = ignored;
+  }
+
+  ignores(structName: string, fieldName: string): boolean {
+    return Object.hasOwn(this.ignored, structName) && this.ignored[structName]!.includes(fieldName);
   }
 
   lookup(id: number): WireDef | undefined {
@@ -197,10 +210,96 @@ export class ValueReader implements TypeTable {
       }
       fieldnum += delta;
       const field = fields[fieldnum]!;
-      const v = this.item(field.type, depth + 1);
-      if (field.exported) out[field.name] = v;
+      if (field.kept) out[field.name] = this.item(field.type, depth + 1);
+      else this.skip(field.type, depth + 1);
     }
     return out;
+  }
+
+  /**
+   * Go's ignore ops: walks a value the way item() reads it, with the same checks, building nothing (an
+   * unexported or ignored field). A scalar is one uint on the wire whatever its kind (floats included).
+   */
+  private skip(node: TypeNode, depth: number): void {
+    const c = this.cursor;
+    switch (node.kind) {
+      case Kind.bool:
+      case Kind.int:
+      case Kind.uint:
+      case Kind.float:
+        c.readUint();
+        return;
+      case Kind.complex:
+        c.readUint();
+        c.readUint();
+        return;
+      case Kind.bytes:
+        c.skip(c.readLength('[]byte'));
+        return;
+      case Kind.string:
+        c.skip(c.readLength('string'));
+        return;
+      case Kind.opaque:
+        c.skip(c.readLength((node as WireDef).opaqueKind));
+        return;
+      case Kind.interface:
+        // Rare in ignored data; its type definitions must still be read, so it is decoded and dropped.
+        this.interfaceValue(depth);
+        return;
+      case Kind.struct:
+        this.skipStruct(node as WireDef, depth);
+        return;
+      case Kind.slice:
+      case Kind.array: {
+        const def = node as WireDef;
+        const count = c.readUint();
+        if (node.kind === Kind.array && count !== def.len) {
+          throw new GobError('corrupt', `array of ${count} elements for type ${def.id} of length ${def.len}`);
+        }
+        this.enter(depth);
+        for (let i = 0; i < count; i++) {
+          if (c.pos >= c.end) {
+            throw new GobError('corrupt', `${count} elements of type ${def.id} exceed the message`);
+          }
+          this.skip(def.elem!, depth + 1);
+        }
+        return;
+      }
+      case Kind.map: {
+        const def = node as WireDef;
+        this.enter(depth);
+        const count = c.readUint();
+        for (let i = 0; i < count; i++) {
+          if (c.pos >= c.end) {
+            throw new GobError('corrupt', `${count} map entries of type ${def.id} exceed the message`);
+          }
+          this.skip(def.key!, depth + 1);
+          this.skip(def.elem!, depth + 1);
+        }
+        return;
+      }
+      default:
+        throw new GobError('unsupported', `type kind ${node.kind}`);
+    }
+  }
+
+  private skipStruct(def: WireDef, depth: number): void {
+    this.enter(depth);
+    const c = this.cursor;
+    const fields = def.fields;
+    let fieldnum = -1;
+    while (c.pos < c.end) {
+      const delta = c.readUint();
+      if (delta === 0) break;
+      if (fieldnum >= fields.length - delta) {
+        throw new GobError(
+          'corrupt',
+          `field number ${fieldnum + delta} out of range for type ${def.id} (${def.name})`,
+        );
+      }
+      fieldnum += delta;
+      this.skip(fields[fieldnum]!.type, depth + 1);
+    }
   }
 
   private sequence(def: WireDef, count: number, depth: number): GobValue[] {

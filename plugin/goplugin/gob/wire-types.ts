@@ -34,6 +34,8 @@ export interface ResolvedField {
   readonly name: string;
   /** Go's decoder only fills exported fields (first rune upper case); others are decoded and dropped. */
   readonly exported: boolean;
+  /** Exported and not ignored by the decoder's owner: only such fields are built (see TypeTable.ignores). */
+  readonly kept: boolean;
   readonly type: TypeNode;
 }
 
@@ -77,6 +79,8 @@ const exportedName = /^\p{Lu}/u;
 
 export interface TypeTable {
   lookup(id: number): WireDef | undefined;
+  /** A field no reader of this stream uses: it is walked (and checked) like any other, but never built. */
+  ignores(structName: string, fieldName: string): boolean;
 }
 
 /**
@@ -124,7 +128,9 @@ export function resolve(root: WireDef, table: TypeTable): void {
         if (f.name === '') {
           throw new GobError('corrupt', `empty name for a field of type ${def.id} (${def.name})`);
         }
-        return { name: f.name, exported: exportedName.test(f.name), type: node(f.id, def) };
+        const exported = exportedName.test(f.name);
+        const kept = exported && !table.ignores(def.name, f.name);
+        return { name: f.name, exported, kept, type: node(f.id, def) };
       });
     } else if (def.opaque) {
       def.kind = Kind.opaque;
