@@ -1,14 +1,16 @@
 package conformance_test
 
 import (
-	"bytes"
 	"encoding/gob"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	metricrpc "github.com/argoproj/argo-rollouts/metricproviders/plugin/rpc"
 	steprpc "github.com/argoproj/argo-rollouts/rollout/steps/plugin/rpc"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"vmzones/test/conformance/gobjson"
+	"vmzones/test/conformance/launch"
 	"vmzones/test/conformance/payloads"
 )
 
@@ -41,13 +44,6 @@ func fuzzSettings(t *testing.T) (count int, seed int64) {
 	return count, seed
 }
 
-// gobEncodable reports whether Go's gob can encode v at all (random values can hold nil
-// pointers inside slices or maps, which gob refuses before anything reaches the wire).
-func gobEncodable(v any) bool {
-	var args any = v
-	return gob.NewEncoder(&bytes.Buffer{}).Encode(&args) == nil
-}
-
 // TestDifferentialFuzz sends random Rollouts, AnalysisRuns, Metrics and Measurements through the
 // controller's RPC clients and compares the fixture's raw echo (what TS decoded) with the Go value.
 // Two integer ranges run as separate subtests: Kubernetes-realistic (|v| ≤ 2^53-1, which JS numbers
@@ -71,92 +67,152 @@ func TestDifferentialFuzz(t *testing.T) {
 // ones say everything; hundreds of identical diffs say nothing).
 const fuzzFailureLimit = 5
 
-// fuzzChunk iterations share one pair of plugin processes. A bigger count runs in chunks, each a subtest with
-// fresh processes, so that no session outlives the harness watchdog (sessionWatchdog): 1,000 iterations took
-// over 3 minutes on a 2-core machine shared with other builds (load average ~20), 250 stay well under it.
-const fuzzChunk = 250
+// fuzzChunk iterations share one pair of plugin processes; a bigger count runs in chunks, each a subtest with
+// fresh processes (a progress line every chunk, and no process's history grows without bound). The watchdog
+// counts from the last answered Ping (sessionWatchdog), so a chunk's length is not bounded by it.
+const fuzzChunk = 2500
 
-type fuzzTally struct {
-	stepRuns, metricRuns, skipped, stepFailures, metricFailures int
+// fuzzStream is one kind of comparison (step Run, metric Resume) in one integer range: its own random
+// source, so that both kinds run concurrently and each stays reproducible from the seed.
+type fuzzStream struct {
+	what     string
+	filler   *randfill.Filler
+	gobCheck *gob.Encoder
+	runs     int
+	skipped  int
+	failures int
+}
+
+func newFuzzStream(what string, seed int64, safeInts bool) *fuzzStream {
+	return &fuzzStream{what: what, filler: payloads.NewFiller(seed, safeInts), gobCheck: gob.NewEncoder(io.Discard)}
+}
+
+// encodable reports whether Go's gob can encode v at all (random values can hold nil pointers inside
+// slices or maps, which gob refuses before anything reaches the wire; net/rpc would then close the
+// connection). One encoder per stream: it sends the big type descriptors once, as net/rpc's does.
+func (s *fuzzStream) encodable(v any) bool {
+	var args any = v
+	return s.gobCheck.Encode(&args) == nil
+}
+
+// done reports whether the stream stopped comparing (too many failures).
+func (s *fuzzStream) done() bool { return s.failures >= fuzzFailureLimit }
+
+// fail records a failing iteration.
+func (s *fuzzStream) fail(t *testing.T, iteration int, format string, args ...any) {
+	t.Helper()
+	s.failures++
+	t.Errorf("iteration %d %s: %s", iteration, s.what, fmt.Sprintf(format, args...))
 }
 
 func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
-	filler := payloads.NewFiller(seed, safeInts)
-	var f fuzzTally
+	step := newFuzzStream("step Run", seed, safeInts)
+	metric := newFuzzStream("metric Resume", seed+1, safeInts)
+	began := time.Now()
 	if count <= fuzzChunk {
-		fuzzRange(t, filler, 0, count, &f)
+		fuzzRange(t, step, metric, 0, count)
 	} else {
 		for from := 0; from < count; from += fuzzChunk {
 			to := min(from+fuzzChunk, count)
-			t.Run(fmt.Sprintf("iterations%d-%d", from, to-1), func(t *testing.T) { fuzzRange(t, filler, from, to, &f) })
+			t.Run(fmt.Sprintf("iterations%d-%d", from, to-1), func(t *testing.T) { fuzzRange(t, step, metric, from, to) })
 		}
 	}
-	t.Logf("ran %d step Run and %d metric Resume comparisons; %d random values gob itself refuses were skipped", f.stepRuns, f.metricRuns, f.skipped)
-	if f.stepFailures >= fuzzFailureLimit || f.metricFailures >= fuzzFailureLimit {
-		t.Errorf("stopped comparing after %d failing iterations (step %d, metric %d)", fuzzFailureLimit, f.stepFailures, f.metricFailures)
+	elapsed := time.Since(began)
+	compared := step.runs + metric.runs
+	t.Logf("ran %d step Run and %d metric Resume comparisons in %.1f s (%.2f ms each); %d random values gob itself refuses were skipped",
+		step.runs, metric.runs, elapsed.Seconds(), float64(elapsed.Milliseconds())/float64(max(compared, 1)), step.skipped+metric.skipped)
+	if step.done() || metric.done() {
+		t.Errorf("stopped comparing after %d failing iterations (step %d, metric %d)", fuzzFailureLimit, step.failures, metric.failures)
 	}
-	if f.skipped > count/2 {
-		t.Errorf("%d of %d random values were not gob-encodable: the filler needs fixing", f.skipped, 2*count)
+	if skipped := step.skipped + metric.skipped; skipped > count/2 {
+		t.Errorf("%d of %d random values were not gob-encodable: the filler needs fixing", skipped, 2*count)
 	}
 }
 
-func fuzzRange(t *testing.T, filler *randfill.Filler, from, to int, f *fuzzTally) {
-	stepSess, step := stepSession(t, fixtureTarget(t))
-	metricSess, metric := metricSession(t, fixtureTarget(t))
-	rawConfig := json.RawMessage(`{"echo":"raw"}`)
-	for i := from; i < to; i++ {
-		rollout := payloads.RandomRollout(filler)
+// fuzzRange runs iterations [from, to) of both streams, each on its own plugin process, concurrently.
+func fuzzRange(t *testing.T, step, metric *fuzzStream, from, to int) {
+	stepSess, stepClient := stepSession(t, fixtureTarget(t))
+	metricSess, metricClient := metricSession(t, fixtureTarget(t))
+	var wg sync.WaitGroup
+	wg.Go(func() { step.steps(t, stepSess, stepClient, from, to) })
+	wg.Go(func() { metric.metrics(t, metricSess, metricClient, from, to) })
+	wg.Wait()
+}
+
+var rawEchoConfig = json.RawMessage(`{"echo":"raw"}`)
+
+func (s *fuzzStream) steps(t *testing.T, session *launch.Session, client *steprpc.StepPluginRPC, from, to int) {
+	for i := from; i < to && !s.done(); i++ {
+		rollout := payloads.RandomRollout(s.filler)
 		var status json.RawMessage
-		filler.Fill(&status)
-		context := &types.RpcStepContext{PluginName: "fuzz/" + strconv.Itoa(i), Config: rawConfig, Status: status}
-		stepArgs := steprpc.RunArgs{Rollout: rollout, Context: context}
-		switch {
-		case !gobEncodable(stepArgs):
-			f.skipped++
-		case f.stepFailures < fuzzFailureLimit:
-			f.stepRuns++
-			ping(t, stepSess)
-			result, rpcErr := step.Run(rollout, context)
-			if rpcErr.HasError() {
-				f.stepFailures++
-				t.Errorf("iteration %d: step Run returned RpcError %q", i, rpcErr.ErrorString)
-			} else if !sameRaw(t, i, "step Run", gobjson.Interface("step.RunArgs", stepArgs), result.Status) {
-				f.stepFailures++
-			}
+		s.filler.Fill(&status)
+		context := &types.RpcStepContext{PluginName: "fuzz/" + strconv.Itoa(i), Config: rawEchoConfig, Status: status}
+		args := steprpc.RunArgs{Rollout: rollout, Context: context}
+		if !s.encodable(args) {
+			s.skipped++
+			continue
 		}
-
-		run := payloads.RandomAnalysisRun(filler)
-		m := payloads.RandomMetric(filler)
-		m.Provider.Plugin = map[string]json.RawMessage{fixtureMetricName: rawConfig}
-		measurement := payloads.RandomMeasurement(filler)
-		metricArgs := metricrpc.TerminateAndResumeArgs{AnalysisRun: run, Metric: m, Measurement: measurement}
-		switch {
-		case !gobEncodable(metricArgs):
-			f.skipped++
-		case f.metricFailures < fuzzFailureLimit:
-			f.metricRuns++
-			ping(t, metricSess)
-			got := metric.Resume(run, m, measurement)
-			if got.Phase != "Successful" {
-				f.metricFailures++
-				t.Errorf("iteration %d: metric Resume returned {%q %q}", i, got.Phase, got.Message)
-			} else if !sameRaw(t, i, "metric Resume", gobjson.Interface("TerminateAndResumeArgs", metricArgs), []byte(`{"raw":`+got.Value+`}`)) {
-				f.metricFailures++
-			}
+		s.runs++
+		if err := pingSession(session); err != nil {
+			s.fail(t, i, "%v", err)
+			return
 		}
+		result, rpcErr := client.Run(rollout, context)
+		if rpcErr.HasError() {
+			s.fail(t, i, "returned RpcError %q", rpcErr.ErrorString)
+			continue
+		}
+		document, err := gobjson.ParseJSON(result.Status)
+		if err != nil {
+			s.fail(t, i, "status is not JSON: %v (first bytes: %q)", err, tail(string(result.Status), 300))
+			continue
+		}
+		envelope, ok := document.(map[string]any)
+		if !ok || envelope["raw"] == nil {
+			s.fail(t, i, "status has no \"raw\" echo (first bytes: %q)", tail(string(result.Status), 300))
+			continue
+		}
+		s.compare(t, i, gobjson.Interface("step.RunArgs", args), envelope["raw"])
 	}
 }
 
-func sameRaw(t *testing.T, iteration int, what string, want any, document []byte) bool {
+func (s *fuzzStream) metrics(t *testing.T, session *launch.Session, client *metricrpc.MetricsPluginRPC, from, to int) {
+	for i := from; i < to && !s.done(); i++ {
+		run := payloads.RandomAnalysisRun(s.filler)
+		m := payloads.RandomMetric(s.filler)
+		m.Provider.Plugin = map[string]json.RawMessage{fixtureMetricName: rawEchoConfig}
+		measurement := payloads.RandomMeasurement(s.filler)
+		args := metricrpc.TerminateAndResumeArgs{AnalysisRun: run, Metric: m, Measurement: measurement}
+		if !s.encodable(args) {
+			s.skipped++
+			continue
+		}
+		s.runs++
+		if err := pingSession(session); err != nil {
+			s.fail(t, i, "%v", err)
+			return
+		}
+		got := client.Resume(run, m, measurement)
+		if got.Phase != "Successful" {
+			s.fail(t, i, "returned {%q %q}", got.Phase, got.Message)
+			continue
+		}
+		echo, err := gobjson.ParseJSON([]byte(got.Value))
+		if err != nil {
+			s.fail(t, i, "value is not JSON: %v (first bytes: %q)", err, tail(got.Value, 300))
+			continue
+		}
+		s.compare(t, i, gobjson.Interface("TerminateAndResumeArgs", args), echo)
+	}
+}
+
+func (s *fuzzStream) compare(t *testing.T, iteration int, want, echo any) {
 	t.Helper()
-	diffs, err := gobjson.Compare(want, echoed(t, document, "raw"), 12)
-	if err != nil {
-		t.Errorf("iteration %d %s: %v", iteration, what, err)
-		return false
+	diffs, err := gobjson.CompareParsed(want, echo, 12)
+	switch {
+	case err != nil:
+		s.fail(t, iteration, "%v", err)
+	case len(diffs) > 0:
+		s.fail(t, iteration, "raw echo differs from Go's value:\n  %s", strings.Join(diffs, "\n  "))
 	}
-	if len(diffs) > 0 {
-		t.Errorf("iteration %d %s: raw echo differs from Go's value:\n  %s", iteration, what, strings.Join(diffs, "\n  "))
-		return false
-	}
-	return true
 }
