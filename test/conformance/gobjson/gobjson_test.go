@@ -248,3 +248,78 @@ func TestEqualAgreesWithDiff(t *testing.T) {
 		t.Error("Equal disagrees with Diff's number and length rules")
 	}
 }
+
+func parseThenNormalize(data []byte) (any, error) {
+	generic, err := ParseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	return Normalize(generic), nil
+}
+
+func assertParsesLikeTheTwoSteps(t *testing.T, data []byte) {
+	t.Helper()
+	want, wantErr := parseThenNormalize(data)
+	got, gotErr := ParseNormalized(data)
+	if (wantErr == nil) != (gotErr == nil) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseNormalized(%q) = %#v, %v; Normalize(ParseJSON) = %#v, %v", data, got, gotErr, want, wantErr)
+	}
+}
+
+// Texts as JSON.stringify and json.Marshal write them, the same with escapes, spacing and
+// duplicate keys, and byte-level mutations of them (mostly invalid JSON, which must fail alike).
+func TestParseNormalizedEqualsParseThenNormalize(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	fixed := []string{
+		`{"a":1,"a":0}`, `{"a":0,"a":1}`, `{"a":{},"b":[],"c":[0,false,"",{},[]],"d":-0.0e5,"e":1e-400}`,
+		`{"$time":"2020-01-01T01:00:00.500+01:00"}`, `{"$time":0}`, `"\ud800x\udc00\ud83d\ude00\u00e9\/\b\f\n\r\t\\"`,
+		"\"a\xffb\"", `{"k\u0000":1}`, ` [ 1 , 2 ] `, `{"a":1}}`, `{"a":1} x`, `[1,]`, `01`, `-`, `1.`, `1e`, `.5`,
+		`"\u12"`, "\"\x01\"", `tru`, `nul`, `[`, `{"a"`, `{"a":}`, `{,}`, `"\q"`, ``, `  `, `0`, `false`, `{"":""}`,
+		strings.Repeat("[", 1200) + strings.Repeat("]", 1200),
+	}
+	for _, s := range fixed {
+		assertParsesLikeTheTwoSteps(t, []byte(s))
+	}
+	for range 20000 {
+		data, err := json.Marshal(randomTree(r, 4))
+		if err != nil {
+			continue // NaN/Inf floats: json.Marshal refuses them
+		}
+		assertParsesLikeTheTwoSteps(t, data)
+		if p := (parser{data: data}); !fastPath(&p) {
+			t.Fatalf("%s took the encoding/json path: the test compares encoding/json with itself", data)
+		}
+		indented, _ := json.MarshalIndent(json.RawMessage(data), "", "\t ")
+		assertParsesLikeTheTwoSteps(t, indented)
+		mutated := bytes.Clone(data)
+		for range 1 + r.IntN(3) {
+			switch i := r.IntN(len(mutated)); r.IntN(3) {
+			case 0:
+				mutated[i] = byte(r.IntN(256))
+			case 1:
+				mutated[i] = `"\{}[],:0e-.u`[r.IntN(13)]
+			default:
+				mutated = append(mutated[:i:i], mutated[i+1:]...)
+			}
+			if len(mutated) == 0 {
+				break
+			}
+		}
+		assertParsesLikeTheTwoSteps(t, mutated)
+	}
+}
+
+// fastPath reports whether the one-pass parser handles data itself. Marshal's output qualifies unless it holds
+// escapes (\u0000, \", \\ and U+FFFD from invalid UTF-8 come back unescaped or not at all in a JSON text).
+func fastPath(p *parser) bool {
+	if bytes.Contains(p.data, []byte{'\\'}) {
+		return true
+	}
+	_, _, ok := p.value(0)
+	return ok && p.pos == len(p.data)
+}
+
+func FuzzParseNormalized(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"$time":"2020-01-01T00:00:00Z","b":"\u00e9"}],"a":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) { assertParsesLikeTheTwoSteps(t, data) })
+}

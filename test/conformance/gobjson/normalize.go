@@ -323,3 +323,13 @@ func CompareParsed(want, got any, limit int) ([]string, error) {
 	}
 	return Diff(w, g, limit), nil
 }
+
+// CompareInterface is CompareParsed(Interface(name, v), got, limit) for a got already normalized
+// (ParseNormalized), with the expected tree built in one walk (NormalizedInterface).
+func CompareInterface(name string, v, normalizedGot any, limit int) []string {
+	w := NormalizedInterface(name, v)
+	if Equal(w, normalizedGot) {
+		return nil
+	}
+	return Diff(w, normalizedGot, limit)
+}
