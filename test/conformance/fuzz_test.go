@@ -24,7 +24,7 @@ import (
 	"vmzones/test/conformance/payloads"
 )
 
-const defaultFuzzCount = 300
+const defaultFuzzCount = 500
 
 func fuzzSettings(t *testing.T) (count int, seed int64) {
 	t.Helper()
