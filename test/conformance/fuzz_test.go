@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,7 +57,14 @@ func TestDifferentialFuzz(t *testing.T) {
 	// The fuzz allocates many short-lived trees over a small live heap: fewer GC cycles (GC was ~8% of
 	// the harness's CPU at the default 100) for memory the machine has. Restored when both ranges end.
 	previous := debug.SetGCPercent(400)
-	t.Cleanup(func() { debug.SetGCPercent(previous) })
+	var compared atomic.Int64
+	began := time.Now()
+	t.Cleanup(func() {
+		debug.SetGCPercent(previous)
+		elapsed := time.Since(began)
+		t.Logf("differential fuzz: %d comparisons in %.1f s wall (%.2f ms per comparison, both ranges at once)",
+			compared.Load(), elapsed.Seconds(), float64(elapsed.Microseconds())/1000/float64(max(compared.Load(), 1)))
+	})
 	for _, c := range []struct {
 		name     string
 		safeInts bool
@@ -64,7 +72,7 @@ func TestDifferentialFuzz(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// Each range has its own plugin processes and sessions: on two cores both run at once.
 			t.Parallel()
-			fuzzOnce(t, count, seed, c.safeInts)
+			compared.Add(int64(fuzzOnce(t, count, seed, c.safeInts)))
 		})
 	}
 }
@@ -111,7 +119,8 @@ func (s *fuzzStream) fail(t *testing.T, iteration int, format string, args ...an
 	t.Errorf("iteration %d %s: %s", iteration, s.what, fmt.Sprintf(format, args...))
 }
 
-func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
+// fuzzOnce runs one integer range and returns how many comparisons it made.
+func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) int {
 	step := newFuzzStream("step Run", seed, safeInts)
 	metric := newFuzzStream("metric Resume", seed+1, safeInts)
 	began := time.Now()
@@ -125,14 +134,15 @@ func fuzzOnce(t *testing.T, count int, seed int64, safeInts bool) {
 	}
 	elapsed := time.Since(began)
 	compared := step.runs + metric.runs
-	t.Logf("ran %d step Run and %d metric Resume comparisons in %.1f s (%.2f ms each); %d random values gob itself refuses were skipped",
-		step.runs, metric.runs, elapsed.Seconds(), float64(elapsed.Milliseconds())/float64(max(compared, 1)), step.skipped+metric.skipped)
+	t.Logf("ran %d step Run and %d metric Resume comparisons in %.1f s; %d random values gob itself refuses were skipped",
+		step.runs, metric.runs, elapsed.Seconds(), step.skipped+metric.skipped)
 	if step.done() || metric.done() {
 		t.Errorf("stopped comparing after %d failing iterations (step %d, metric %d)", fuzzFailureLimit, step.failures, metric.failures)
 	}
 	if skipped := step.skipped + metric.skipped; skipped > count/2 {
 		t.Errorf("%d of %d random values were not gob-encodable: the filler needs fixing", skipped, 2*count)
 	}
+	return compared
 }
 
 // fuzzRange runs iterations [from, to) of both streams, each on its own plugin process, concurrently.
