@@ -109,6 +109,23 @@ func (s *fuzzStream) encodable(v any) bool {
 	return s.gobCheck.Encode(&args) == nil
 }
 
+// ready counts iteration i and pings the plugin as the controller does before each call. False: skip
+// the iteration (gob refuses the value), or stop the stream (the plugin did not answer: s.done).
+func (s *fuzzStream) ready(t *testing.T, i int, session *launch.Session, args any) bool {
+	t.Helper()
+	if !s.encodable(args) {
+		s.skipped++
+		return false
+	}
+	s.runs++
+	if err := pingSession(session); err != nil {
+		s.fail(t, i, "%v", err)
+		s.failures = fuzzFailureLimit
+		return false
+	}
+	return true
+}
+
 // done reports whether the stream stopped comparing (too many failures).
 func (s *fuzzStream) done() bool { return s.failures >= fuzzFailureLimit }
 
@@ -164,14 +181,8 @@ func (s *fuzzStream) steps(t *testing.T, session *launch.Session, client *steprp
 		s.filler.Fill(&status)
 		context := &types.RpcStepContext{PluginName: "fuzz/" + strconv.Itoa(i), Config: rawEchoConfig, Status: status}
 		args := steprpc.RunArgs{Rollout: rollout, Context: context}
-		if !s.encodable(args) {
-			s.skipped++
+		if !s.ready(t, i, session, args) {
 			continue
-		}
-		s.runs++
-		if err := pingSession(session); err != nil {
-			s.fail(t, i, "%v", err)
-			return
 		}
 		result, rpcErr := client.Run(rollout, context)
 		if rpcErr.HasError() {
@@ -199,14 +210,8 @@ func (s *fuzzStream) metrics(t *testing.T, session *launch.Session, client *metr
 		m.Provider.Plugin = map[string]json.RawMessage{fixtureMetricName: rawEchoConfig}
 		measurement := payloads.RandomMeasurement(s.filler)
 		args := metricrpc.TerminateAndResumeArgs{AnalysisRun: run, Metric: m, Measurement: measurement}
-		if !s.encodable(args) {
-			s.skipped++
+		if !s.ready(t, i, session, args) {
 			continue
-		}
-		s.runs++
-		if err := pingSession(session); err != nil {
-			s.fail(t, i, "%v", err)
-			return
 		}
 		got := client.Resume(run, m, measurement)
 		if got.Phase != "Successful" {

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/gob"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"strconv"
@@ -219,16 +220,23 @@ func mapKey(k reflect.Value) string {
 }
 
 func structValue(v reflect.Value) any {
-	t := v.Type()
-	out := make(map[string]any, t.NumField())
-	for i := range t.NumField() {
-		field := t.Field(i)
-		if !isSent(field) {
-			continue
-		}
-		out[field.Name] = walk(v.Field(i))
+	out := make(map[string]any, v.NumField())
+	for name, field := range sentFields(v) {
+		out[name] = walk(field)
 	}
 	return out
+}
+
+// sentFields yields the struct fields gob sends (isSent), by name.
+func sentFields(v reflect.Value) iter.Seq2[string, reflect.Value] {
+	return func(yield func(string, reflect.Value) bool) {
+		t := v.Type()
+		for i := range t.NumField() {
+			if field := t.Field(i); isSent(field) && !yield(field.Name, v.Field(i)) {
+				return
+			}
+		}
+	}
 }
 
 // isSent mirrors encoding/gob: only exported fields, and never chan/func (or pointers to them).

@@ -88,15 +88,10 @@ func normalized(v reflect.Value) (any, bool) {
 		}
 		return objectResult(out)
 	case reflect.Struct:
-		t := v.Type()
-		out := make(map[string]any, t.NumField())
-		for i := range t.NumField() {
-			field := t.Field(i)
-			if !isSent(field) {
-				continue
-			}
-			if value, empty := normalizedMember(field.Name, v.Field(i)); !empty {
-				out[field.Name] = value
+		out := make(map[string]any, v.NumField())
+		for name, field := range sentFields(v) {
+			if value, empty := normalizedMember(name, field); !empty {
+				out[name] = value
 			}
 		}
 		return objectResult(out)

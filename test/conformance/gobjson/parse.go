@@ -118,21 +118,14 @@ func (p *parser) object(depth int) (any, bool, bool) {
 		} else {
 			out[key] = value
 		}
-		p.space()
-		if p.pos >= len(p.data) {
+		closed, ok := p.separator('}')
+		switch {
+		case !ok:
 			return nil, false, false
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			if len(out) == 0 {
-				return nil, true, true
-			}
+		case closed && len(out) == 0:
+			return nil, true, true
+		case closed:
 			return out, false, true
-		default:
-			return nil, false, false
 		}
 	}
 }
@@ -155,20 +148,31 @@ func (p *parser) array(depth int) (any, bool, bool) {
 			value = nil
 		}
 		out = append(out, value)
-		p.space()
-		if p.pos >= len(p.data) {
+		closed, ok := p.separator(']')
+		switch {
+		case !ok:
 			return nil, false, false
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		case closed:
 			return out, false, true
-		default:
-			return nil, false, false
 		}
 	}
+}
+
+// separator consumes the ',' or the closing byte after a member or element, and reports which it was.
+func (p *parser) separator(closer byte) (closed, ok bool) {
+	p.space()
+	if p.pos >= len(p.data) {
+		return false, false
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return false, true
+	case closer:
+		p.pos++
+		return true, true
+	}
+	return false, false
 }
 
 // str parses a string at p.pos (its opening quote). Plain valid UTF-8 is taken as is; anything with
