@@ -2,8 +2,10 @@ package conformance_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,8 +25,14 @@ const (
 	productMetricName = "vmzones/gates"
 )
 
-// sessionWatchdog bounds how long one test may use one plugin process.
+// sessionWatchdog bounds how long a plugin process may go without answering the controller's Ping
+// (from its start, then from its last answered Ping): a session is as long as its test needs, a
+// plugin that stops answering is killed within this bound.
 const sessionWatchdog = 3 * time.Minute
+
+// watchdogs holds each live session's watchdog timer (*launch.Session → *time.Timer) so that an
+// answered Ping can re-arm it.
+var watchdogs sync.Map
 
 func TestMain(m *testing.M) {
 	// The names under which the controller's client code sends the args inside interfaces.
@@ -70,10 +78,12 @@ func start(t *testing.T, target launch.Target, role launch.Role) *launch.Session
 	// deadlock) would hang the suite. The watchdog kills it, so pending calls fail with
 	// "connection is shut down" and name themselves.
 	watchdog := time.AfterFunc(sessionWatchdog, func() {
-		t.Errorf("watchdog: %s (%s) still in use after %s; killing the plugin so that blocked calls fail", target.Name, role.Cookie, sessionWatchdog)
+		t.Errorf("watchdog: %s (%s) answered no Ping for %s; killing the plugin so that blocked calls fail", target.Name, role.Cookie, sessionWatchdog)
 		session.Client.Kill()
 	})
+	watchdogs.Store(session, watchdog)
 	t.Cleanup(func() {
+		watchdogs.Delete(session)
 		watchdog.Stop()
 		session.Client.Kill()
 		if t.Failed() {
@@ -123,9 +133,21 @@ func metricSession(t *testing.T, target launch.Target) (*launch.Session, *metric
 // ping is what the controller does before handing out the plugin on every reconcile.
 func ping(t *testing.T, session *launch.Session) {
 	t.Helper()
-	if err := session.Ping(); err != nil {
-		t.Fatalf("Control.Ping failed: %v", err)
+	if err := pingSession(session); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// pingSession is ping for goroutines other than the test's own (which must not call t.Fatal); an
+// answered Ping re-arms the session's watchdog.
+func pingSession(session *launch.Session) error {
+	if err := session.Ping(); err != nil {
+		return fmt.Errorf("Control.Ping failed: %w", err)
+	}
+	if watchdog, ok := watchdogs.Load(session); ok {
+		watchdog.(*time.Timer).Reset(sessionWatchdog)
+	}
+	return nil
 }
 
 func rawJSON(t *testing.T, v any) json.RawMessage {

@@ -9,9 +9,11 @@ import (
 	"encoding/base64"
 	"encoding/gob"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -87,8 +89,7 @@ func walk(v reflect.Value) any {
 // then BinaryMarshaler (TextMarshaler is never used by gob for encoding).
 func external(v reflect.Value) (any, bool) {
 	t := v.Type()
-	implementsGob := t.Implements(gobEncoderType) || reflect.PointerTo(t).Implements(gobEncoderType)
-	implementsBinary := t.Implements(binaryMarshalerType) || reflect.PointerTo(t).Implements(binaryMarshalerType)
+	implementsGob, implementsBinary := marshalers(t)
 	if !implementsGob && !implementsBinary {
 		return nil, false
 	}
@@ -115,6 +116,21 @@ func external(v reflect.Value) (any, bool) {
 		name = t.String()
 	}
 	return map[string]any{"$opaque": name, "$bytes": base64.StdEncoding.EncodeToString(data)}, true
+}
+
+// marshalerKinds caches marshalers per type (reflect's Implements was a tenth of the fuzz's time).
+var marshalerKinds sync.Map // reflect.Type → [2]bool
+
+// marshalers reports whether t or *t implements gob.GobEncoder, and encoding.BinaryMarshaler.
+func marshalers(t reflect.Type) (gobEncoder, binaryMarshaler bool) {
+	if cached, ok := marshalerKinds.Load(t); ok {
+		kinds := cached.([2]bool)
+		return kinds[0], kinds[1]
+	}
+	gobEncoder = t.Implements(gobEncoderType) || reflect.PointerTo(t).Implements(gobEncoderType)
+	binaryMarshaler = t.Implements(binaryMarshalerType) || reflect.PointerTo(t).Implements(binaryMarshalerType)
+	marshalerKinds.Store(t, [2]bool{gobEncoder, binaryMarshaler})
+	return gobEncoder, binaryMarshaler
 }
 
 // asTime recognises time.Time and structs whose first embedded field is time.Time (metav1.Time,
@@ -204,16 +220,23 @@ func mapKey(k reflect.Value) string {
 }
 
 func structValue(v reflect.Value) any {
-	t := v.Type()
-	out := make(map[string]any, t.NumField())
-	for i := range t.NumField() {
-		field := t.Field(i)
-		if !isSent(field) {
-			continue
-		}
-		out[field.Name] = walk(v.Field(i))
+	out := make(map[string]any, v.NumField())
+	for name, field := range sentFields(v) {
+		out[name] = walk(field)
 	}
 	return out
+}
+
+// sentFields yields the struct fields gob sends (isSent), by name.
+func sentFields(v reflect.Value) iter.Seq2[string, reflect.Value] {
+	return func(yield func(string, reflect.Value) bool) {
+		t := v.Type()
+		for i := range t.NumField() {
+			if field := t.Field(i); isSent(field) && !yield(field.Name, v.Field(i)) {
+				return
+			}
+		}
+	}
 }
 
 // isSent mirrors encoding/gob: only exported fields, and never chan/func (or pointers to them).
