@@ -7,6 +7,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
+import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import type { ClusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import {
   KubeError,
   type KubeObject,
@@ -14,7 +16,8 @@ import {
   type PatchOptions,
 } from '../../../plugin/kube/objects.ts';
 import { isJsonObject, type JsonValue, mergePatch } from '../../../plugin/zones/merge-patch.ts';
-import type { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { MemoryKube, readyPod } from '../gates/memory-kube.ts';
 import { secret } from '../kube/memory-kube.ts';
 
@@ -231,6 +234,18 @@ export function clusterSpecDocument(clusterOf: Record<string, string | undefined
 export function clusterSecret(name: string, server: string, config: object) {
   const s = secret('argo-rollouts', `cluster-${name}`, { name, server, config: JSON.stringify(config) });
   return { ...s, metadata: { ...s.metadata, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } };
+}
+
+/** The step plugin (its own reconciler off, short in-call waits) and a reconciler over `hub` and `clusters`. */
+export function zonePlugins(hub: MemoryCluster, clusters: ClusterClients) {
+  const plugin = createZoneStepPlugin({
+    kube: hub,
+    clusters,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
+  return { plugin, reconciler: new ZoneReconciler({ kube: hub, clusters, logger: silentLogger }) };
 }
 
 /** Reconciler passes until every handed-over zone is done (or `passes` ran); the last pass's progress. */

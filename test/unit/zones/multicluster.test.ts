@@ -14,7 +14,6 @@ import type { ZoneQueueRequest } from '../../../plugin/zones/completeness.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import {
   clusterSecret,
@@ -25,6 +24,7 @@ import {
   threeZones,
   untilSettled,
   useVmauthFixture,
+  zonePlugins,
 } from './memory-cluster.ts';
 
 const vmauth = useVmauthFixture();
@@ -75,14 +75,7 @@ function setup(options: { spec?: string; unreachable?: string } = {}) {
     namespace: 'argo-rollouts',
     connect: (r) => (r.name === options.unreachable ? dead : (remotes[r.name] as MemoryCluster)),
   });
-  const plugin = createZoneStepPlugin({
-    kube: hub,
-    clusters,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger });
+  const { plugin, reconciler } = zonePlugins(hub, clusters);
   const step = (zone: string, action: string, operation: 'run' | 'abort' = 'run') =>
     plugin[operation](hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
       pluginName: 'vmzones/step',

@@ -4,15 +4,12 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients, podAccessAnnotation } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import type { ReadBalancerConfig } from '../../../plugin/vm/read-balancer.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { recordedBalancers, zoneState } from '../../../plugin/zones/state.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import { readyPod } from '../gates/memory-kube.ts';
 import {
@@ -25,6 +22,7 @@ import {
   untilSettled,
   useVmauthFixture,
   zoneNames,
+  zonePlugins,
 } from './memory-cluster.ts';
 
 const vmauth = useVmauthFixture();
@@ -82,14 +80,7 @@ function setup(remoteZones: readonly string[] = zoneNames) {
     ),
   );
   const clusters = clusterClients({ hub, namespace: 'argo-rollouts', connect: () => remote });
-  const plugin = createZoneStepPlugin({
-    kube: hub,
-    clusters,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger });
+  const { plugin, reconciler } = zonePlugins(hub, clusters);
   const step = async (zone: string, action: string, operation: 'run' | 'abort' = 'run') => {
     const rollout = hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
     let result = await plugin[operation](rollout, {
