@@ -3,7 +3,7 @@
 // AnalysisTemplate says. The plugin runs with the controller's rights, so without this a Rollout author could
 // make it read a Secret of another namespace and send it to a pod of their choosing.
 //
-//   args: [--max-semi-space-size=1, /opt/vmzones/lib/vmzones.mjs, --allowed-namespaces=monitoring,vm-shared]
+//   args: [..., /opt/vmzones/vmzones.mjs, --allowed-namespaces=monitoring,vm-shared]   (docs/deploy.md: all)
 //   args: [..., --allowed-namespaces=*]        # every namespace (the cluster-wide RBAC variant)
 
 import { dns1123Label } from './names.ts';
