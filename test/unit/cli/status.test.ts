@@ -351,6 +351,39 @@ test('a Rollout without a spec document ends --watch at once with one line, rath
   );
 });
 
+test('with several balancers a zone serves reads while some balancer routes to it and none has it taken out', async () => {
+  const kube = new MemoryKube();
+  const object = rollout();
+  const template = (object.spec as { template: { metadata: { annotations: Record<string, string> } } })
+    .template;
+  template.metadata.annotations['vmzones.io/spec'] = JSON.stringify({
+    ...specDocument,
+    vmauth: [{ vmuser: 'vmauth-read' }, { vmuser: 'vmauth-local' }],
+  });
+  // The first balancer routes zone-a..c; the second has zone-b taken out (its record says so) and alone routes zone-d.
+  const hubUser = vmuser(['zone-a', 'zone-b', 'zone-c']);
+  const localUser = vmuser(['zone-a', 'zone-c', 'zone-d']);
+  localUser.metadata.name = 'vmauth-local';
+  localUser.metadata.annotations = {
+    'vmzones.io/drained': JSON.stringify({
+      'zone-b': { vmcluster: 'vm/vm-zone-b', by: 'drainReads', at: '2026-12-01T10:00:00Z', removed: [] },
+    }),
+  };
+  kube.put(object).put(hubUser).put(localUser);
+  for (const c of vmclusters()) kube.put(c);
+  const s = await readStatus(kube, 'vm', 'walk');
+  assert.deepEqual(
+    s.zones.map((z) => [z.zone, z.routed]),
+    [
+      ['zone-a', true],
+      ['zone-b', false],
+      ['zone-c', true],
+      ['zone-d', true],
+    ],
+    'zone-b is out (taken out of one balancer: a drain part-way); zone-d is served by the one balancer that has it',
+  );
+});
+
 test('readStatus reads a zone in a registered cluster there, and names a cluster it cannot reach', async () => {
   const hub = new MemoryKube();
   const remote = new MemoryKube();
