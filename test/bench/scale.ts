@@ -355,8 +355,9 @@ try {
         out(`${base}_p99_ms`, quantile(b, h, 0.99) * 1000);
       }
     }
+    // A plugin process the controller has not started (gates before the first AnalysisRun) has no RSS: say so.
     for (const role of ['step', 'gates'])
-      out(`plugin_rss_mib_${what}_${role}`, rssPeak[`${what}_${role}`] ?? 0);
+      out(`plugin_rss_mib_${what}_${role}`, rssPeak[`${what}_${role}`] ?? 'not-running');
   };
 
   log(`phase idle (${phaseMs / 1000} s)`);
