@@ -11,6 +11,7 @@ import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
 import { required, running, StepFailure, successful } from './outcome.ts';
 import {
+  describeBalancerConfig,
   drainedFrom,
   drainLayer,
   drainRecordOf,
@@ -109,7 +110,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
 
   const layer = await required(
     readLayer(deps, target.reads),
-    `a read balancer of the spec document (vmauth: ${target.reads.map((b) => `${b.ref.kind} ${b.ref.namespace}/${b.ref.name}${b.cluster === undefined ? '' : ` in cluster ${b.cluster}`}`).join(', ')}) does not exist`,
+    `a read balancer of the spec document (vmauth: ${target.reads.map(describeBalancerConfig).join(', ')}) does not exist`,
   );
   status.balancer = layer.describe;
   const routed = routingTo(layer, zone).length > 0;

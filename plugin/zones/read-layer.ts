@@ -6,6 +6,7 @@
 
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
+import { describeBalancer } from '../vm/read-backends.ts';
 import {
   type DrainRecord,
   drainZone,
@@ -40,6 +41,11 @@ export interface ReadLayerClients {
   clusters: Pick<ClusterClients, 'client' | 'registration'>;
 }
 
+/** "VMUser vm/vmauth-read", with " in cluster <name>" for a balancer in a registered cluster. */
+export function describeBalancerConfig(config: ReadBalancerConfig): string {
+  return `${describeBalancer(config.ref)}${config.cluster === undefined ? '' : ` in cluster ${config.cluster}`}`;
+}
+
 function joinWords(items: readonly string[]): string {
   return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
@@ -61,8 +67,7 @@ export async function readLayer(
               'the read balancer (vmauth)',
             );
       const routing = await readRouting(kube, config);
-      const where = config.cluster === undefined ? '' : ` in cluster ${config.cluster}`;
-      return { config, kube, routing, describe: `${routing.describe}${where}` };
+      return { config, kube, routing, describe: describeBalancerConfig(config) };
     }),
   );
   return { balancers, describe: joinWords(balancers.map((b) => b.describe)) };
