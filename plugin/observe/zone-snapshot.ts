@@ -9,6 +9,7 @@
 
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObject, type KubeObjects } from '../kube/objects.ts';
+import { errorMessage } from '../rollouts/service-replies.ts';
 import { defaultZoneKind, type ZoneKind, zoneKinds } from '../vm/zone-kinds.ts';
 import { deriveZoneStates, type ZoneRow } from './zone-states.ts';
 
@@ -64,7 +65,7 @@ export class ZoneSnapshots {
       const states = deriveZoneStates({ rollouts, zoneObjects: objects.flat(), ...remote });
       return { ok: true, takenAt, zones: states.zones, problems: [...problems, ...states.problems] };
     } catch (err) {
-      return { ok: false, takenAt, error: err instanceof Error ? err.message : String(err) };
+      return { ok: false, takenAt, error: errorMessage(err) };
     }
   }
 
@@ -81,7 +82,7 @@ export class ZoneSnapshots {
     try {
       names = await registry.names();
     } catch (err) {
-      problems.push(`the registered clusters cannot be listed: ${errorText(err)}`);
+      problems.push(`the registered clusters cannot be listed: ${errorMessage(err)}`);
       return { remoteZoneObjects, unreadClusters };
     }
     await Promise.all(
@@ -95,17 +96,13 @@ export class ZoneSnapshots {
           remoteZoneObjects[name] = kinds.flat();
           problems.push(...found.map((p) => `cluster ${name}: ${p}`));
         } catch (err) {
-          unreadClusters[name] = errorText(err);
-          problems.push(`cluster ${name}: ${errorText(err)}`);
+          unreadClusters[name] = errorMessage(err);
+          problems.push(`cluster ${name}: ${errorMessage(err)}`);
         }
       }),
     );
     return { remoteZoneObjects, unreadClusters };
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** The objects of one zone kind, each carrying its kind. VMCluster's listing must succeed: it is the snapshot. */

@@ -17,6 +17,7 @@ import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { KubeError } from '../kube/objects.ts';
 import type { RolloutProgress } from '../rollouts/rollout-object.ts';
+import { errorMessage } from '../rollouts/service-replies.ts';
 import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { zoneKube } from './cluster-routing.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
@@ -98,10 +99,6 @@ interface Found {
   live: KubeObjects;
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 export class ZoneReconciler {
   readonly #kube: KubeObjects;
   readonly #clusters: ClusterClients;
@@ -134,7 +131,7 @@ export class ZoneReconciler {
         this.#running = this.tick()
           .then(() => undefined)
           .catch((err: unknown) => {
-            this.#logger.warn('reconciler pass failed; retrying', { error: errorText(err) });
+            this.#logger.warn('reconciler pass failed; retrying', { error: errorMessage(err) });
           })
           .finally(() => {
             this.#running = undefined;
@@ -167,7 +164,7 @@ export class ZoneReconciler {
       } catch (err) {
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: id,
-          error: errorText(err),
+          error: errorMessage(err),
         });
       }
     }
@@ -193,7 +190,7 @@ export class ZoneReconciler {
             'reconciler: zone not advanced; retrying',
             {
               vmcluster: id,
-              error: errorText(err),
+              error: errorMessage(err),
             },
           );
           return [id, 'working'];
@@ -211,12 +208,12 @@ export class ZoneReconciler {
       this.#registryProblem = undefined;
     } catch (err) {
       // Said once per problem, not every pass: a single-cluster install may not grant the Secret list at all.
-      if (this.#registryProblem !== errorText(err)) {
-        this.#registryProblem = errorText(err);
+      if (this.#registryProblem !== errorMessage(err)) {
+        this.#registryProblem = errorMessage(err);
         this.#logger.warn(
           'reconciler: cannot list the registered clusters; only this cluster is reconciled',
           {
-            error: errorText(err),
+            error: errorMessage(err),
           },
         );
       }
@@ -241,7 +238,7 @@ export class ZoneReconciler {
           if (where === undefined) throw err;
           this.#logger.warn('reconciler: a registered cluster cannot be listed; its zones wait', {
             cluster: where,
-            error: errorText(err),
+            error: errorMessage(err),
           });
           return [];
         }
@@ -406,7 +403,7 @@ export class ZoneReconciler {
         vminsertHosts: spec.zones[zone]?.vminsertHosts,
       };
     } catch (err) {
-      return `the Rollout's spec document cannot be read: ${errorText(err)}`;
+      return `the Rollout's spec document cannot be read: ${errorMessage(err)}`;
     }
   }
 }
