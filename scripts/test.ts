@@ -6,7 +6,8 @@
 // phase's output is kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so
 // phases don't interleave. Each phase's duration is printed as it ends, then a table of all phases; closing line:
 // `npm test: N passed, M failed` (tests of node's runner and of the conformance suite, summed). Every phase
-// runs even after a failure; the exit code is non-zero when any failed.
+// runs even after a failure; the exit code is non-zero when any failed. Before the table, each failed phase's
+// failures are repeated in a few lines (CI shows only the end of the output).
 //
 // Nothing can hang the run silently: every 5 minutes the runner prints which phases are running, for how long,
 // and the last line each printed; a node test that runs past 20 minutes fails (node's --test-timeout), a file
@@ -21,6 +22,7 @@ import { createWriteStream, mkdirSync, readdirSync, readFileSync, writeFileSync 
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
+import { failureDigest } from './failure-digest.ts';
 
 interface Phase {
   name: string;
@@ -43,6 +45,8 @@ interface Outcome {
   notRun?: boolean;
   /** Stopped at its limit or at the deadline. */
   stopped?: string;
+  /** A failed phase's failures in a few lines (scripts/failure-digest.ts). */
+  digest?: string[];
 }
 
 /** A phase's limit: generous against its previous duration, bounded so one hang can't eat CI's time. */
@@ -161,10 +165,9 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
     let lastLine = '';
     let stopped: string | undefined;
     const keep = (chunk: Buffer): void => {
-      if (log) {
-        log.write(chunk);
-        output.push(chunk);
-      } else process.stdout.write(chunk);
+      output.push(chunk);
+      if (log) log.write(chunk);
+      else process.stdout.write(chunk);
       const lines = chunk
         .toString('utf8')
         .split('\n')
@@ -231,6 +234,7 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
         ok,
         ...counts,
         ...(stopped !== undefined ? { stopped } : {}),
+        ...(ok ? {} : { digest: failureDigest(Buffer.concat(output).toString('utf8')) }),
       };
       if (stopped === undefined || child.pid === undefined) {
         running.delete(entry);
@@ -347,6 +351,11 @@ if (gatesPassed) {
     `${JSON.stringify({ ...durations, ...Object.fromEntries(outcomes.filter((o) => !o.notRun && !o.stopped).map((o) => [o.name, Math.round(o.seconds)])) }, null, 2)}\n`,
   );
 }
+
+const failedOutcomes = outcomes.filter((o) => o.digest !== undefined);
+if (failedOutcomes.length > 0) console.log('\n---- npm test: what the failed phases said ----');
+for (const o of failedOutcomes)
+  console.log(`${o.name}:\n${(o.digest ?? []).map((l) => `  ${l}`).join('\n')}`);
 
 const wall = (Date.now() - started) / 1000;
 const total = outcomes.reduce((sum, o) => sum + o.seconds, 0);
