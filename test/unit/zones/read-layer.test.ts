@@ -171,3 +171,51 @@ test('an Abort after the change: the reconciler rolls the zone back and restores
   assert.equal(state.lease, undefined);
   assert.equal(state.handoff, undefined);
 });
+
+/** zone-b (in eu-b) drained from both balancers and changed by revision rev-r, then the walk ends without its steps. */
+async function zoneBChanged() {
+  const walk = setup();
+  assert.equal((await walk.step('zone-b', 'drainReads')).phase, 'Successful');
+  assert.equal((await walk.step('zone-b', 'apply')).phase, 'Successful');
+  assert.equal(walk.remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
+  return walk;
+}
+
+/** What every ending must leave: zone-b routed by both balancers, released, out of maintenance, no handoff. */
+function zoneBServing(walk: ReturnType<typeof setup>, progress: Record<string, string>): void {
+  assert.deepEqual(Object.values(progress), ['done'], JSON.stringify(progress));
+  assert.deepEqual(walk.routed(walk.hub), ['zone-a', 'zone-b', 'zone-c'], 'back in the hub vmauth');
+  assert.deepEqual(walk.routed(walk.remote), ['zone-a', 'zone-b', 'zone-c'], "back in eu-b's vmauth");
+  const state = zoneState(walk.remote.getStored('VMCluster', 'vm-zone-b'));
+  assert.equal(state.lease, undefined, 'released');
+  assert.equal(state.maintenance, undefined, 'out of maintenance');
+  assert.equal(state.handoff, undefined);
+}
+
+test('promote --full with the zone drained from both balancers: it comes back in each with the change', async () => {
+  const walk = await zoneBChanged();
+  walk.hub.setStatus('Rollout', 'walk', { stableRS: 'rev-r', currentStepIndex: 9 });
+  zoneBServing(walk, await untilSettled(walk.reconciler));
+  assert.equal(walk.remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
+});
+
+test('a Git revert to the stable template with the zone drained from both balancers: rolled back, back in each', async () => {
+  const walk = await zoneBChanged();
+  walk.hub.setStatus('Rollout', 'walk', { currentPodHash: 'rev-s', currentStepIndex: 9 });
+  zoneBServing(walk, await untilSettled(walk.reconciler, 20));
+  assert.equal(walk.remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.151.0-cluster');
+  assert.equal(zoneState(walk.remote.getStored('VMCluster', 'vm-zone-b')).rollback, undefined);
+});
+
+test('a new revision with the zone drained from both balancers: it comes back in each until its turn', async () => {
+  const walk = await zoneBChanged();
+  walk.hub.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r2', currentStepIndex: 0 });
+  zoneBServing(walk, await untilSettled(walk.reconciler));
+});
+
+test('the Rollout deleted with the zone drained from both balancers: finished with its change, back in each', async () => {
+  const walk = await zoneBChanged();
+  walk.hub.objects.delete(`argoproj.io/v1alpha1|Rollout|${ns}|walk`);
+  zoneBServing(walk, await untilSettled(walk.reconciler));
+  assert.equal(walk.remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
+});
