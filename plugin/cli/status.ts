@@ -18,8 +18,8 @@ import {
   hubOnly,
 } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
-import { readRouting } from '../vm/read-routing.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
+import { readLayer, servingZones } from '../zones/read-layer.ts';
 import { zoneWorkload } from '../zones/spec.ts';
 import { readBalancerConfigs } from '../zones/target.ts';
 import { type Flags, UsageError } from './args.ts';
@@ -34,7 +34,7 @@ export type StatusFormat = (typeof statusFormats)[number];
 
 /** Reads everything one snapshot needs; a Rollout that does not exist is an InputError (exit 1). */
 /** The clients of the zones' registered clusters (docs/multicluster.md); the user's own for zones without one. */
-type ZoneClusterClients = Pick<ClusterClients, 'client'>;
+type ZoneClusterClients = Pick<ClusterClients, 'client' | 'registration'>;
 
 export async function readStatus(
   kube: KubeObjects,
@@ -76,14 +76,8 @@ export async function readStatus(
       }),
     ),
     kube.list('argoproj.io/v1alpha1', 'AnalysisRun', namespace),
-    Promise.all(balancers.map(async (b) => readRouting(await clusters.client(b.cluster), b))).then(
-      // A zone serves reads while some balancer routes to it and none has it taken out (a drain part-way shows
-      // as drained).
-      (all) => ({
-        routed: [...new Set(all.flatMap((r) => r.routed))].filter((zone) =>
-          all.every((r) => r.drained[zone] === undefined),
-        ),
-      }),
+    readLayer({ kube, clusters }, balancers).then(
+      (layer) => ({ routed: servingZones(layer) }),
       (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
     ),
   ]);

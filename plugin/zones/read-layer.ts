@@ -83,6 +83,15 @@ export function drainedFrom(layer: ReadLayer, zone: string): BalancerState[] {
   return layer.balancers.filter((b) => b.routing.drained[zone] !== undefined);
 }
 
+/**
+ * The zones that serve reads: some balancer routes to each and none holds vmzones' record of taking it out (a
+ * drain part-way through the balancers counts as drained).
+ */
+export function servingZones(layer: ReadLayer): string[] {
+  const routed = new Set(layer.balancers.flatMap((b) => b.routing.routed));
+  return [...routed].filter((zone) => drainedFrom(layer, zone).length === 0);
+}
+
 /** The first drain record of `zone` (when it was taken out), if any balancer has one. */
 export function drainRecordOf(layer: ReadLayer, zone: string): DrainRecord | undefined {
   return drainedFrom(layer, zone)[0]?.routing.drained[zone];

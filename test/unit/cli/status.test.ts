@@ -400,6 +400,7 @@ test('readStatus reads a zone in a registered cluster there, and names a cluster
       if (cluster === 'eu-b') return remote;
       throw new ClusterRegistryError(`cluster "${cluster}" is not registered`);
     },
+    registration: async () => undefined,
   };
   const s = await readStatus(hub, 'vm', 'walk', clusters);
   const b = s.zones.find((z) => z.zone === 'zone-b');
