@@ -80,6 +80,16 @@ async function pausedAfterApply(name: string, index: number): Promise<void> {
   );
 }
 
+/**
+ * How long an ending may take to leave every zone serving. A revert rolls back two zones one after the other (the
+ * second may not leave reads while the first is out): 113 s on an idle machine, and about twice that beside two
+ * other sandbox lanes, which is where a 240 s limit failed a CI run. Timeouts here say "stuck", not "slow"
+ * (speed is measured by npm run bench).
+ */
+const servingTimeoutMs = 600_000;
+/** The controller's own part of an ending (a Rollout turning Healthy) under the same load. */
+const controllerTimeoutMs = 300_000;
+
 /** Every zone routed, operational, without lease, maintenance or handoff (what every ending must leave). */
 async function everyZoneServing(what: string): Promise<number> {
   const started = Date.now();
@@ -97,7 +107,7 @@ async function everyZoneServing(what: string): Promise<number> {
       }
       return true;
     },
-    240_000,
+    servingTimeoutMs,
     1000,
   );
   return (Date.now() - started) / 1000;
@@ -132,8 +142,10 @@ async function startRollout(
 
 async function healthyFirstRevision(name: string): Promise<object> {
   const first = await startRollout(name, '0s', () => [{ pause: {} }]);
-  await eventually(`${name}: the first revision to be Healthy`, async () =>
-    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    `${name}: the first revision to be Healthy`,
+    async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+    controllerTimeoutMs,
   );
   return first;
 }
@@ -146,10 +158,16 @@ test('promote --full during a pause after zone-a was changed: zone-a comes back 
     await startRollout(name, '7s', (spec) => stepsPausingAfterApply(spec, 'zone-a'));
     await pausedAfterApply(name, 1);
     await sandbox.rollouts(['promote', name, '-n', ns, '--full']);
-    await eventually(`${name}: Healthy after the full promotion`, async () => {
-      const s = await rolloutState(kube, name);
-      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? true : undefined;
-    });
+    await eventually(
+      `${name}: Healthy after the full promotion`,
+      async () => {
+        const s = await rolloutState(kube, name);
+        return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash
+          ? true
+          : undefined;
+      },
+      controllerTimeoutMs,
+    );
     report.push(
       `promote --full: every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after Healthy`,
     );
@@ -283,13 +301,21 @@ test('the template reverted to the stable one during the pause at zone-b: every 
     await pausedAfterApply(name, 4);
     assert.equal((await offsets())['zone-a'], '10s', 'zone-a carries the abandoned change before the revert');
     await sandbox.kubectl.apply([stable]);
-    await eventually(`${name}: back on the stable revision`, async () => {
-      const s = await rolloutState(kube, name);
-      return s.status.stableRS === s.status.currentPodHash && s.status.phase === 'Healthy' ? true : undefined;
-    });
+    await eventually(
+      `${name}: back on the stable revision`,
+      async () => {
+        const s = await rolloutState(kube, name);
+        return s.status.stableRS === s.status.currentPodHash && s.status.phase === 'Healthy'
+          ? true
+          : undefined;
+      },
+      controllerTimeoutMs,
+    );
     const seconds = await everyZoneServing(name);
-    await eventually(`${name}: the abandoned changes rolled back`, async () =>
-      JSON.stringify(await offsets()) === JSON.stringify(before) ? true : undefined,
+    await eventually(
+      `${name}: the abandoned changes rolled back`,
+      async () => (JSON.stringify(await offsets()) === JSON.stringify(before) ? true : undefined),
+      controllerTimeoutMs,
     );
     report.push(`revert to stable: every zone serving ${seconds.toFixed(0)} s after Healthy`);
   });
