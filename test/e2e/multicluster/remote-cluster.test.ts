@@ -13,13 +13,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObject } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { type BuiltBinaries, buildAll, cacheDir } from '../../env/build.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { freePort } from '../../sandbox/ports.ts';
@@ -32,6 +29,7 @@ import {
   rolloutObject,
   startVmauthFixture,
   threeZones,
+  zonePlugins,
 } from '../../unit/zones/memory-cluster.ts';
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
@@ -138,14 +136,7 @@ function setup(cluster: string, options: { callTimeoutMs?: number } = {}) {
     ),
   );
   const clusters = clusterClients({ hub, namespace: 'argo-rollouts', ...options });
-  const plugin = createZoneStepPlugin({
-    kube: hub,
-    clusters,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger, namespaces: [ns] });
+  const { plugin, reconciler } = zonePlugins(hub, clusters, [ns]);
   const step = (action: string, operation: 'run' | 'abort' = 'run') =>
     plugin[operation](hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
       pluginName: 'vmzones/step',

@@ -236,8 +236,11 @@ export function clusterSecret(name: string, server: string, config: object) {
   return { ...s, metadata: { ...s.metadata, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } };
 }
 
-/** The step plugin (its own reconciler off, short in-call waits) and a reconciler over `hub` and `clusters`. */
-export function zonePlugins(hub: MemoryCluster, clusters: ClusterClients) {
+/**
+ * The step plugin (its own reconciler off, short in-call waits) and a reconciler over `hub` and `clusters`
+ * (listing `namespaces` only, when given, as a namespace-scoped install does).
+ */
+export function zonePlugins(hub: MemoryCluster, clusters: ClusterClients, namespaces?: readonly string[]) {
   const plugin = createZoneStepPlugin({
     kube: hub,
     clusters,
@@ -245,7 +248,15 @@ export function zonePlugins(hub: MemoryCluster, clusters: ClusterClients) {
     logger: silentLogger,
     inCallWaitMs: 1_000,
   });
-  return { plugin, reconciler: new ZoneReconciler({ kube: hub, clusters, logger: silentLogger }) };
+  return {
+    plugin,
+    reconciler: new ZoneReconciler({
+      kube: hub,
+      clusters,
+      logger: silentLogger,
+      ...(namespaces === undefined ? {} : { namespaces }),
+    }),
+  };
 }
 
 /** Reconciler passes until every handed-over zone is done (or `passes` ran); the last pass's progress. */
