@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { clusterClients, podAccessAnnotation } from '../../../plugin/kube/cluster-registry.ts';
+import { KubeError } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import type { ReadBalancerConfig } from '../../../plugin/vm/read-balancer.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
@@ -218,4 +219,23 @@ test('the Rollout deleted with the zone drained from both balancers: finished wi
   walk.hub.objects.delete(`argoproj.io/v1alpha1|Rollout|${ns}|walk`);
   zoneBServing(walk, await untilSettled(walk.reconciler));
   assert.equal(walk.remote.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
+});
+
+test('an HTTP 503 from the second balancer’s cluster while the zone comes back: it is never released before both route to it', async () => {
+  const walk = await zoneBChanged();
+  walk.hub.objects.delete(`argoproj.io/v1alpha1|Rollout|${ns}|walk`);
+  walk.remote.failNextPatch.set(
+    'VMUser',
+    new KubeError('unavailable', 'patching VMUser vm/vmauth-read: HTTP 503', 503),
+  );
+  let progress: Record<string, string> = {};
+  for (let pass = 0; pass < 10; pass++) {
+    progress = await walk.reconciler.tick();
+    const released = zoneState(walk.remote.getStored('VMCluster', 'vm-zone-b')).lease === undefined;
+    if (released)
+      assert.ok(walk.routed(walk.remote).includes('zone-b'), `pass ${pass}: released while eu-b has it out`);
+    if (Object.values(progress).every((p) => p === 'done')) break;
+  }
+  assert.equal(walk.remote.failNextPatch.size, 0, 'the 503 was met');
+  zoneBServing(walk, progress);
 });
