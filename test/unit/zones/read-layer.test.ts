@@ -101,7 +101,9 @@ function setup(remoteZones: readonly string[] = zoneNames) {
   const backends = readBackends(parseSpecDocument(twoBalancerSpec()), ns);
   const routed = (cluster: MemoryCluster) =>
     zonesRoutedByVMUser(cluster.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
-  return { hub, remote, step, routed, reconciler };
+  /** A new plugin process's reconciler (after a crash), over the same clusters. */
+  const restarted = () => zonePlugins(hub, clusters).reconciler;
+  return { hub, remote, step, routed, reconciler, restarted };
 }
 
 test('a zone is taken out of every balancer that routes to it, changed, and put back into each', async () => {
@@ -238,4 +240,23 @@ test('an HTTP 503 from the second balancer’s cluster while the zone comes back
   }
   assert.equal(walk.remote.failNextPatch.size, 0, 'the 503 was met');
   zoneBServing(walk, progress);
+});
+
+test('the plugin process crashes between the two balancers’ restores: the next process finishes the zone in both', async () => {
+  const walk = await zoneBChanged();
+  walk.hub.objects.delete(`argoproj.io/v1alpha1|Rollout|${ns}|walk`);
+  // The write to eu-b's VMUser fails: the pass ends with the hub's balancer restored and eu-b's not.
+  walk.remote.failNextPatch.set('VMUser', new KubeError('unavailable', 'HTTP 503', 503));
+  await walk.reconciler.tick();
+  const halfway = walk.routed(walk.hub).includes('zone-b') && !walk.routed(walk.remote).includes('zone-b');
+  assert.ok(
+    halfway,
+    `one balancer restored, the other not: hub ${walk.routed(walk.hub)}, eu-b ${walk.routed(walk.remote)}`,
+  );
+  assert.notEqual(
+    zoneState(walk.remote.getStored('VMCluster', 'vm-zone-b')).lease,
+    undefined,
+    'still leased',
+  );
+  zoneBServing(walk, await untilSettled(walk.restarted()));
 });
