@@ -2,7 +2,8 @@
 // (cached), each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default
 // 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
 // ports), and most of a sandbox phase's time is waiting on controllers, so three lanes share the 2 cores well.
-// The longest phases (by the durations the previous run on this machine recorded) start first. A parallel
+// The longest phases (by the durations the previous run on this machine recorded, else by the committed figures
+// of scripts/phase-durations.json) start first. A parallel
 // phase's output is kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so
 // phases don't interleave. Each phase's duration is printed as it ends, then a table of all phases; closing line:
 // `npm test: N passed, M failed` (tests of node's runner and of the conformance suite, summed). Every phase
@@ -122,9 +123,9 @@ const parallel: Phase[] = [
   { name: 'conformance', command: node, args: ['test/conformance/run.ts'] },
 ];
 
-function previousDurations(): Record<string, number> {
+function durationsIn(path: string | URL): Record<string, number> {
   try {
-    const parsed: unknown = JSON.parse(readFileSync(durationsFile, 'utf8'));
+    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
     if (typeof parsed !== 'object' || parsed === null) return {};
     return Object.fromEntries(
       Object.entries(parsed).filter((entry): entry is [string, number] => typeof entry[1] === 'number'),
@@ -132,6 +133,18 @@ function previousDurations(): Record<string, number> {
   } catch {
     return {};
   }
+}
+
+/**
+ * Each phase's duration in the previous run on this machine; for a phase it has not recorded (a fresh machine, a
+ * cold cache) the committed figure of a CI run (scripts/phase-durations.json), so the longest files still start
+ * first — in name order the longest ones started last and a run took minutes longer.
+ */
+function previousDurations(): Record<string, number> {
+  return {
+    ...durationsIn(new URL('./phase-durations.json', import.meta.url)),
+    ...durationsIn(durationsFile),
+  };
 }
 
 /** Counts of node's runner (`ℹ pass N`) and of the conformance suite in a phase's output. */

@@ -1,0 +1,29 @@
+// scripts/phase-durations.json orders a fresh machine's first `npm test` (longest first): it must name every
+// end-to-end file there is, and nothing else, or a new long file would start last again.
+
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
+
+function testFiles(dir: string): string[] {
+  return readdirSync(join(repoRoot, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
+    .map((e) => join(e.parentPath, e.name).slice(repoRoot.length + 1))
+    .sort();
+}
+
+test('the committed phase durations name every sandbox and end-to-end file and the two other phases', () => {
+  const durations = JSON.parse(
+    readFileSync(join(repoRoot, 'scripts/phase-durations.json'), 'utf8'),
+  ) as Record<string, unknown>;
+  for (const [phase, seconds] of Object.entries(durations))
+    assert.ok(typeof seconds === 'number' && seconds > 0, `${phase}: ${String(seconds)}`);
+  assert.deepEqual(
+    Object.keys(durations).sort(),
+    ['conformance', ...testFiles('test/e2e'), ...testFiles('test/sandbox'), 'unit tests'].sort(),
+  );
+});
