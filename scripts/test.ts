@@ -138,7 +138,7 @@ function durationsIn(path: string | URL): Record<string, number> {
 /**
  * Each phase's duration in the previous run on this machine; for a phase it has not recorded (a fresh machine, a
  * cold cache) the committed figure of a CI run (scripts/phase-durations.json), so the longest files still start
- * first — in name order the longest ones started last and a run took minutes longer.
+ * first (in name order the longest files started last).
  */
 function previousDurations(): Record<string, number> {
   return {

@@ -32,10 +32,10 @@ import { formatStatusTable } from './status-table.ts';
 export const statusFormats = ['table', 'wide', 'json'] as const;
 export type StatusFormat = (typeof statusFormats)[number];
 
-/** Reads everything one snapshot needs; a Rollout that does not exist is an InputError (exit 1). */
 /** The clients of the zones' registered clusters (docs/multicluster.md); the user's own for zones without one. */
 type ZoneClusterClients = Pick<ClusterClients, 'client' | 'registration'>;
 
+/** Reads everything one snapshot needs; a Rollout that does not exist is an InputError (exit 1). */
 export async function readStatus(
   kube: KubeObjects,
   namespace: string,
