@@ -1,7 +1,7 @@
 // Builds every binary the sandbox runs into ${VMZONES_CACHE:-~/.cache/vmzones}/bin, one file per
 // binary named by a hash of what determines it (its Go module's go.mod + go.sum, package,
 // linker flags, local sources), so a fresh clone anywhere reuses the cache and a version bump
-// rebuilds only what changed. Run directly: `node test/env/build.ts`.
+// rebuilds only what changed. Run directly: `node test/env/build.ts [--except NAME ...]`.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -18,6 +18,7 @@ import {
 import { homedir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { versions } from './versions.ts';
 
 export const envDir = dirname(fileURLToPath(import.meta.url));
@@ -364,15 +365,20 @@ export function ensureBuilt(name: BinaryName): string {
   return out;
 }
 
-/** Builds whatever is missing from the cache and returns the path of every binary. */
-export function buildAll(): BuiltBinaries {
+/**
+ * Builds whatever is missing from the cache and returns the path of every binary. `except` names binaries the
+ * caller does not use and leaves to whoever does (a sandbox without Argo CD leaves Argo CD, 5–7 minutes cold, to
+ * the one test file that starts it, so the other files need not wait for it); their paths are returned all the
+ * same, and may not exist.
+ */
+export function buildAll(options: { except?: readonly BinaryName[] } = {}): BuiltBinaries {
   const binDir = join(cacheDir(), 'bin');
   mkdirSync(binDir, { recursive: true });
   const built = {} as Record<BinaryName, string>;
   for (const target of targets) {
     const out = binaryPath(target);
-    if (!existsSync(out)) buildTarget(target, out);
-    else touch(out);
+    if (existsSync(out)) touch(out);
+    else if (!options.except?.includes(target.name)) buildTarget(target, out);
     built[target.name] = out;
   }
   const debian = ensureDebianVictoriaMetrics();
@@ -426,10 +432,23 @@ export function moduleDir(module: string, version: string, fromModule: Target['m
 
 if (import.meta.main) {
   const started = Date.now();
-  const built = buildAll();
+  // `--except NAME` (repeatable): leave NAME to whoever needs it (npm test leaves Argo CD to the GitOps e2e).
+  const { values } = parseArgs({ options: { except: { type: 'string', multiple: true } } });
+  const names = targets.map((t) => t.name);
+  const unknown = (values.except ?? []).filter((name) => !names.some((n) => n === name));
+  if (unknown.length > 0) {
+    process.stderr.write(
+      `build.ts: --except ${unknown.join(', ')}: no such binary (one of ${names.join(', ')})\n`,
+    );
+    process.exit(2);
+  }
+  const except = names.filter((n) => values.except?.includes(n));
+  const built = buildAll({ except });
   pruneCache();
   for (const [name, path] of Object.entries(built)) {
-    process.stdout.write(`${name}: ${typeof path === 'string' ? path : JSON.stringify(path)}\n`);
+    const shown =
+      typeof path !== 'string' ? JSON.stringify(path) : existsSync(path) ? path : 'not built (--except)';
+    process.stdout.write(`${name}: ${shown}\n`);
   }
   process.stdout.write(`build took ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }

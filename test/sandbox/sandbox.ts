@@ -627,7 +627,9 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   mkdirSync(logDir, { recursive: true });
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
-  const binaries = buildAll();
+  const withArgoCd = options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1';
+  // Argo CD is built only by a sandbox that starts it (npm test's build phase leaves it to the GitOps file).
+  const binaries = buildAll(withArgoCd ? {} : { except: ['argocd'] });
   const zoneClusters = options.zoneClusters ?? 0;
   const zones = zonesFor(options.zones ?? (zoneClusters > 0 ? zoneClusters + 1 : 2), options.zoneKind);
   if (zoneClusters > zones.length || (zoneClusters > 0 && operatorMode !== 'real')) {
@@ -857,7 +859,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       pid: loadgen.pid,
       timeoutMs: 20_000,
     });
-    if (options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1') {
+    if (withArgoCd) {
       log('starting Argo CD (redis, repo-server, application controller, API server) and a Git server ...');
       state.argocd = await startArgoCd({
         stateDir,
