@@ -19,11 +19,12 @@
 // phases still running are stopped the same way, those not started are NOT RUN, and the table is printed.
 
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
 import { failureDigest } from './failure-digest.ts';
+import { testFiles } from './test-files.ts';
 
 interface Phase {
   name: string;
@@ -77,16 +78,6 @@ const durationsFile = join(
   process.env.VMZONES_CACHE ?? join(homedir(), '.cache', 'vmzones'),
   'test-durations.json',
 );
-
-function testFiles(dir: string): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) found.push(...testFiles(path));
-    else if (entry.name.endsWith('.test.ts')) found.push(path);
-  }
-  return found.sort();
-}
 
 const nodeTest = (file: string): Phase => ({
   name: file,

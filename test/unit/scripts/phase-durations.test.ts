@@ -2,19 +2,13 @@
 // end-to-end file there is, and nothing else, or a new long file would start last again.
 
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { testFiles } from '../../../scripts/test-files.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
-
-function testFiles(dir: string): string[] {
-  return readdirSync(join(repoRoot, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
-    .map((e) => join(e.parentPath, e.name).slice(repoRoot.length + 1))
-    .sort();
-}
 
 test('the committed phase durations name every sandbox and end-to-end file and the two other phases', () => {
   const durations = JSON.parse(
@@ -24,6 +18,13 @@ test('the committed phase durations name every sandbox and end-to-end file and t
     assert.ok(typeof seconds === 'number' && seconds > 0, `${phase}: ${String(seconds)}`);
   assert.deepEqual(
     Object.keys(durations).sort(),
-    ['conformance', ...testFiles('test/e2e'), ...testFiles('test/sandbox'), 'unit tests'].sort(),
+    [
+      'conformance',
+      ...testFiles(join(repoRoot, 'test/e2e')),
+      ...testFiles(join(repoRoot, 'test/sandbox')),
+      'unit tests',
+    ]
+      .map((f) => f.replace(`${repoRoot}/`, ''))
+      .sort(),
   );
 });
