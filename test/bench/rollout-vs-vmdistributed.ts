@@ -8,6 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startSandbox } from '../sandbox/helper.ts';
+import { handshakeMs } from './plugin-processes.ts';
 import { fixed, type RunFigures, seconds } from './rollout-sandbox.ts';
 import { printTimeline, zoneTimelines } from './rollout-timeline.ts';
 import { runVmdistributed } from './rollout-vmdistributed.ts';
@@ -26,6 +27,7 @@ const results: RunFigures[] = [];
 const raw: Record<string, unknown> = {};
 let failed = false;
 let timelineLines: string[] = [];
+let rssLines: string[] = [];
 
 async function inSandbox(
   what: string,
@@ -51,9 +53,24 @@ async function inSandbox(
 
 if (values.only !== 'vmdistributed') {
   await inSandbox('vmzones', true, async (sandbox) => {
-    const { figures, records } = await runVmzones(sandbox, log);
+    const { figures, records, rss } = await runVmzones(sandbox, log);
     results.push(figures);
-    raw.vmzones = { figures, records };
+    raw.vmzones = { figures, records, rss };
+    const plugin = sandbox.state.plugin;
+    const command = plugin === undefined ? [] : [plugin.location, ...plugin.args];
+    const env = { KUBECONFIG: sandbox.state.kubeconfig };
+    const startup = {
+      step: await handshakeMs(command, 'step', env),
+      gates: await handshakeMs(command, 'gates', env),
+    };
+    rssLines = [
+      `---- the product's plugin processes during the vmzones walk (the bundle with the manifests' Node flags; ${rss.samples} samples) ----`,
+      ...(['step', 'gates'] as const).flatMap((role) => [
+        `plugin_peak_rss_mib_${role} ${rss.peak[role] === undefined ? 'not-running' : fixed(rss.peak[role])}`,
+        `plugin_steady_rss_mib_${role} ${rss.steady[role] === undefined ? 'not-running' : fixed(rss.steady[role])}`,
+        `plugin_start_to_handshake_ms_${role} ${fixed(startup[role], 0)}`,
+      ]),
+    ];
     timelineLines = printTimeline(zoneTimelines(records));
   });
 }
@@ -89,6 +106,7 @@ row(['samples lost (per zone a/b/c)', ...results.map((r) => Object.values(r.samp
 row(['samples checked per zone', ...results.map((r) => String(r.samplesChecked))]);
 for (const r of results) for (const f of r.reads.failures) console.log(`  ${r.product} read failure: ${f}`);
 for (const line of timelineLines) console.log(line);
+for (const line of rssLines) console.log(line);
 const vmzones = results.find((r) => r.product === 'vmzones');
 const vmd = results.find((r) => r.product === 'VMDistributed');
 if (vmzones && vmd)

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { ns, rolloutState } from '../../e2e/step/harness.ts';
 import { MemoryKube } from '../kube/memory-kube.ts';
 
-const rollout = (status?: object) => ({
+const rollout = (status?: Record<string, unknown>) => ({
   apiVersion: 'argoproj.io/v1alpha1',
   kind: 'Rollout',
   metadata: { namespace: ns, name: 'bench', uid: 'u1', generation: 1 },
