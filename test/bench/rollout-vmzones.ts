@@ -46,13 +46,18 @@ function benchSpec(overrideSpec: object): SpecDocument {
 export async function runVmzones(
   sandbox: Sandbox,
   log: (line: string) => void,
+  /** With vmzones' shipped defaults (render's pause between zones) instead of no pause between zones. */
+  shippedDefaults = false,
 ): Promise<{ figures: RunFigures; records: TimelineRecords; rss: RssFigures }> {
   const kube = sandboxKube(sandbox);
   const controllerPid = sandbox.state.daemons.find((d) => d.name === 'rollouts-controller')?.pid;
   if (controllerPid === undefined) throw new Error('the sandbox runs no rollouts-controller');
   await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
   const name = 'bench';
-  const steps = renderSteps(parseSpecDocument(stringify(benchSpec({}))), { pauseBetweenZones: 'none' });
+  const steps = renderSteps(
+    parseSpecDocument(stringify(benchSpec({}))),
+    shippedDefaults ? {} : { pauseBetweenZones: 'none' },
+  );
   await sandbox.kubectl.apply([rolloutObject(name, benchSpec({}), steps)]);
   const first = await waitFor(async () => {
     const s = await rolloutState(kube, name).catch(() => undefined);
@@ -108,8 +113,7 @@ export async function runVmzones(
   return {
     figures: {
       product: 'vmzones',
-      settings:
-        'default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 10s), pauseBetweenZones none, drainGracePeriod 30s (default), readyTimeout 15m (default)',
+      settings: `default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 10s), pauseBetweenZones ${shippedDefaults ? 'its default' : 'none'}, drainGracePeriod 30s (default), readyTimeout 15m (default)`,
       zones,
       totalS: seconds(finishedAt - changedAt),
       reads,
