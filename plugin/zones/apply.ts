@@ -8,7 +8,8 @@ import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { deepEqual, diffMergePatch, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
 import { describeCluster, leasedByOther } from './messages.ts';
-import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import { waitForReconciler } from './moves/step-waits.ts';
+import { type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
 import { readLayer, routingTo } from './read-layer.ts';
 import {
   annotationValue,
@@ -75,7 +76,7 @@ function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boo
   );
 }
 
-export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+export async function applyZone(deps: ZoneDeps, target: ZoneTarget, previous?: unknown): Promise<StepResult> {
   const { kube } = deps;
   const zone = target.config.zone;
   const name = describeCluster(target.cluster);
@@ -83,14 +84,13 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
   const { state } = cluster;
 
   if (state.handoff !== undefined) {
-    return running(
+    return waitForReconciler(
+      deps,
+      target,
+      previous,
+      state.handoff,
       `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})`,
-      {
-        zone,
-        action: 'apply',
-        vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
-        state: 'waitingForHandoff',
-      },
+      { zone, action: 'apply', vmcluster: `${target.cluster.namespace}/${target.cluster.name}` },
     );
   }
   if (
