@@ -59,6 +59,8 @@ export interface DrainOutcome extends MoveOutcome {
   graceUntil?: Date;
   /** The layer as first read (for the step's give-back after a refused drain). */
   layer?: ReadLayer;
+  /** The zone's object after this move's own write, to guard the next move on. */
+  cluster?: LoadedCluster;
 }
 
 /** The routing a proof was made for: every balancer's last change, and whether the zone is routed anywhere. */
@@ -104,9 +106,11 @@ export async function drainReadsMove(
     (cluster.state.maintenance?.restoringSince === undefined
       ? undefined
       : maintenancePatch(maintenanceRecord(zone, deps.now(), request.by)));
+  let held = cluster;
   if (mark !== undefined) {
     const marked = await transition(deps.kube, request.ref, cluster, mark);
     if (marked.kind === 'lost') return { ...lost(`zone ${zone} changed hands before it was marked`), layer };
+    held = marked.cluster;
   }
   if (routed) await drainLayer(layer, zone, request.by, deps.now());
 
@@ -120,7 +124,7 @@ export async function drainReadsMove(
     () => layerEvidence(changed, drainedAt),
     (e) => e.state !== 'waiting',
   );
-  const base = { balancers, drainedAt, layer };
+  const base = { balancers, drainedAt, layer, cluster: held };
   if (evidence.state === 'waiting') return { ...waiting(evidence.message, 'vmauth', { since }), ...base };
   // Never report drained on a proof of another routing: had the zone been put back (or drained anew) while the
   // pods were read, the proof is of a routing that no longer holds (issue 21 item 2).

@@ -30,6 +30,8 @@ export interface RestoreOutcome extends MoveOutcome {
   /** The layer as read after the restore, in words. */
   balancers?: string;
   evidence?: string;
+  /** The zone's object after this move's own write, to guard the release on. */
+  cluster?: LoadedCluster;
 }
 
 export async function restoreReadsMove(
@@ -39,6 +41,7 @@ export async function restoreReadsMove(
 ): Promise<RestoreOutcome> {
   const { zone } = request;
   const { maintenance, lease } = cluster.state;
+  let held = cluster;
   if (maintenance?.restoringSince === undefined) {
     const now = deps.now();
     const marked = await transition(
@@ -51,6 +54,7 @@ export async function restoreReadsMove(
       }),
     );
     if (marked.kind === 'lost') return lost(`zone ${zone} changed hands before its reads were put back`);
+    held = marked.cluster;
   }
   const layer = await readLayer(deps, request.reads);
   const restored = (await restoreLayer(layer, zone, deps.now())).map((b) => b.describe);
@@ -64,6 +68,7 @@ export async function restoreReadsMove(
       ),
       restored,
       balancers: after.describe,
+      cluster: held,
     };
   }
   const leasedSince = new Date(lease?.since ?? 0);
@@ -77,7 +82,7 @@ export async function restoreReadsMove(
     () => layerEvidence(changed, leasedSince),
     (e) => e.state !== 'waiting',
   );
-  const base = { restored, serving, balancers: after.describe };
+  const base = { restored, serving, balancers: after.describe, cluster: held };
   if (evidence.state === 'waiting') return { ...waiting(evidence.message, 'vmauth', { since }), ...base };
   return { ...done(evidence.message, { since }), ...base, evidence: evidence.message };
 }
