@@ -11,7 +11,7 @@ import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
 import { drainReadsMove } from './moves/drain.ts';
-import { leasePatch, readsCarry, takeLease } from './moves/lease.ts';
+import { readsCarry, stepLeasePatch, takeLease } from './moves/lease.ts';
 import { release } from './moves/release.ts';
 import { lostRace, waitForReconciler } from './moves/step-waits.ts';
 import { pastDeadline, waitingSince, waitStatus } from './moves/wait-deadline.ts';
@@ -101,10 +101,7 @@ export async function drainReads(
         by,
         graceMs: target.drainGraceMs,
         oneAtATime: false,
-        mark: needsLease
-          ? leasePatch({ holder: target.who, zone, now, carry: readsCarry(target), maintenanceReason: by })
-              .patch
-          : undefined,
+        mark: needsLease ? stepLeasePatch(target, now, by) : undefined,
       },
       cluster,
     );

@@ -100,3 +100,14 @@ export async function takeLease(
   const { patch, lease } = leasePatch(request);
   return { ...(await transition(kube, ref, cluster, patch)), lease };
 }
+
+/** What a step's drainReads writes to hold the zone: its lease with the reads record, and the maintenance mark. */
+export function stepLeasePatch(target: ZoneTarget, now: Date, reason: string): ClusterPatch {
+  return leasePatch({
+    holder: target.who,
+    zone: target.config.zone,
+    now,
+    carry: readsCarry(target),
+    maintenanceReason: reason,
+  }).patch;
+}
