@@ -35,12 +35,15 @@ export interface MoveDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export interface DrainRequest {
+/** The zone a reads move acts on: its object, its balancers, and who acts, in words (for the records). */
+export interface ZoneReads {
   zone: string;
   ref: ObjectRef;
   reads: readonly ReadBalancerConfig[];
-  /** Who drains, in words, for the balancer's drain record. */
   by: string;
+}
+
+export interface DrainRequest extends ZoneReads {
   graceMs: number;
   /** The reconciler drains a zone only while no other zone is out of reads. */
   oneAtATime: boolean;

@@ -3,24 +3,17 @@
 // the object the caller decided on: a takeover by a step that lands between that decision and the restore makes
 // this write lose with 409, so the balancer is never touched for a zone that changed hands (issue 21 item 2).
 
-import type { ObjectRef } from '../../kube/objects.ts';
-import type { ReadBalancerConfig } from '../../vm/read-balancer.ts';
 import { waitInCall } from '../deps.ts';
 import { latestChange, layerEvidence, readLayer, restoreLayer, routingTo } from '../read-layer.ts';
 import { timestamp } from '../state.ts';
 import type { LoadedCluster } from '../vmcluster-state.ts';
-import type { MoveDeps } from './drain.ts';
+import type { MoveDeps, ZoneReads } from './drain.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
 
-export interface RestoreRequest {
-  zone: string;
-  ref: ObjectRef;
-  reads: readonly ReadBalancerConfig[];
-  /** Who restores, in words (the maintenance reason, should the zone carry no maintenance mark). */
-  by: string;
-}
+/** `by` is also the maintenance reason, should the zone carry no maintenance mark. */
+export type RestoreRequest = ZoneReads;
 
 export interface RestoreOutcome extends MoveOutcome {
   /** The balancers written by this call. */
