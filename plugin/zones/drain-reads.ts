@@ -93,7 +93,7 @@ export async function drainReads(
   let outcome: Awaited<ReturnType<typeof drainReadsMove>>;
   try {
     outcome = await drainReadsMove(
-      { ...deps, sleep },
+      { ...deps, sleep: deps.sleep ?? sleep },
       {
         zone,
         ref: target.cluster,

@@ -40,7 +40,10 @@ export async function transition(
     } catch (err) {
       if (!isConflict(err) || attempt >= 2) throw err;
       const reread = loadedCluster(await kube.get(ref));
-      if (handsOf(reread.state) !== handsOf(decidedOn.state)) return { kind: 'lost', cluster: reread };
+      // A spec change (a new generation) is a change of what the move decided on, too.
+      if (handsOf(reread.state) !== handsOf(decidedOn.state) || reread.generation !== decidedOn.generation) {
+        return { kind: 'lost', cluster: reread };
+      }
       current = reread;
     }
   }

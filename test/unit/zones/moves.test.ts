@@ -9,10 +9,12 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { KubeError, type ObjectRef, type PatchOptions } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
+import { transition } from '../../../plugin/zones/moves/transition.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
+import { loadedCluster } from '../../../plugin/zones/vmcluster-state.ts';
 import {
   type MemoryCluster,
   ns,
@@ -176,4 +178,40 @@ test('a restore given up: restoring → changed (drainReads again drains, cleari
   kube.heldBack.delete(`VMUser ${ns}/vmauth-read`);
   await succeeds(run('drainReads'));
   assert.deepEqual(path, ['serving', 'held', 'changed', 'restoring', 'changed']);
+});
+
+test('a guarded move survives an operator status write but loses to a change of hands or of the spec', async () => {
+  const kube = threeZones(vmauth.port);
+  const ref = {
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMCluster',
+    namespace: ns,
+    name: 'vm-zone-a',
+  };
+  const mark = { annotations: { 'vmzones.io/test': 'x' } };
+  let decided = loadedCluster(await kube.get(ref));
+  kube.setStatus('VMCluster', 'vm-zone-a', { updateStatus: 'operational' });
+  assert.equal(
+    (await transition(kube, ref, decided, mark)).kind,
+    'written',
+    'a status write is not a change of hands',
+  );
+  decided = loadedCluster(await kube.get(ref));
+  await kube.mergePatch(ref, {
+    metadata: {
+      annotations: {
+        'vmzones.io/lease': JSON.stringify({
+          v: 1,
+          rollout: 'vm/other',
+          uid: 'u',
+          revision: 'x',
+          since: '2026-01-01T00:00:00Z',
+        }),
+      },
+    },
+  });
+  assert.equal((await transition(kube, ref, decided, mark)).kind, 'lost', 'another lease meanwhile');
+  decided = loadedCluster(await kube.get(ref));
+  await kube.mergePatch(ref, { spec: { clusterVersion: 'v9' } });
+  assert.equal((await transition(kube, ref, decided, mark)).kind, 'lost', 'a spec change meanwhile');
 });
