@@ -6,12 +6,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
+import { restoreZone } from '../../../plugin/vm/read-routing.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { readBackends, readBalancerConfigs } from '../../../plugin/zones/target.ts';
 import {
   type MemoryCluster,
   ns,
@@ -104,4 +105,36 @@ test('the reconciler started putting reads back first: the new walk waits for it
   let drained = await step('zone-c', 'drainReads');
   for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step('zone-c', 'drainReads');
   assert.equal(drained.phase, 'Successful', drained.message);
+});
+
+test('drainReads never reports drained on a proof of another routing: the zone put back while vmauth was checked keeps the step Running', async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-c');
+  kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
+  kube.heldBack.add(`VMCluster ${ns}/vm-zone-c`);
+  kube.setStatus('VMCluster', 'vm-zone-c', { updateStatus: 'expanding' });
+  await new ZoneReconciler({ kube, logger: silentLogger }).tick();
+  assert.notEqual(zoneState(kube.getStored('VMCluster', 'vm-zone-c')).handoff, undefined, 'handed over');
+  // While the new walk's drainReads lists the vmauth pods for its proof, the zone goes back into the balancer
+  // (an unguarded restore, as the reconciler made before, or a GitOps sync of the VMUser).
+  const [config] = readBalancerConfigs(parseSpecDocument(specDocument()), ns);
+  assert.ok(config !== undefined);
+  const list = kube.list.bind(kube);
+  let armed = true;
+  kube.list = async (apiVersion, kind, namespace, labelSelector) => {
+    if (armed && kind === 'Pod') {
+      armed = false;
+      await restoreZone(kube, config, 'zone-c', new Date());
+    }
+    return list(apiVersion, kind, namespace, labelSelector);
+  };
+  const taken = await step('zone-c', 'drainReads');
+  assert.equal(armed, false, 'the proof was read');
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c'], 'the zone serves reads again');
+  assert.notEqual(taken.phase, 'Successful', `reported drained while serving reads: ${taken.message}`);
+  // The next Run sees the zone routed and drains it again, with proof of that drain.
+  let drained = await step('zone-c', 'drainReads');
+  for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step('zone-c', 'drainReads');
+  assert.equal(drained.phase, 'Successful', drained.message);
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-b']);
 });
