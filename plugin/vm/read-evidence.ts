@@ -39,6 +39,8 @@ export async function readEvidence(
     await vmauthPodsOfBalancer(kube, config),
     since,
     baseline,
+    // vmauth reads a Secret or ConfigMap balancer itself; a VMUser only through the operator's rendering.
+    { startupLoadProves: ref.kind !== 'VMUser' },
   );
   if (evidence.state === 'unreachable' || evidence.state === 'waiting') {
     return { state: 'waiting', message: evidence.message };

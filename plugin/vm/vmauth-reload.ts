@@ -12,7 +12,10 @@
 //   newest of them is 2 s old, so that a load of its write cannot share their second); a stamp above its
 //   baseline proves a load after the write.
 // - A stamp that is the start-up load (within a second of `process_start_time_seconds`) proves nothing: a
-//   restarted vmauth reads whatever file is there, possibly the old one.
+//   restarted vmauth reads whatever file is there, possibly the old one — unless the process started after the
+//   write (by 2 s) and vmauth reads the written Secret or ConfigMap itself (not a VMUser rendered later).
+// - A stamp not above the one the same process showed before the write proves nothing, even when it reads as
+//   later than the write: vmauth's clock may run ahead of ours.
 // - A stamp equal to the one seen before a drain, when the restore brings back exactly the content served
 //   then, means the pod never loaded the drained config: it serves what we want (the A→B→A case).
 // - A failed last reload (`..._successful 0`) is never evidence: vmauth keeps serving the previous config.
@@ -53,7 +56,12 @@ export interface VmauthPods {
 export type ReloadState = 'reloaded' | 'waiting' | 'unreachable' | 'unsupported';
 
 /** What proved that a pod serves the config. */
-export type ReloadProof = 'configHash' | 'reloadTimestamp' | 'reloadAfterBaseline' | 'unchangedSinceDrain';
+export type ReloadProof =
+  | 'configHash'
+  | 'reloadTimestamp'
+  | 'reloadAfterBaseline'
+  | 'unchangedSinceDrain'
+  | 'startedAfterWrite';
 
 export interface PodReloadEvidence {
   pod: string;
@@ -66,6 +74,8 @@ export interface PodReloadEvidence {
   version?: string;
   /** Why the pod is waiting or unsupported. */
   detail?: string;
+  /** Its last config reload failed (`vmauth_config_last_reload_successful 0`). */
+  reloadFailed?: boolean;
   /** The stamp and process start seen, for a later reading to compare with. */
   seen?: ReloadStamp;
 }
@@ -137,6 +147,8 @@ interface PodBaselines {
   beforeWrite: ReloadStamp | undefined;
   /** Seen before the drain whose content this write brought back. */
   beforeDrain: ReloadStamp | undefined;
+  /** The pods read the written object itself at start-up (not a rendering of it made later). */
+  startupLoadProves: boolean;
 }
 
 /** The verdict on one pod from its figures; pure, so that every rule is tested on its own. */
@@ -168,6 +180,7 @@ function judgeVmauthPod(
     return {
       ...withTime,
       state: 'waiting',
+      reloadFailed: true,
       detail: 'its last config reload failed, so it still serves the previous config (see the vmauth log)',
     };
   }
@@ -185,6 +198,27 @@ function judgeVmauthPod(
   const { beforeDrain, beforeWrite } = baselines;
   if (sameProcess(beforeDrain) && stamp === beforeDrain.stamp) {
     return { ...withTime, state: 'reloaded', evidence: 'unchangedSinceDrain' };
+  }
+  // Only a strictly newer load than the one this pod showed before the write proves anything: with vmauth's
+  // clock ahead of ours, the old load's stamp can read as late as the write itself (docs/victoriametrics.md).
+  if (sameProcess(beforeWrite) && stamp <= beforeWrite.stamp) {
+    return {
+      ...withTime,
+      state: 'waiting',
+      detail: `it shows the load it showed before the write (${reloadedAt}); no newer load proves the write was loaded`,
+    };
+  }
+  // A process that started after the write read the file at start: when vmauth reads the written object itself
+  // (a Secret or ConfigMap balancer, mounted at pod start), that start-up load is of the written config. Not so
+  // for a VMUser, which the operator renders into its Secret some time after the write. The stamp-lag margin
+  // keeps a start in the write's own second (by a clock that may run ahead) out.
+  if (
+    baselines.startupLoadProves &&
+    start !== undefined &&
+    !sameProcess(beforeWrite) &&
+    start * 1000 >= since.getTime() + reloadStampLagMs
+  ) {
+    return { ...withTime, state: 'reloaded', evidence: 'startedAfterWrite' };
   }
   if (start !== undefined && stamp <= start + 1) {
     return {
@@ -239,6 +273,7 @@ async function podEvidence(
   context: GroupContext,
   since: Date,
   baseline: ReloadBaseline | undefined,
+  startupLoadProves: boolean,
 ): Promise<PodReloadEvidence> {
   const pod = describePod(object, context.pods.port);
   const namespace = context.pods.namespace;
@@ -285,6 +320,7 @@ async function podEvidence(
   return judgeVmauthPod(pod.key, figures, hash, since, {
     beforeWrite: current?.pods[pod.key],
     beforeDrain: current?.unchanged?.[pod.key],
+    startupLoadProves,
   });
 }
 
@@ -311,6 +347,7 @@ export async function vmauthReloadEvidence(
   groups: VmauthPods | readonly VmauthPods[],
   since: Date,
   baseline?: ReloadBaseline,
+  options: { startupLoadProves?: boolean } = {},
 ): Promise<ReloadEvidence> {
   const all: PodReloadEvidence[] = [];
   for (const pods of Array.isArray(groups) ? groups : [groups]) {
@@ -323,7 +360,11 @@ export async function vmauthReloadEvidence(
       };
     }
     const context = await groupContext(kube, pods, kube.registration);
-    all.push(...(await Promise.all(active.map((pod) => podEvidence(pod, context, since, baseline)))));
+    all.push(
+      ...(await Promise.all(
+        active.map((pod) => podEvidence(pod, context, since, baseline, options.startupLoadProves === true)),
+      )),
+    );
   }
   return summarize(all, since);
 }
@@ -373,6 +414,7 @@ const proofText: Record<ReloadProof, (pod: PodReloadEvidence) => string> = {
   reloadTimestamp: (pod) => `reloaded at ${pod.reloadedAt}`,
   reloadAfterBaseline: (pod) => `reloaded at ${pod.reloadedAt}, after the stamp it showed before the write`,
   unchangedSinceDrain: () => 'loaded nothing since before the drain, whose content is back',
+  startedAfterWrite: (pod) => `started after the write and loaded it at start-up (${pod.reloadedAt})`,
 };
 
 function summarize(pods: PodReloadEvidence[], since: Date): ReloadEvidence {
@@ -398,11 +440,19 @@ function summarize(pods: PodReloadEvidence[], since: Date): ReloadEvidence {
       pods,
     };
   }
-  const waiting = inState('waiting');
+  // A replica whose reload failed needs a human (its config is refused): named first, whatever the count.
+  const waiting = inState('waiting').sort(
+    (a, b) => Number(b.reloadFailed === true) - Number(a.reloadFailed === true),
+  );
   if (waiting.length > 0) {
+    const failedReloads = waiting.filter((pod) => pod.reloadFailed === true);
+    const failedNote =
+      failedReloads.length === 0
+        ? ''
+        : ` (last reload failed on ${failedReloads.map((pod) => pod.pod).join(', ')})`;
     return {
       state: 'waiting',
-      message: `${waiting.length} of ${pods.length} vmauth pods have not loaded the config written since ${since.toISOString()}: ${list(waiting, (p) => p.detail ?? '')}`,
+      message: `${waiting.length} of ${pods.length} vmauth pods have not loaded the config written since ${since.toISOString()}${failedNote}: ${list(waiting, (p) => p.detail ?? '')}`,
       pods,
     };
   }

@@ -5,14 +5,15 @@
 // record alone (plugin/zones/walk.ts).
 
 import type { StepResult } from '../rollouts/types.ts';
-import { fieldName } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
+import { fieldName } from './moves/change.ts';
+import { readsCarry } from './moves/lease.ts';
 import { type StatusDocument, showValue, successful } from './outcome.ts';
-import { describeHolder, type RollbackRecord, readsRecord, sameRevision, sameRollout } from './state.ts';
-import { agentsCluster, type ZoneTarget } from './target.ts';
+import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
+import type { ZoneTarget } from './target.ts';
 import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
 
 async function handTargetOver(
@@ -30,10 +31,7 @@ async function handTargetOver(
       cluster: target.cluster,
       holder: target.who,
       by,
-      reads: readsRecord(target.reads),
-      drainGracePeriod: target.drainGracePeriod,
-      vmagents: target.vmagents,
-      ...agentsCluster(target),
+      ...readsCarry(target),
       rollback,
     },
     deps.now(),

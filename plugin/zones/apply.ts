@@ -2,34 +2,21 @@
 // every changed field had before — in the step status for humans and, in the same guarded write as the change,
 // in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
 
-import { KubeError, type KubeObject } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
-import { deepEqual, diffMergePatch, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
+import type { FieldChange } from './merge-patch.ts';
 import { describeCluster, leasedByOther } from './messages.ts';
-import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
-import { readLayer, routingTo } from './read-layer.ts';
-import {
-  annotationValue,
-  describeHolder,
-  fieldChanges,
-  type RollbackRecord,
-  readsRecord,
-  rollbackAnnotation,
-  sameRevision,
-  sameRollout,
-  timestamp,
-} from './state.ts';
-import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
-import { agentsCluster, type ZoneTarget } from './target.ts';
-import { loadCluster, patchCluster } from './vmcluster-state.ts';
+import { changeMove, fieldName } from './moves/change.ts';
+import { lostRace, waitForReconciler } from './moves/step-waits.ts';
+import { type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import { describeHolder, fieldChanges, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
+import type { ZoneTarget } from './target.ts';
+import { loadCluster } from './vmcluster-state.ts';
 
 const maxChangedStatusChars = 3000;
 
-export function fieldName(path: readonly string[]): string {
-  return ['spec', ...path].join('.');
-}
+export { fieldName };
 
 /** `{"spec.clusterVersion": {from, to}}`, or only the field names when the values would bloat the Rollout status. */
 export function changedSummary(changes: readonly FieldChange[]): Record<string, unknown> | string[] {
@@ -75,7 +62,7 @@ function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boo
   );
 }
 
-export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+export async function applyZone(deps: ZoneDeps, target: ZoneTarget, previous?: unknown): Promise<StepResult> {
   const { kube } = deps;
   const zone = target.config.zone;
   const name = describeCluster(target.cluster);
@@ -83,14 +70,13 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
   const { state } = cluster;
 
   if (state.handoff !== undefined) {
-    return running(
+    return waitForReconciler(
+      deps,
+      target,
+      previous,
+      state.handoff,
       `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})`,
-      {
-        zone,
-        action: 'apply',
-        vmcluster: `${target.cluster.namespace}/${target.cluster.name}`,
-        state: 'waitingForHandoff',
-      },
+      { zone, action: 'apply', vmcluster: `${target.cluster.namespace}/${target.cluster.name}` },
     );
   }
   if (
@@ -108,76 +94,11 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
       `drainReads for zone ${zone} has not run for this revision: ${name} holds no lease of ${describeHolder(target.who)}; nothing was changed`,
     );
   }
-  const serving = routingTo(await readLayer(deps, target.reads), zone);
-  if (serving.length > 0) {
-    throw new StepFailure(
-      `zone ${zone} serves reads again through ${serving.map((b) => b.describe).join(', ')} (was it put back by hand or by a sync?); refusing to change ${name} while it serves reads`,
-    );
-  }
-
-  const changes = diffMergePatch((cluster.object.spec ?? {}) as JsonObject, target.zone.patch);
+  const changed = await changeMove(deps, target, cluster);
+  if (changed.kind === 'lost') return lostRace(zone, name);
+  if (changed.kind !== 'done' || changed.record === undefined) throw new StepFailure(changed.message);
+  const record = changed.record;
   const now = deps.now();
-  const record: RollbackRecord = {
-    ...target.who,
-    zone,
-    phase: 'applied',
-    appliedAt: timestamp(now),
-    // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.
-    generation: cluster.generation + (changes.length > 0 ? 1 : 0),
-    changes: rollbackChanges(
-      changes,
-      (cluster.object.spec ?? {}) as JsonObject,
-      state.rollback,
-      target.who,
-      target.stableRevision,
-    ),
-    ...(target.stableRevision === undefined ? {} : { stableRevision: target.stableRevision }),
-    ...(overUnfinishedWalk(state.rollback, target.who, target.stableRevision)
-      ? { overRevision: state.rollback.revision }
-      : {}),
-    reads: readsRecord(target.reads),
-    drainGracePeriod: target.drainGracePeriod,
-    vmagents: target.vmagents,
-    ...agentsCluster(target),
-  };
-  const patch = {
-    annotations: { [rollbackAnnotation]: annotationValue(record) },
-    ...(changes.length > 0 ? { spec: target.zone.patch } : {}),
-  };
-  if (changes.length > 0) {
-    let dryRun: KubeObject;
-    try {
-      dryRun = await patchCluster(kube, target.cluster, patch, cluster.resourceVersion, true);
-    } catch (err) {
-      if (err instanceof KubeError && (err.kind === 'invalid' || err.kind === 'forbidden')) {
-        throw new StepFailure(
-          `the API server rejects the overrides for ${name} (zone ${zone}): ${err.message}; nothing was changed`,
-        );
-      }
-      throw err;
-    }
-    // The VMCluster schema prunes fields it does not know (a typo such as clusterVerison) without an error: a
-    // change that would silently not happen is refused, so that success always means the spec holds the overrides.
-    const dropped = changes.filter((c) => !deepEqual(valueAt(dryRun.spec, c.path), c.after));
-    if (dropped.length > 0) {
-      throw new StepFailure(
-        `the API server would not keep ${dropped.map((c) => fieldName(c.path)).join(', ')} of the overrides for ${name} (zone ${zone}): not in the VMCluster schema, or changed by a defaulting webhook; check the field names. Nothing was changed`,
-      );
-    }
-  }
-  const written = await patchCluster(kube, target.cluster, patch, cluster.resourceVersion);
-  deps.logger.info('zone changed', { zone, vmcluster: name, fields: changes.length });
-  const generation = written.metadata.generation ?? record.generation;
-  if (generation !== record.generation) {
-    record.generation = generation;
-    // Unguarded: only our own annotation changes, and the operator writes status right after a spec change.
-    await patchCluster(
-      kube,
-      target.cluster,
-      { annotations: { [rollbackAnnotation]: annotationValue(record) } },
-      undefined,
-    );
-  }
   const result = appliedResult(target, record, false);
   await emitZoneEvent(
     kube,

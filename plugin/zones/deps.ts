@@ -16,6 +16,8 @@ export interface ZoneDeps {
   /** How long a Run may wait in the call for something that usually comes quickly (a vmauth reload, the end of
    *  a short grace period) before it returns Running, which costs a controller round trip of at least 16 s. */
   inCallWaitMs: number;
+  /** Sleeps inside a call (the end of a short grace period); absent: node:timers/promises. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 const inCallPollMs = 250;

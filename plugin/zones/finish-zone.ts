@@ -1,51 +1,38 @@
-// What the reconciler does for one handed-over zone, one move per pass, each decided from the VMCluster and the
-// read balancer as they are now (so a restart anywhere resumes):
-//   rollback requested → take the zone out of reads (if it serves any, and only when that is safe) → wait for
-//   vmauth and the grace period → put back the recorded values → wait until operational → restore reads → wait for
-//   vmauth → release the lease, the maintenance mark and the handoff.
+// What the reconciler does for one handed-over zone: the same moves as the steps (zones/moves/), in this order,
+// each decided from the VMCluster and the read balancer as they are now (so a restart anywhere resumes):
+//   lease → [rollback requested: drain reads → revert] → await operational → await vmagent queues drained →
+//   restore reads → release (lease, maintenance mark, handoff).
+// Every write on the VMCluster is guarded by the resourceVersion the pass decided on: a step that takes the zone
+// back meanwhile makes the reconciler's next write lose, and the reconciler touches nothing more (issue 21 item 2).
 
 import type { Logger } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
-import { vmclusterReadiness } from '../vm/vmcluster.ts';
-import { defaultZoneKind, zoneKindOf } from '../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from './completeness.ts';
 import { emitZoneEvent } from './events.ts';
-import { deepEqual, revertPatch, valueAt } from './merge-patch.ts';
 import { describeCluster } from './messages.ts';
+import { awaitOperational, awaitQueueDrained } from './moves/await-operational.ts';
+import { drainReadsMove, type MoveDeps } from './moves/drain.ts';
+import { maintenancePatch, maintenanceRecord, takeLease } from './moves/lease.ts';
+import { release } from './moves/release.ts';
+import { restoreReadsMove } from './moves/restore.ts';
+import { revertMove } from './moves/revert.ts';
 import { isConflict } from './outcome.ts';
-import {
-  drainedFrom,
-  drainLayer,
-  lastZoneThrough,
-  latestChange,
-  layerDrainBlocker,
-  layerEvidence,
-  readLayer,
-  restoreLayer,
-  routingTo,
-} from './read-layer.ts';
-import { graceWindow } from './read-safety.ts';
+import { drainedFrom, readLayer } from './read-layer.ts';
 import {
   annotationValue,
   describeHolder,
   type Handoff,
   handoffAnnotation,
-  type Lease,
-  leaseAnnotation,
-  type Maintenance,
-  maintenanceAnnotation,
-  maintenanceLabel,
   pendingLabel,
   recordedBalancers,
-  rollbackAnnotation,
   sameRevision,
   sameRollout,
   timestamp,
   zoneState,
 } from './state.ts';
-import { patchCluster } from './vmcluster-state.ts';
+import { loadedCluster, patchCluster } from './vmcluster-state.ts';
 import { holderExists } from './walk.ts';
 
 /** done: released; working: in progress; blocked: cannot move now (waits for another zone or Rollout). */
@@ -65,210 +52,142 @@ export interface FinishDeps {
 export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<ZoneProgress> {
   const { kube } = deps;
   const name = describeCluster(ref);
-  let cluster = await kube.get(ref);
-  let state = zoneState(cluster);
-  const handoff = state.handoff;
+  // The one read every decision of this pass is made on (and every write guarded by).
+  let cluster = loadedCluster(await kube.get(ref));
+  const handoff = cluster.state.handoff;
   if (handoff === undefined) {
-    await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.metadata.resourceVersion);
+    await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.resourceVersion);
     return 'done';
   }
   const zone = handoff.zone;
+  const reads = recordedBalancers(handoff.reads);
+  const moveDeps: MoveDeps & { queueCheck?: ZoneQueueCheck } = { ...deps, inCallWaitMs: 0 };
   // Progress goes into the handoff annotation, for `kubectl get vmcluster -o yaml` readers.
-  const note = async (message: string, progress: ZoneProgress): Promise<ZoneProgress> => {
-    if (handoff.message === message) return progress;
-    deps.logger.info('reconciler', { vmcluster: `${ref.namespace}/${ref.name}`, zone, message });
-    const latest = await kube.get(ref);
-    const current = zoneState(latest).handoff;
-    if (current === undefined) return progress;
-    const updated: Handoff = { ...current, message, updatedAt: timestamp(deps.now()) };
-    try {
-      await patchCluster(
-        kube,
-        ref,
-        { annotations: { [handoffAnnotation]: annotationValue(updated) } },
-        latest.metadata.resourceVersion,
-      );
-    } catch (err) {
-      // The operator wrote status meanwhile; the next pass notes the message again.
-      if (!isConflict(err)) throw err;
-    }
-    return progress;
+  const note = (message: string, progress: ZoneProgress) =>
+    noteProgress(deps, ref, handoff, message, progress);
+  // A lost guarded write: the zone changed hands (a step took it back); the next pass decides from scratch.
+  const lostTo = (what: string): ZoneProgress => {
+    deps.logger.info('reconciler: zone changed hands; deciding again next pass', {
+      zone,
+      vmcluster: name,
+      what,
+    });
+    return 'working';
   };
 
-  if (state.lease !== undefined && !sameRollout(state.lease, handoff.holder)) {
-    if (await holderExists(kube, state.lease)) {
-      return note(
-        `waiting: ${name} is leased by ${describeHolder(state.lease)} since ${state.lease.since}`,
-        'blocked',
-      );
-    }
+  const lease = cluster.state.lease;
+  if (lease !== undefined && !sameRollout(lease, handoff.holder) && (await holderExists(kube, lease))) {
+    return note(`waiting: ${name} is leased by ${describeHolder(lease)} since ${lease.since}`, 'blocked');
   }
-  if (state.lease === undefined || !sameRollout(state.lease, handoff.holder)) {
-    const lease: Lease = { ...handoff.holder, zone, since: timestamp(deps.now()) };
-    cluster = await patchCluster(
-      kube,
-      ref,
-      { annotations: { [leaseAnnotation]: annotationValue(lease) } },
-      cluster.metadata.resourceVersion,
-    );
-    state = zoneState(cluster);
+  if (lease === undefined || !sameRollout(lease, handoff.holder)) {
+    const taken = await takeLease(kube, ref, cluster, { holder: handoff.holder, zone, now: deps.now() });
+    if (taken.kind === 'lost') return lostTo('lease');
+    cluster = taken.cluster;
   }
 
-  const rollback = state.rollback;
-  const reads = recordedBalancers(handoff.reads);
+  const rollback = cluster.state.rollback;
   if (
     handoff.rollback &&
     rollback !== undefined &&
     sameRevision(rollback, handoff.holder) &&
     rollback.phase === 'requested'
   ) {
-    const layer = await readLayer(deps, reads);
-    if (routingTo(layer, zone).length > 0) {
-      const last = lastZoneThrough(layer, zone);
-      if (last !== undefined) {
-        return note(
-          `waiting: zone ${zone} is the last zone serving reads through ${last.describe}; it cannot be rolled back until another zone serves reads`,
-          'blocked',
-        );
-      }
-      const blocker = await layerDrainBlocker(deps.clusters, layer, zone, true);
-      if (blocker !== undefined) return note(`waiting to roll back zone ${zone}: ${blocker}`, 'blocked');
-      if (state.maintenance === undefined) {
-        const maintenance: Maintenance = {
-          zone,
-          since: timestamp(deps.now()),
-          reason: `rollback (${handoff.by})`,
-        };
-        cluster = await patchCluster(
-          kube,
-          ref,
-          {
-            annotations: { [maintenanceAnnotation]: annotationValue(maintenance) },
-            labels: { [maintenanceLabel]: 'true' },
-          },
-          cluster.metadata.resourceVersion,
-        );
-      }
-      await drainLayer(layer, zone, `rollback of ${describeHolder(handoff.holder)}`, deps.now());
-      return note(
-        `took zone ${zone} out of ${layer.describe} for the rollback; waiting for vmauth`,
-        'working',
-      );
-    }
-    const drained = drainedFrom(layer, zone);
-    const fallback = new Date(state.maintenance?.since ?? 0);
-    const since = latestChange(drained) ?? fallback;
-    const evidence = await layerEvidence(drained, fallback);
-    if (evidence.state === 'waiting') {
-      return note(
-        `rollback: waiting until vmauth serves reads without zone ${zone}: ${evidence.message}`,
-        'working',
-      );
-    }
-    const { graceUntil } = graceWindow(evidence, since, parseGoDurationMs(handoff.drainGracePeriod));
-    if (deps.now() < graceUntil) {
-      return note(`rollback: grace period for queries in flight until ${timestamp(graceUntil)}`, 'working');
-    }
-    // Only fields that still hold the value we wrote go back: a later edit by someone else is not ours to undo.
-    const stillOurs = rollback.changes.filter((c) => deepEqual(valueAt(cluster.spec, c.path), c.after));
-    const revert = revertPatch(stillOurs.map((c) => ({ path: c.path, before: c.before, after: c.after })));
-    await patchCluster(
-      kube,
-      ref,
+    const drain = await drainReadsMove(
+      moveDeps,
       {
-        annotations: {
-          [rollbackAnnotation]: annotationValue({
-            ...rollback,
-            phase: 'reverted',
-            revertedAt: timestamp(deps.now()),
-          }),
-        },
-        ...(stillOurs.length > 0 ? { spec: revert } : {}),
+        zone,
+        ref,
+        reads,
+        by: `rollback of ${describeHolder(handoff.holder)}`,
+        graceMs: parseGoDurationMs(handoff.drainGracePeriod),
+        oneAtATime: true,
+        mark:
+          cluster.state.maintenance === undefined
+            ? maintenancePatch(maintenanceRecord(zone, deps.now(), `rollback (${handoff.by})`))
+            : undefined,
       },
-      cluster.metadata.resourceVersion,
+      cluster,
     );
-    return note(
-      `rolled back ${stillOurs.length} of ${rollback.changes.length} fields of ${name}${stillOurs.length < rollback.changes.length ? ' (the others were changed by someone else since)' : ''}; waiting until it is operational`,
-      'working',
-    );
+    // Not routed anywhere and never drained: nothing to take out, the rollback goes on.
+    const nothingToDrain = drain.kind === 'failed' && drain.code === 'notRouted';
+    if (drain.kind === 'lost') return lostTo('drain');
+    if (drain.kind === 'blocked') {
+      return drain.code === 'lastZone'
+        ? note(
+            `waiting: zone ${zone}: ${drain.message}; it cannot be rolled back until another zone serves reads`,
+            'blocked',
+          )
+        : note(`waiting to roll back zone ${zone}: ${drain.message}`, 'blocked');
+    }
+    if (drain.kind === 'waiting') {
+      return note(
+        drain.code === 'grace'
+          ? `rollback: grace period for queries in flight until ${timestamp(drain.until ?? deps.now())}`
+          : `rollback: waiting until vmauth serves reads without zone ${zone}: ${drain.message}`,
+        'working',
+      );
+    }
+    if (drain.kind === 'failed' && !nothingToDrain) return note(`rollback: ${drain.message}`, 'working');
+    const reverted = await revertMove(kube, ref, drain.cluster ?? cluster, rollback, deps.now());
+    if (reverted.kind === 'lost') return lostTo('revert');
+    return note(`${reverted.message} on ${name}; waiting until it is operational`, 'working');
   }
 
-  const readiness = vmclusterReadiness(cluster);
-  if (readiness.state !== 'ready') {
-    if (readiness.state === 'failed')
+  const operational = await awaitOperational(moveDeps, ref);
+  if (operational.kind !== 'done') {
+    if (operational.kind === 'failed') {
       deps.logger.warn('reconciler: zone failed; its reads stay drained', {
         zone,
-        message: readiness.message,
+        message: operational.message,
       });
-    return note(`reads of zone ${zone} stay drained: ${readiness.message}`, 'working');
+    }
+    return note(`reads of zone ${zone} stay drained: ${operational.message}`, 'working');
   }
-  const layer = await readLayer(deps, reads);
-  if (drainedFrom(layer, zone).length > 0) {
-    // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence).
-    if (deps.queueCheck !== undefined && (handoff.vmagents?.length ?? 0) > 0) {
-      const kind = zoneKindOf(ref.kind) ?? defaultZoneKind;
-      const reading = await deps.queueCheck(
-        {
-          zone: kube,
-          vmagents: await deps.clusters.client(handoff.vmagentsCluster),
-          vmagentsCluster: await deps.clusters.registration(handoff.vmagentsCluster),
-        },
-        {
-          namespace: ref.namespace,
-          vmcluster: ref.name,
-          // Absent means VMCluster, as in the records handed over before zone kinds.
-          ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
-          vmagents: handoff.vmagents ?? [],
-          ...(handoff.vminsertHosts === undefined ? {} : { vminsertHosts: handoff.vminsertHosts }),
-        },
-        handoff.queueState,
-        deps.now().getTime(),
-      );
-      if (reading.verdict !== 'pass') {
-        await saveQueueState(deps, ref, reading.state);
+  // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence). Once
+  // the restore has begun (its guarded write made), the queues were checked already.
+  if (cluster.state.maintenance?.restoringSince === undefined) {
+    const layer = await readLayer(deps, reads);
+    if (drainedFrom(layer, zone).length > 0) {
+      const queues = await awaitQueueDrained(moveDeps, ref, handoff);
+      if (queues.kind !== 'done') {
+        await saveQueueState(deps, ref, queues.state);
         return note(
-          reading.verdict === 'fail'
-            ? `reads of zone ${zone} stay drained: ${reading.message}; check the zone's data, then restore its reads by hand`
-            : `${name} is operational; reads come back once its vmagent queues have drained: ${reading.message}`,
+          queues.kind === 'failed'
+            ? `reads of zone ${zone} stay drained: ${queues.message}; check the zone's data, then restore its reads by hand`
+            : `${name} is operational; reads come back once its vmagent queues have drained: ${queues.message}`,
           'working',
         );
       }
     }
-    const restored = await restoreLayer(layer, zone, deps.now());
+  }
+  // Guarded on the object this pass read before the queue check: a takeover since makes it lose (item 2).
+  const restore = await restoreReadsMove(
+    moveDeps,
+    { zone, ref, reads, by: `reconciler (${handoff.by})` },
+    cluster,
+  );
+  if (restore.kind === 'lost') return lostTo('restore');
+  if (restore.kind === 'waiting') {
+    const back =
+      restore.restored !== undefined && restore.restored.length > 0
+        ? `put zone ${zone} back into ${restore.restored.join(', ')}; `
+        : '';
     return note(
-      `${name} is operational; put zone ${zone} back into ${restored.map((b) => b.describe).join(', ')}; waiting for vmauth`,
+      `${name} is operational; ${back}waiting until vmauth serves reads of zone ${zone} again: ${restore.message}`,
       'working',
     );
   }
-  const serving = routingTo(layer, zone).filter((b) => b.routing.changedAt !== undefined);
-  if (serving.length > 0) {
-    const evidence = await layerEvidence(serving, new Date(0));
-    if (evidence.state === 'waiting')
-      return note(`waiting until vmauth serves reads of zone ${zone} again: ${evidence.message}`, 'working');
-  }
-  const latest = await kube.get(ref);
-  const reverted = zoneState(latest).rollback?.phase === 'reverted';
-  await patchCluster(
-    kube,
-    ref,
-    {
-      annotations: {
-        [leaseAnnotation]: null,
-        [maintenanceAnnotation]: null,
-        [handoffAnnotation]: null,
-        ...(reverted ? { [rollbackAnnotation]: null } : {}),
-      },
-      labels: { [pendingLabel]: null, [maintenanceLabel]: null },
-    },
-    latest.metadata.resourceVersion,
-  );
+  const held = restore.cluster ?? cluster;
+  const wasReverted = held.state.rollback?.phase === 'reverted';
+  const released = await release(kube, ref, held, { handoff: true, rollbackDone: wasReverted });
+  if (released.kind === 'lost') return lostTo('release');
   await emitZoneEvent(
     kube,
     deps.logger,
     {
-      reason: reverted ? 'ZoneRolledBack' : 'ZoneFinished',
+      reason: wasReverted ? 'ZoneRolledBack' : 'ZoneFinished',
       action: 'Reconcile',
-      note: `zone ${zone}: ${name} ${reverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released (${handoff.by})`,
+      note: `zone ${zone}: ${name} ${wasReverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released (${handoff.by})`,
       holder: handoff.holder,
       zone,
       cluster: ref,
@@ -279,14 +198,36 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   deps.logger.info('reconciler: zone finished', {
     zone,
     vmcluster: `${ref.namespace}/${ref.name}`,
-    rolledBack: reverted,
+    rolledBack: wasReverted,
     why: handoff.by,
   });
   return 'done';
 }
 
+/** Writes the reconciler's progress into the handoff (skipped when unchanged; a 409 leaves it to the next pass). */
+async function noteProgress(
+  deps: FinishDeps,
+  ref: ObjectRef,
+  handoff: Handoff,
+  message: string,
+  progress: ZoneProgress,
+): Promise<ZoneProgress> {
+  if (handoff.message === message) return progress;
+  deps.logger.info('reconciler', { vmcluster: `${ref.namespace}/${ref.name}`, zone: handoff.zone, message });
+  await updateHandoff(deps, ref, (current) => ({ ...current, message, updatedAt: timestamp(deps.now()) }));
+  return progress;
+}
+
 /** Keeps the queue check's rounds in the handoff, so that the next pass (of any process) goes on from them. */
-async function saveQueueState(deps: FinishDeps, ref: ObjectRef, queueState: unknown): Promise<void> {
+function saveQueueState(deps: FinishDeps, ref: ObjectRef, queueState: unknown): Promise<void> {
+  return updateHandoff(deps, ref, (current) => ({ ...current, queueState }));
+}
+
+async function updateHandoff(
+  deps: FinishDeps,
+  ref: ObjectRef,
+  change: (current: Handoff) => Handoff,
+): Promise<void> {
   const latest = await deps.kube.get(ref);
   const current = zoneState(latest).handoff;
   if (current === undefined) return;
@@ -294,10 +235,11 @@ async function saveQueueState(deps: FinishDeps, ref: ObjectRef, queueState: unkn
     await patchCluster(
       deps.kube,
       ref,
-      { annotations: { [handoffAnnotation]: annotationValue({ ...current, queueState }) } },
+      { annotations: { [handoffAnnotation]: annotationValue(change(current)) } },
       latest.metadata.resourceVersion,
     );
   } catch (err) {
+    // The operator wrote status meanwhile; the next pass writes it again.
     if (!isConflict(err)) throw err;
   }
 }

@@ -3,11 +3,11 @@
 // Abort, Terminate and the reconciler's own discovery of walks that ended without them all hand over through here.
 
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
+import { leaseRecord } from './moves/lease.ts';
 import {
   annotationValue,
   type Handoff,
   handoffAnnotation,
-  type Lease,
   leaseAnnotation,
   pendingLabel,
   type ReadsRecord,
@@ -68,8 +68,7 @@ export async function handOver(
     });
   }
   if (state.lease === undefined) {
-    const lease: Lease = { ...request.holder, zone: request.zone, since: timestamp(now) };
-    annotations[leaseAnnotation] = annotationValue(lease);
+    annotations[leaseAnnotation] = annotationValue(leaseRecord(request.holder, request.zone, now));
   }
   await patchCluster(
     kube,

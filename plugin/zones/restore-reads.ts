@@ -1,33 +1,40 @@
 // restoreReads: once the zone's VMCluster is operational at the applied generation, put back exactly what
 // drainReads removed from the read balancer, wait until every vmauth replica serves it, then release the lease
 // and the maintenance mark. Replay-safe: a zone that serves reads and holds no lease of ours is already restored.
+// The moves (zones/moves/: await operational, restore, release) are the reconciler's too; this maps their
+// outcomes to a step result, with a deadline on every wait.
 
 import type { StepResult } from '../rollouts/types.ts';
-import { vmclusterReadiness } from '../vm/vmcluster.ts';
-import { waitInCall, type ZoneDeps } from './deps.ts';
+import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { describeHandoff, leasedByOther } from './messages.ts';
+import { awaitOperational } from './moves/await-operational.ts';
+import { release } from './moves/release.ts';
+import { restoreReadsMove } from './moves/restore.ts';
+import { lostRace, waitForReconciler } from './moves/step-waits.ts';
+import { pastDeadline } from './moves/wait-deadline.ts';
 import { running, StepFailure, successful } from './outcome.ts';
-import {
-  drainedFrom,
-  latestChange,
-  layerEvidence,
-  readLayer,
-  restoreLayer,
-  routingTo,
-} from './read-layer.ts';
+import { drainedFrom, readLayer, routingTo } from './read-layer.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
-import { loadCluster, openZoneAction, patchCluster, releasePatch } from './vmcluster-state.ts';
+import { loadCluster, openZoneAction } from './vmcluster-state.ts';
 
-export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<StepResult> {
+export async function restoreReads(
+  deps: ZoneDeps,
+  target: ZoneTarget,
+  previous?: unknown,
+): Promise<StepResult> {
   const { kube } = deps;
   const { zone, name, status, cluster, state } = await openZoneAction(kube, target, 'restoreReads');
 
   if (state.handoff !== undefined) {
-    return running(
+    return waitForReconciler(
+      deps,
+      target,
+      previous,
+      state.handoff,
       `zone ${zone}: the vmzones reconciler is finishing ${name} ${describeHandoff(state.handoff)}`,
-      { ...status, state: 'waitingForHandoff' },
+      status,
     );
   }
   if (!sameRevision(state.lease, target.who)) {
@@ -49,21 +56,16 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
 
   const applied = sameRevision(state.rollback, target.who) ? state.rollback : undefined;
   // The operator usually finishes within seconds of the first look: wait a little here rather than a round trip.
-  const readiness = await waitInCall(
-    deps,
-    async () => vmclusterReadiness(await kube.get(target.cluster), applied?.generation),
-    (r) => r.state !== 'progressing',
-  );
+  const readiness = await awaitOperational(deps, target.cluster, applied?.generation);
   status.generation = applied?.generation ?? cluster.generation;
-  if (readiness.state === 'failed') {
+  if (readiness.kind === 'failed') {
     throw new StepFailure(
       `zone ${zone}: ${readiness.message}. Its reads stay drained; the rollout aborts and vmzones rolls the zone back, restoring its reads once it is operational again`,
     );
   }
-  if (readiness.state !== 'ready') {
+  if (readiness.kind !== 'done') {
     const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
-    const deadline = new Date(new Date(started).getTime() + target.readyTimeoutMs);
-    if (deps.now() > deadline) {
+    if (pastDeadline(new Date(started), target.readyTimeoutMs, deps.now())) {
       throw new StepFailure(
         `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${readiness.message}. Its reads stay drained`,
       );
@@ -75,43 +77,40 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
   }
   status.operational = readiness.message;
 
-  const layer = await readLayer(deps, target.reads);
-  const restored = await restoreLayer(layer, zone, deps.now());
-  if (restored.length > 0) {
-    deps.logger.info('zone put back into reads', {
-      zone,
-      balancer: restored.map((b) => b.describe).join(', '),
+  const restore = await restoreReadsMove(
+    deps,
+    { zone, ref: target.cluster, reads: target.reads, by: `restoreReads by ${describeHolder(target.who)}` },
+    cluster,
+  );
+  if (restore.restored !== undefined && restore.restored.length > 0) {
+    deps.logger.info('zone put back into reads', { zone, balancer: restore.restored.join(', ') });
+  }
+  if (restore.kind === 'lost') return lostRace(zone, name);
+  if (restore.kind === 'failed') {
+    throw new StepFailure(
+      `zone ${zone}: what drainReads removed is back in ${restore.balancers}, yet no balancer routes reads to ${name}; check the balancers by hand`,
+    );
+  }
+  const since = restore.since ?? deps.now();
+  status.restoredAt = timestamp(since);
+  if (restore.kind === 'waiting') {
+    const what = `zone ${zone}: ${name} is operational and was put back into ${restore.serving} at ${timestamp(since)}`;
+    if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
+      // The zone serves reads again; its lease and maintenance mark stay, so that the reconciler (after the
+      // abort) or a retry of this step finishes it once vmauth proves it.
+      throw new StepFailure(
+        `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${restore.message}`,
+      );
+    }
+    return running(`${what}; waiting until every vmauth replica serves that: ${restore.message}`, {
+      ...status,
+      state: 'waitingForVmauth',
     });
   }
-  const after = await readLayer(deps, target.reads);
-  const serving = routingTo(after, zone);
-  if (serving.length === 0) {
-    throw new StepFailure(
-      `zone ${zone}: what drainReads removed is back in ${after.describe}, yet no balancer routes reads to ${name}; check the balancers by hand`,
-    );
-  }
-  const leasedSince = new Date(state.lease?.since ?? 0);
-  // The balancers vmzones changed during this lease must prove they serve the zone again; one whose routing was
-  // last changed before the lease never stopped serving it.
-  const changed = serving.filter((b) => (b.routing.changedAt?.getTime() ?? -1) >= leasedSince.getTime());
-  const since = latestChange(changed) ?? leasedSince;
-  status.restoredAt = timestamp(since);
-  const servingNames = serving.map((b) => b.describe).join(', ');
-  const evidence = await waitInCall(
-    deps,
-    () => layerEvidence(changed, leasedSince),
-    (e) => e.state !== 'waiting',
-  );
-  if (evidence.state === 'waiting') {
-    return running(
-      `zone ${zone}: ${name} is operational and was put back into ${servingNames} at ${timestamp(since)}; waiting until every vmauth replica serves that: ${evidence.message}`,
-      { ...status, state: 'waitingForVmauth' },
-    );
-  }
-  const reread = await loadCluster(kube, target.cluster, zone);
-  await patchCluster(kube, target.cluster, releasePatch, reread.resourceVersion);
+  const released = await release(kube, target.cluster, await loadCluster(kube, target.cluster, zone));
+  if (released.kind === 'lost') return lostRace(zone, name);
   deps.logger.info('zone released', { zone, vmcluster: name });
-  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${servingNames} again (${evidence.message}); lease and maintenance released`;
+  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${restore.serving} again (${restore.evidence}); lease and maintenance released`;
   await emitZoneEvent(
     kube,
     deps.logger,

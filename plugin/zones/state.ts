@@ -76,6 +76,9 @@ const maintenanceSchema = z.object({
   since: z.string(),
   /** Why reads are (being) taken away, for humans and for alert silencing. */
   reason: z.string(),
+  /** Set by the guarded write that starts putting reads back (zones/moves/restore.ts): from then on the zone's
+   *  holder finishes the restore, and a takeover waits for it instead of racing it. */
+  restoringSince: z.string().optional(),
 });
 export type Maintenance = z.infer<typeof maintenanceSchema>;
 

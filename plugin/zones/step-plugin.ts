@@ -149,11 +149,11 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       act('Run', rollout, context, (d, target) => {
         switch (target.config.action) {
           case 'drainReads':
-            return drainReads(d, target);
+            return drainReads(d, target, context.status);
           case 'apply':
-            return applyZone(d, target);
+            return applyZone(d, target, context.status);
           case 'restoreReads':
-            return restoreReads(d, target);
+            return restoreReads(d, target, context.status);
         }
       }),
     terminate: (rollout, context) => act('Terminate', rollout, context, terminateStep),

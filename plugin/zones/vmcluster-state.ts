@@ -3,19 +3,8 @@
 import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { describeCluster } from './messages.ts';
 import { required, type StatusDocument } from './outcome.ts';
-import {
-  annotationValue,
-  type Lease,
-  leaseAnnotation,
-  type Maintenance,
-  maintenanceAnnotation,
-  maintenanceLabel,
-  readsRecord,
-  timestamp,
-  type ZoneState,
-  zoneState,
-} from './state.ts';
-import { agentsCluster, type ZoneTarget } from './target.ts';
+import { type ZoneState, zoneState } from './state.ts';
+import type { ZoneTarget } from './target.ts';
 
 export interface LoadedCluster {
   object: KubeObject;
@@ -86,30 +75,3 @@ export async function patchCluster(
   if (patch.spec) body.spec = patch.spec;
   return kube.mergePatch(ref, body, resourceVersion, { dryRun });
 }
-
-/** The lease carries how to reach the zone's reads, so the reconciler can finish the zone without the Rollout. */
-export function leasePatch(target: ZoneTarget, now: Date, reason: string): ClusterPatch {
-  const zone = target.config.zone;
-  const lease: Lease = {
-    ...target.who,
-    zone,
-    since: timestamp(now),
-    reads: readsRecord(target.reads),
-    drainGracePeriod: target.drainGracePeriod,
-    vmagents: target.vmagents,
-    ...agentsCluster(target),
-  };
-  const maintenance: Maintenance = { zone, since: timestamp(now), reason };
-  return {
-    annotations: {
-      [leaseAnnotation]: annotationValue(lease),
-      [maintenanceAnnotation]: annotationValue(maintenance),
-    },
-    labels: { [maintenanceLabel]: 'true' },
-  };
-}
-
-export const releasePatch: ClusterPatch = {
-  annotations: { [leaseAnnotation]: null, [maintenanceAnnotation]: null },
-  labels: { [maintenanceLabel]: null },
-};

@@ -15,8 +15,10 @@ import { after, before, test } from 'node:test';
 import { parse, stringify } from 'yaml';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
+import { stepLeasePatch } from '../../../plugin/zones/moves/lease.ts';
+import { releasePatch } from '../../../plugin/zones/moves/release.ts';
 import { resolveTarget } from '../../../plugin/zones/target.ts';
-import { leasePatch, patchCluster, releasePatch } from '../../../plugin/zones/vmcluster-state.ts';
+import { patchCluster } from '../../../plugin/zones/vmcluster-state.ts';
 import { eventually } from '../../sandbox/eventually.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { freePort } from '../../sandbox/ports.ts';
@@ -148,13 +150,13 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
     await patchCluster(
       kube,
       zoneA,
-      leasePatch(target, new Date(), 'alert-silencing test'),
+      stepLeasePatch(target, new Date(), 'alert-silencing test'),
       cluster.metadata.resourceVersion,
     );
   };
   const leaveMaintenance = async () => {
     const cluster = await kube.get(zoneA);
-    await patchCluster(kube, zoneA, releasePatch, cluster.metadata.resourceVersion);
+    await patchCluster(kube, zoneA, releasePatch(), cluster.metadata.resourceVersion);
   };
   await enterMaintenance();
 

@@ -1,9 +1,10 @@
 // Rollouts and VMClusters as the API server returns them, with vmzones annotations written by the zones layer's
-// own helpers (leasePatch, annotationValue), for the observe tests.
+// own helpers (stepLeasePatch, annotationValue), for the observe tests.
 
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
+import { stepLeasePatch } from '../../../plugin/zones/moves/lease.ts';
 import { specAnnotation } from '../../../plugin/zones/spec.ts';
 import {
   annotationValue,
@@ -14,7 +15,6 @@ import {
   rollbackAnnotation,
 } from '../../../plugin/zones/state.ts';
 import { resolveTarget } from '../../../plugin/zones/target.ts';
-import { leasePatch } from '../../../plugin/zones/vmcluster-state.ts';
 
 export const who = { rollout: 'vm/walk', uid: 'uid-1', revision: 'rev-1' };
 export const drainedAt = new Date('2026-12-01T10:00:00Z');
@@ -63,7 +63,7 @@ export function vmcluster(zone: string, options: ClusterOptions = {}): Object {
   if (options.drained) {
     // The lease and maintenance mark exactly as drainReads writes them for this Rollout.
     const target = resolveTarget(rollout() as unknown as RolloutView, { zone, action: 'drainReads' });
-    const patch = leasePatch(target, drainedAt, `drainReads by Rollout ${who.rollout}`);
+    const patch = stepLeasePatch(target, drainedAt, `drainReads by Rollout ${who.rollout}`);
     for (const [key, value] of Object.entries(patch.annotations ?? {})) {
       if (typeof value === 'string') annotations[key] = value;
     }

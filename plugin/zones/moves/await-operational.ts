@@ -1,0 +1,65 @@
+// Await operational: the zone's object is operational at (at least) the generation of the change, and — where the
+// reconciler brings a zone back after a rollback or an unfinished walk — every vmagent queue for it has delivered
+// what piled up (the vmagentQueueDrained evidence, zones/completeness.ts).
+
+import type { ObjectRef } from '../../kube/objects.ts';
+import { vmclusterReadiness } from '../../vm/vmcluster.ts';
+import { defaultZoneKind, zoneKindOf } from '../../vm/zone-kinds.ts';
+import type { ZoneQueueCheck } from '../completeness.ts';
+import { waitInCall } from '../deps.ts';
+import type { Handoff } from '../state.ts';
+import type { MoveDeps } from './drain.ts';
+import { done, failedMove, type MoveOutcome, waiting } from './outcome.ts';
+
+/** done: operational; waiting: the operator is still at it; failed: the operator says it failed. */
+export async function awaitOperational(
+  deps: MoveDeps,
+  ref: ObjectRef,
+  generation?: number,
+): Promise<MoveOutcome> {
+  const readiness = await waitInCall(
+    { inCallWaitMs: deps.inCallWaitMs ?? 0 },
+    async () => vmclusterReadiness(await deps.kube.get(ref), generation),
+    (r) => r.state !== 'progressing',
+  );
+  if (readiness.state === 'failed') return failedMove(readiness.message, 'zoneFailed');
+  if (readiness.state !== 'ready') return waiting(readiness.message, 'operational');
+  return done(readiness.message);
+}
+
+export interface QueueOutcome extends MoveOutcome {
+  /** The check's rounds so far, to keep for the next reading. */
+  state?: unknown;
+}
+
+/** One reading of the queue check for the zone the handoff names; done when there is nothing to check. */
+export async function awaitQueueDrained(
+  deps: MoveDeps & { queueCheck?: ZoneQueueCheck },
+  ref: ObjectRef,
+  handoff: Handoff,
+): Promise<QueueOutcome> {
+  if (deps.queueCheck === undefined || (handoff.vmagents?.length ?? 0) === 0)
+    return done('no vmagent queue to check');
+  const kind = zoneKindOf(ref.kind) ?? defaultZoneKind;
+  const reading = await deps.queueCheck(
+    {
+      zone: deps.kube,
+      vmagents: await deps.clusters.client(handoff.vmagentsCluster),
+      vmagentsCluster: await deps.clusters.registration(handoff.vmagentsCluster),
+    },
+    {
+      namespace: ref.namespace,
+      vmcluster: ref.name,
+      // Absent means VMCluster, as in the records handed over before zone kinds.
+      ...(kind === defaultZoneKind ? {} : { kind: kind.kind }),
+      vmagents: handoff.vmagents ?? [],
+      ...(handoff.vminsertHosts === undefined ? {} : { vminsertHosts: handoff.vminsertHosts }),
+    },
+    handoff.queueState,
+    deps.now().getTime(),
+  );
+  if (reading.verdict === 'pass') return done(reading.message);
+  const outcome =
+    reading.verdict === 'fail' ? failedMove(reading.message, 'dataLost') : waiting(reading.message, 'queues');
+  return { ...outcome, state: reading.state };
+}

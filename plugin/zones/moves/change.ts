@@ -1,0 +1,100 @@
+// Change (apply): merge the zone's overrides into its spec, and record in the same guarded write the value every
+// changed field had before (the rollback record), so that no crash can separate the change from how to undo it.
+// Refused while the zone serves reads, and when the API server would reject or silently prune a field.
+
+import { KubeError, type KubeObject } from '../../kube/objects.ts';
+import type { ZoneDeps } from '../deps.ts';
+import { deepEqual, diffMergePatch, type JsonObject, valueAt } from '../merge-patch.ts';
+import { describeCluster } from '../messages.ts';
+import { readLayer, routingTo } from '../read-layer.ts';
+import { annotationValue, type RollbackRecord, rollbackAnnotation, timestamp } from '../state.ts';
+import { overUnfinishedWalk, rollbackChanges } from '../superseded-changes.ts';
+import type { ZoneTarget } from '../target.ts';
+import { type LoadedCluster, patchCluster } from '../vmcluster-state.ts';
+import { readsCarry } from './lease.ts';
+import { done, failedMove, lost, type MoveOutcome } from './outcome.ts';
+import { transition } from './transition.ts';
+
+export function fieldName(path: readonly string[]): string {
+  return ['spec', ...path].join('.');
+}
+
+export interface ChangeOutcome extends MoveOutcome {
+  record?: RollbackRecord;
+}
+
+export async function changeMove(
+  deps: ZoneDeps,
+  target: ZoneTarget,
+  cluster: LoadedCluster,
+): Promise<ChangeOutcome> {
+  const { kube } = deps;
+  const zone = target.config.zone;
+  const name = describeCluster(target.cluster);
+  const { state } = cluster;
+  const serving = routingTo(await readLayer(deps, target.reads), zone);
+  if (serving.length > 0) {
+    return failedMove(
+      `zone ${zone} serves reads again through ${serving.map((b) => b.describe).join(', ')} (was it put back by hand or by a sync?); refusing to change ${name} while it serves reads`,
+      'servesReads',
+    );
+  }
+  const spec = (cluster.object.spec ?? {}) as JsonObject;
+  const changes = diffMergePatch(spec, target.zone.patch);
+  const record: RollbackRecord = {
+    ...target.who,
+    zone,
+    phase: 'applied',
+    appliedAt: timestamp(deps.now()),
+    // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.
+    generation: cluster.generation + (changes.length > 0 ? 1 : 0),
+    changes: rollbackChanges(changes, spec, state.rollback, target.who, target.stableRevision),
+    ...(target.stableRevision === undefined ? {} : { stableRevision: target.stableRevision }),
+    ...(overUnfinishedWalk(state.rollback, target.who, target.stableRevision)
+      ? { overRevision: state.rollback.revision }
+      : {}),
+    ...readsCarry(target),
+  };
+  const patch = {
+    annotations: { [rollbackAnnotation]: annotationValue(record) },
+    ...(changes.length > 0 ? { spec: target.zone.patch } : {}),
+  };
+  if (changes.length > 0) {
+    let dryRun: KubeObject;
+    try {
+      dryRun = await patchCluster(kube, target.cluster, patch, cluster.resourceVersion, true);
+    } catch (err) {
+      if (err instanceof KubeError && (err.kind === 'invalid' || err.kind === 'forbidden')) {
+        return failedMove(
+          `the API server rejects the overrides for ${name} (zone ${zone}): ${err.message}; nothing was changed`,
+          'rejected',
+        );
+      }
+      throw err;
+    }
+    // The VMCluster schema prunes fields it does not know (a typo such as clusterVerison) without an error: a
+    // change that would silently not happen is refused, so that success always means the spec holds the overrides.
+    const dropped = changes.filter((c) => !deepEqual(valueAt(dryRun.spec, c.path), c.after));
+    if (dropped.length > 0) {
+      return failedMove(
+        `the API server would not keep ${dropped.map((c) => fieldName(c.path)).join(', ')} of the overrides for ${name} (zone ${zone}): not in the VMCluster schema, or changed by a defaulting webhook; check the field names. Nothing was changed`,
+        'pruned',
+      );
+    }
+  }
+  const written = await transition(kube, target.cluster, cluster, patch);
+  if (written.kind === 'lost') return lost(`zone ${zone} changed hands before its change`);
+  deps.logger.info('zone changed', { zone, vmcluster: name, fields: changes.length });
+  const generation = written.cluster.generation || record.generation;
+  if (generation !== record.generation) {
+    record.generation = generation;
+    // Unguarded: only our own annotation changes, and the operator writes status right after a spec change.
+    await patchCluster(
+      kube,
+      target.cluster,
+      { annotations: { [rollbackAnnotation]: annotationValue(record) } },
+      undefined,
+    );
+  }
+  return { ...done(`changed ${changes.length} fields`), record };
+}

@@ -1,0 +1,113 @@
+// Take or renew the lease on a zone: the records that say who holds it (lease), that it is out of reads
+// (maintenance), and how to reach its reads without the Rollout (the reads record) are built here only.
+
+import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
+import type { ReadBalancerConfig } from '../../vm/read-balancer.ts';
+import {
+  annotationValue,
+  handoffAnnotation,
+  type Lease,
+  leaseAnnotation,
+  type Maintenance,
+  maintenanceAnnotation,
+  maintenanceLabel,
+  pendingLabel,
+  type ReadsRecord,
+  type RolloutIdentity,
+  readsRecord,
+  timestamp,
+} from '../state.ts';
+import type { ZoneTarget } from '../target.ts';
+import { agentsCluster } from '../target.ts';
+import type { ClusterPatch, LoadedCluster } from '../vmcluster-state.ts';
+import { type TransitionResult, transition } from './transition.ts';
+
+/** How to reach the zone's reads and agents: carried by leases, rollback records and handoffs. */
+export interface ReadsCarry {
+  reads: ReadsRecord;
+  drainGracePeriod: string;
+  vmagents: string[];
+  vmagentsCluster?: string;
+  vminsertHosts?: string[];
+}
+
+export function readsCarry(
+  target: Pick<ZoneTarget, 'reads' | 'drainGracePeriod' | 'vmagents' | 'vmagentsCluster' | 'vminsertHosts'>,
+): ReadsCarry {
+  return {
+    reads: readsRecord(target.reads as readonly ReadBalancerConfig[]),
+    drainGracePeriod: target.drainGracePeriod,
+    vmagents: target.vmagents,
+    ...agentsCluster(target),
+  };
+}
+
+/** The lease of `holder` on `zone` from `now`; `carry` when the holder knows the reads (a step does). */
+export function leaseRecord(holder: RolloutIdentity, zone: string, now: Date, carry?: ReadsCarry): Lease {
+  return { ...holder, zone, since: timestamp(now), ...(carry ?? {}) };
+}
+
+export function maintenanceRecord(zone: string, now: Date, reason: string): Maintenance {
+  return { zone, since: timestamp(now), reason };
+}
+
+/** The annotations and label that put a zone in maintenance. */
+export function maintenancePatch(maintenance: Maintenance): ClusterPatch {
+  return {
+    annotations: { [maintenanceAnnotation]: annotationValue(maintenance) },
+    labels: { [maintenanceLabel]: 'true' },
+  };
+}
+
+export interface LeaseRequest {
+  holder: RolloutIdentity;
+  zone: string;
+  now: Date;
+  carry?: ReadsCarry;
+  /** Also mark the zone in maintenance, for this reason (the step's drainReads does both in one write). */
+  maintenanceReason?: string;
+  /** Take the zone back from a handoff (drop the handoff and the pending label in the same write). */
+  takeBack?: boolean;
+}
+
+/** The patch that takes the lease (and marks maintenance, and ends a handoff, when asked). */
+export function leasePatch(request: LeaseRequest): { patch: ClusterPatch; lease: Lease } {
+  const lease = leaseRecord(request.holder, request.zone, request.now, request.carry);
+  const marked =
+    request.maintenanceReason === undefined
+      ? undefined
+      : maintenancePatch(maintenanceRecord(request.zone, request.now, request.maintenanceReason));
+  const patch: ClusterPatch = {
+    annotations: {
+      [leaseAnnotation]: annotationValue(lease),
+      ...(marked?.annotations ?? {}),
+      ...(request.takeBack ? { [handoffAnnotation]: null } : {}),
+    },
+    ...(marked !== undefined || request.takeBack
+      ? { labels: { ...(marked?.labels ?? {}), ...(request.takeBack ? { [pendingLabel]: null } : {}) } }
+      : {}),
+  };
+  return { patch, lease };
+}
+
+/** One guarded write: the lease (and maintenance mark, and the end of a handoff, when asked). */
+export async function takeLease(
+  kube: KubeObjects,
+  ref: ObjectRef,
+  cluster: LoadedCluster,
+  request: LeaseRequest,
+): Promise<TransitionResult & { lease: Lease }> {
+  const { patch, lease } = leasePatch(request);
+  return { ...(await transition(kube, ref, cluster, patch)), lease };
+}
+
+/** What a step's drainReads writes to hold the zone: its lease with the reads record, and the maintenance mark. */
+export function stepLeasePatch(target: ZoneTarget, now: Date, reason: string): ClusterPatch {
+  return leasePatch({
+    holder: target.who,
+    zone: target.config.zone,
+    now,
+    carry: readsCarry(target),
+    maintenanceReason: reason,
+  }).patch;
+}

@@ -1,0 +1,81 @@
+// Restore reads: put back exactly what the drain removed from each balancer, then wait until every vmauth replica
+// serves the zone again. The first act is a guarded write on the VMCluster (maintenance.restoringSince), made on
+// the object the caller decided on: a takeover by a step that lands between that decision and the restore makes
+// this write lose with 409, so the balancer is never touched for a zone that changed hands (issue 21 item 2).
+
+import { waitInCall } from '../deps.ts';
+import { latestChange, layerEvidence, readLayer, restoreLayer, routingTo } from '../read-layer.ts';
+import { timestamp } from '../state.ts';
+import type { LoadedCluster } from '../vmcluster-state.ts';
+import type { MoveDeps, ZoneReads } from './drain.ts';
+import { maintenancePatch, maintenanceRecord } from './lease.ts';
+import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
+import { transition } from './transition.ts';
+
+/** `by` is also the maintenance reason, should the zone carry no maintenance mark. */
+export type RestoreRequest = ZoneReads;
+
+export interface RestoreOutcome extends MoveOutcome {
+  /** The balancers written by this call. */
+  restored?: string[];
+  /** The balancers that route reads to the zone, in words. */
+  serving?: string;
+  /** The layer as read after the restore, in words. */
+  balancers?: string;
+  evidence?: string;
+  /** The zone's object after this move's own write, to guard the release on. */
+  cluster?: LoadedCluster;
+}
+
+export async function restoreReadsMove(
+  deps: MoveDeps,
+  request: RestoreRequest,
+  cluster: LoadedCluster,
+): Promise<RestoreOutcome> {
+  const { zone } = request;
+  const { maintenance, lease } = cluster.state;
+  let held = cluster;
+  if (maintenance?.restoringSince === undefined) {
+    const now = deps.now();
+    const marked = await transition(
+      deps.kube,
+      request.ref,
+      cluster,
+      maintenancePatch({
+        ...(maintenance ?? maintenanceRecord(zone, now, request.by)),
+        restoringSince: timestamp(now),
+      }),
+    );
+    if (marked.kind === 'lost') return lost(`zone ${zone} changed hands before its reads were put back`);
+    held = marked.cluster;
+  }
+  const layer = await readLayer(deps, request.reads);
+  const restored = (await restoreLayer(layer, zone, deps.now())).map((b) => b.describe);
+  const after = await readLayer(deps, request.reads);
+  const routed = routingTo(after, zone);
+  if (routed.length === 0) {
+    return {
+      ...failedMove(
+        `what the drain removed is back in ${after.describe}, yet no balancer routes reads to zone ${zone}`,
+        'notServing',
+      ),
+      restored,
+      balancers: after.describe,
+      cluster: held,
+    };
+  }
+  const leasedSince = new Date(lease?.since ?? 0);
+  // The balancers changed during this lease must prove they serve the zone again; one whose routing was last
+  // changed before the lease never stopped serving it.
+  const changed = routed.filter((b) => (b.routing.changedAt?.getTime() ?? -1) >= leasedSince.getTime());
+  const since = latestChange(changed) ?? leasedSince;
+  const serving = routed.map((b) => b.describe).join(', ');
+  const evidence = await waitInCall(
+    { inCallWaitMs: deps.inCallWaitMs ?? 0 },
+    () => layerEvidence(changed, leasedSince),
+    (e) => e.state !== 'waiting',
+  );
+  const base = { restored, serving, balancers: after.describe, cluster: held };
+  if (evidence.state === 'waiting') return { ...waiting(evidence.message, 'vmauth', { since }), ...base };
+  return { ...done(evidence.message, { since }), ...base, evidence: evidence.message };
+}

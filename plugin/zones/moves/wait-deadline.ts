@@ -1,0 +1,29 @@
+// Every wait of a step ends (issue 21 item 3): a step that waits records since when in its status, the next Run
+// reads it back, and past the deadline the step fails with a message naming what never came.
+
+import { timestamp } from '../state.ts';
+
+/** How long a step waits for the reconciler to finish earlier work on its zone: the reconciler may itself wait
+ *  for the operator (readyTimeout), for vmauth and for the grace period, so twice readyTimeout. */
+export const handoffWaitFactor = 2;
+
+/** Since when the step has waited in `state`: from the previous Run's status when it waited in the same state,
+ *  else from now. */
+export function waitingSince(previous: unknown, state: string, now: Date): Date {
+  if (typeof previous === 'object' && previous !== null) {
+    const { state: before, waitingSince: since } = previous as Record<string, unknown>;
+    if (before === state && typeof since === 'string' && !Number.isNaN(Date.parse(since))) {
+      return new Date(since);
+    }
+  }
+  return now;
+}
+
+/** The status fields of a wait: the state and since when, to carry into the next Run. */
+export function waitStatus(state: string, since: Date): { state: string; waitingSince: string } {
+  return { state, waitingSince: timestamp(since) };
+}
+
+export function pastDeadline(since: Date, timeoutMs: number, now: Date): boolean {
+  return now.getTime() > since.getTime() + timeoutMs;
+}
