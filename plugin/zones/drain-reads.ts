@@ -2,7 +2,6 @@
 // serves the routing without it, plus the grace period for queries in flight. Replay-safe: the balancer records
 // what was removed, so a replayed Run finds the zone already out and only waits.
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeError } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
@@ -149,7 +148,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
   }
   if (routed) {
     try {
-      await drainLayer(layer, zone, `drainReads by ${describeHolder(target.who)}`, now);
+      await drainLayer(layer, zone, `drainReads by ${describeHolder(target.who)}`, deps);
       deps.logger.info('zone taken out of reads', { zone, balancer: layer.describe });
     } catch (err) {
       const final =
@@ -196,7 +195,7 @@ export async function drainReads(deps: ZoneDeps, target: ZoneTarget): Promise<St
   let current = deps.now();
   const remainingMs = graceUntil.getTime() - current.getTime();
   if (remainingMs > 0 && remainingMs <= deps.inCallWaitMs) {
-    await sleep(remainingMs);
+    await deps.sleep(remainingMs);
     current = deps.now();
   }
   if (current < graceUntil) {

@@ -57,6 +57,7 @@ export interface FinishDeps {
   clusters: ClusterClients;
   logger: Logger;
   now(): Date;
+  sleep(ms: number): Promise<void>;
   /** Without it (tests of the decisions), a zone is complete once operational. */
   queueCheck?: ZoneQueueCheck;
 }
@@ -149,7 +150,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
           cluster.metadata.resourceVersion,
         );
       }
-      await drainLayer(layer, zone, `rollback of ${describeHolder(handoff.holder)}`, deps.now());
+      await drainLayer(layer, zone, `rollback of ${describeHolder(handoff.holder)}`, deps);
       return note(
         `took zone ${zone} out of ${layer.describe} for the rollback; waiting for vmauth`,
         'working',
@@ -234,7 +235,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         );
       }
     }
-    const restored = await restoreLayer(layer, zone, deps.now());
+    const restored = await restoreLayer(layer, zone, deps);
     return note(
       `${name} is operational; put zone ${zone} back into ${restored.map((b) => b.describe).join(', ')}; waiting for vmauth`,
       'working',

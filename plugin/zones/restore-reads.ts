@@ -76,7 +76,7 @@ export async function restoreReads(deps: ZoneDeps, target: ZoneTarget): Promise<
   status.operational = readiness.message;
 
   const layer = await readLayer(deps, target.reads);
-  const restored = await restoreLayer(layer, zone, deps.now());
+  const restored = await restoreLayer(layer, zone, deps);
   if (restored.length > 0) {
     deps.logger.info('zone put back into reads', {
       zone,

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
-import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { type Clock, silentLogger, systemClock } from '../../../plugin/goplugin/index.ts';
 import type { ClusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import {
   KubeError,
@@ -117,10 +117,13 @@ export class MemoryCluster extends MemoryKube {
   }
 }
 
-/** A vmauth /metrics page that reports a reload in the current second: evidence for any write before it (vmauth stamps reloads to the second). */
-export async function startVmauthFixture(): Promise<{ port: number; close(): Promise<void> }> {
+/** A vmauth /metrics page that reports a reload in the current second of `clock`: evidence for any write before
+ *  it (vmauth stamps reloads to the second). */
+export async function startVmauthFixture(
+  clock: Clock = systemClock,
+): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((_request, response) => {
-    const at = Math.floor(Date.now() / 1000);
+    const at = Math.floor(clock.now().getTime() / 1000);
     response.end(
       `vm_app_version{version="vmauth-v1.151.0",short_version="v1.151.0"} 1\nvmauth_config_last_reload_successful 1\nvmauth_config_last_reload_success_timestamp_seconds ${at}\nvmauth_config_last_reload_errors_total 0\n`,
     );
@@ -132,11 +135,11 @@ export async function startVmauthFixture(): Promise<{ port: number; close(): Pro
   };
 }
 
-/** A vmauth /metrics fixture for the file's tests: started before them, closed after. */
-export function useVmauthFixture(): { readonly port: number } {
+/** A vmauth /metrics fixture for the file's tests, on the tests' `clock`: started before them, closed after. */
+export function useVmauthFixture(clock: Clock): { readonly port: number } {
   let fixture: Awaited<ReturnType<typeof startVmauthFixture>> | undefined;
   before(async () => {
-    fixture = await startVmauthFixture();
+    fixture = await startVmauthFixture(clock);
   });
   after(() => fixture?.close());
   return {
@@ -237,16 +240,22 @@ export function clusterSecret(name: string, server: string, config: object) {
 }
 
 /**
- * The step plugin (its own reconciler off, short in-call waits) and a reconciler over `hub` and `clusters`
- * (listing `namespaces` only, when given, as a namespace-scoped install does).
+ * The step plugin (its own reconciler off, short in-call waits) and a reconciler over `hub` and `clusters`, both on
+ * `clock` (the system clock by default, for the end-to-end tests), the reconciler listing `namespaces` only, when
+ * given, as a namespace-scoped install does.
  */
-export function zonePlugins(hub: MemoryCluster, clusters: ClusterClients, namespaces?: readonly string[]) {
+export function zonePlugins(
+  hub: MemoryCluster,
+  clusters: ClusterClients,
+  { namespaces, clock = systemClock }: { namespaces?: readonly string[]; clock?: Clock } = {},
+) {
   const plugin = createZoneStepPlugin({
     kube: hub,
     clusters,
     reconciler: false,
     logger: silentLogger,
     inCallWaitMs: 1_000,
+    clock,
   });
   return {
     plugin,
@@ -254,6 +263,7 @@ export function zonePlugins(hub: MemoryCluster, clusters: ClusterClients, namesp
       kube: hub,
       clusters,
       logger: silentLogger,
+      clock,
       ...(namespaces === undefined ? {} : { namespaces }),
     }),
   };

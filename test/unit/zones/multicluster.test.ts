@@ -15,6 +15,7 @@ import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
+import { FakeClock } from '../fake-clock.ts';
 import {
   clusterSecret,
   clusterSpecDocument,
@@ -27,7 +28,8 @@ import {
   zonePlugins,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const token = 'remote-token-do-not-show';
@@ -75,7 +77,7 @@ function setup(options: { spec?: string; unreachable?: string } = {}) {
     namespace: 'argo-rollouts',
     connect: (r) => (r.name === options.unreachable ? dead : (remotes[r.name] as MemoryCluster)),
   });
-  const { plugin, reconciler } = zonePlugins(hub, clusters);
+  const { plugin, reconciler } = zonePlugins(hub, clusters, { clock });
   const step = (zone: string, action: string, operation: 'run' | 'abort' = 'run') =>
     plugin[operation](hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
       pluginName: 'vmzones/step',
@@ -166,6 +168,7 @@ test("a remote zone's vminsertHosts go into its lease and handoff, and the recon
   assert.deepEqual(zoneState(c.getStored('VMCluster', 'vm-zone-c')).lease?.vminsertHosts, ['127.0.0.3']);
   const asked: ZoneQueueRequest[] = [];
   const reconciler = new ZoneReconciler({
+    clock,
     kube: hub,
     clusters,
     logger: silentLogger,
@@ -221,7 +224,7 @@ test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolle
     mergePatch: () => Promise.reject(new Error('a watched view is never written')),
     create: () => Promise.reject(new Error('a watched view is never written')),
   };
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, watched, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube: hub, clusters, watched, logger: silentLogger });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'VMSingle eu-c/vm/single-c': 'done' }, 'keyed by kind and cluster');
   const single = c.getStored('VMSingle', 'single-c');
@@ -271,7 +274,7 @@ test('a VLCluster zone in a registered cluster: leased and changed there; an Abo
     'no VLCluster write in the hub',
   );
   hub.setStatus('Rollout', 'walk', { abort: true });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube: hub, clusters, logger: silentLogger });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'VLCluster eu-c/vm/logs-c': 'done' }, 'keyed by kind and cluster');
   assert.equal(logs().spec?.clusterVersion, undefined, 'rolled back in eu-c');
@@ -347,7 +350,7 @@ test('the reconciler skips an unreachable cluster with a warning naming it, and 
           }
         : (remotes['eu-b'] as MemoryCluster),
   });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger });
+  const reconciler = new ZoneReconciler({ clock, kube: hub, clusters, logger });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'eu-b/vm/vm-zone-b': 'done' });
   assert.equal(

@@ -12,6 +12,7 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { recordedBalancers, zoneState } from '../../../plugin/zones/state.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
+import { FakeClock } from '../fake-clock.ts';
 import { readyPod } from '../gates/memory-kube.ts';
 import {
   clusterSecret,
@@ -26,7 +27,8 @@ import {
   zonePlugins,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const pods = [{ labelSelector: 'app=vmauth', port: 'http' }];
@@ -81,7 +83,7 @@ function setup(remoteZones: readonly string[] = zoneNames) {
     ),
   );
   const clusters = clusterClients({ hub, namespace: 'argo-rollouts', connect: () => remote });
-  const { plugin, reconciler } = zonePlugins(hub, clusters);
+  const { plugin, reconciler } = zonePlugins(hub, clusters, { clock });
   const step = async (zone: string, action: string, operation: 'run' | 'abort' = 'run') => {
     const rollout = hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
     let result = await plugin[operation](rollout, {
@@ -102,7 +104,7 @@ function setup(remoteZones: readonly string[] = zoneNames) {
   const routed = (cluster: MemoryCluster) =>
     zonesRoutedByVMUser(cluster.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
   /** A new plugin process's reconciler (after a crash), over the same clusters. */
-  const restarted = () => zonePlugins(hub, clusters).reconciler;
+  const restarted = () => zonePlugins(hub, clusters, { clock }).reconciler;
   return { hub, remote, step, routed, reconciler, restarted };
 }
 
