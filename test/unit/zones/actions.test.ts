@@ -14,8 +14,8 @@ import { zoneState } from '../../../plugin/zones/state.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import { FakeClock } from '../fake-clock.ts';
+import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
-  type MemoryCluster,
   ns,
   type RolloutStatus,
   rolloutObject,
@@ -31,7 +31,7 @@ const vmauth = useVmauthFixture(clock);
 const revisionR = 'rev-r';
 const stable = 'rev-s';
 
-function view(kube: MemoryCluster, name = 'walk'): RolloutView {
+function view(kube: MemoryKube, name = 'walk'): RolloutView {
   const rollout = kube.getStored('Rollout', name, 'argoproj.io/v1alpha1') as unknown as RolloutView;
   return rollout;
 }
@@ -63,12 +63,12 @@ function setup(
   return { kube, plugin, reconciler, step };
 }
 
-function routed(kube: MemoryCluster): string[] {
+function routed(kube: MemoryKube): string[] {
   const backends = readBackends(parseSpecDocument(specDocument()), ns);
   return zonesRoutedByVMUser(kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
 }
 
-function stateOf(kube: MemoryCluster, zone: string) {
+function stateOf(kube: MemoryKube, zone: string) {
   return zoneState(kube.getStored('VMCluster', `vm-${zone}`));
 }
 
@@ -128,7 +128,7 @@ test('a walk in progress is left to its steps', async () => {
 });
 
 /** A watched view that is behind: it still holds the VMClusters as they were, and has not seen the Rollout. */
-function staleView(kube: MemoryCluster) {
+function staleView(kube: MemoryKube) {
   const clusters = ['zone-a', 'zone-b', 'zone-c'].map((z) =>
     structuredClone(kube.getStored('VMCluster', `vm-${z}`)),
   );
@@ -493,7 +493,7 @@ test('events on the Rollout and the VMCluster for each transition, once even whe
 });
 
 /** A new commit: the Rollout's template carries `version`, its walk starts again at step 0. */
-function newRevision(kube: MemoryCluster, revision: string, version: string): void {
+function newRevision(kube: MemoryKube, revision: string, version: string): void {
   kube.put(
     rolloutObject(
       'walk',

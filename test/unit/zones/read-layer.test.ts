@@ -13,10 +13,9 @@ import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { recordedBalancers, zoneState } from '../../../plugin/zones/state.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import { FakeClock } from '../fake-clock.ts';
-import { readyPod } from '../gates/memory-kube.ts';
+import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 import {
   clusterSecret,
-  MemoryCluster,
   ns,
   rolloutObject,
   specDocument,
@@ -63,7 +62,7 @@ function localVMUser(zones: readonly string[]) {
 
 function setup(remoteZones: readonly string[] = zoneNames) {
   const hub = threeZones(vmauth.port);
-  const remote = new MemoryCluster();
+  const remote = new MemoryKube({ operator: true });
   const zoneB = hub.getStored('VMCluster', 'vm-zone-b');
   hub.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-b`);
   remote.put({ ...zoneB, apiVersion: vmApi, kind: 'VMCluster' });
@@ -101,7 +100,7 @@ function setup(remoteZones: readonly string[] = zoneNames) {
     return result;
   };
   const backends = readBackends(parseSpecDocument(twoBalancerSpec()), ns);
-  const routed = (cluster: MemoryCluster) =>
+  const routed = (cluster: MemoryKube) =>
     zonesRoutedByVMUser(cluster.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
   /** A new plugin process's reconciler (after a crash), over the same clusters. */
   const restarted = () => zonePlugins(hub, clusters, { clock }).reconciler;
