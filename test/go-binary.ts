@@ -1,5 +1,5 @@
 // The Go programs of the tests (test/vectors/gob, test/go-peer) built once per source and Go version and kept in
-// .cache/go-binaries/, instead of a `go build` in every test process: even with Go's build cache warm, each build
+// ${VMZONES_CACHE:-~/.cache/vmzones}/go-binaries/ (beside the sandbox's binaries, so a fresh clone finds them), instead of a `go build` in every test process: even with Go's build cache warm, each build
 // re-checks and re-links (1–4 s a program), and five unit files use the vector program. The key covers every file of
 // the program's folder (go.mod and go.sum pin its modules), the build flags and `go env GOVERSION GOOS GOARCH`, so a
 // changed source or toolchain builds anew. Go is a hard requirement: without it this throws, and the tests fail.
@@ -7,11 +7,12 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const binariesDir = join(repo, '.cache', 'go-binaries');
+const binariesDir = join(process.env.VMZONES_CACHE ?? join(homedir(), '.cache', 'vmzones'), 'go-binaries');
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
