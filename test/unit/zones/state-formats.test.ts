@@ -8,14 +8,17 @@
 // stamp (plugin/vm/read-routing.ts).
 
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { createGatesProvider } from '../../../plugin/gates/provider.ts';
 import { hubOnly } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { readRouting } from '../../../plugin/vm/read-routing.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { readBalancerConfigs } from '../../../plugin/zones/target.ts';
 import { FakeClock } from '../fake-clock.ts';
-import { MemoryKube, secret } from '../kube/memory-kube.ts';
+import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 import {
   ns,
   rolloutObject,
@@ -242,4 +245,110 @@ test('a drain record that an earlier build kept in a Secret annotation is still 
   const routing = await readRouting(kube, config);
   assert.deepEqual(routing.routed, ['zone-b', 'zone-c']);
   assert.equal(routing.drained['zone-a']?.by, 'drainReads by Rollout vm/walk (revision rev-r)');
+});
+
+/** The vmagent page of the gate test: zone-a's queue (1) holds 4096 bytes on disk, zone-b's (2) is empty. */
+const vmagentPage = [
+  'vm_app_version{version="vmagent-v1.151.0",short_version="v1.151.0"} 1',
+  'vmagent_remotewrite_pending_data_bytes{path="/vmagent-remotewrite-data/persistent-queue/1_9222259EFD462BAE", url="1:secret-url"} 4096',
+  'vm_persistentqueue_bytes_pending{path="/vmagent-remotewrite-data/persistent-queue/1_9222259EFD462BAE"} 4096',
+  'vmagent_remotewrite_requests_total{url="1:secret-url", status_code="2XX"} 100',
+  'vmagent_remotewrite_bytes_sent_total{url="1:secret-url"} 10000',
+  'vmagent_remotewrite_retries_count_total{url="1:secret-url"} 3',
+  'vmagent_remotewrite_errors_total{url="1:secret-url"} 0',
+  'vmagent_remotewrite_packets_dropped_total{url="1:secret-url"} 0',
+  'vm_persistentqueue_bytes_dropped_total{path="/vmagent-remotewrite-data/persistent-queue/1_9222259EFD462BAE"} 0',
+  'vm_persistentqueue_blocks_dropped_total{path="/vmagent-remotewrite-data/persistent-queue/1_9222259EFD462BAE"} 0',
+  'vm_persistentqueue_bytes_pending{path="/vmagent-remotewrite-data/persistent-queue/2_29ACE66218BD2C9C"} 0',
+  'vmagent_remotewrite_pending_data_bytes{path="/vmagent-remotewrite-data/persistent-queue/2_29ACE66218BD2C9C", url="2:secret-url"} 0',
+  'vmagent_remotewrite_requests_total{url="2:secret-url", status_code="2XX"} 5',
+  '',
+].join('\n');
+
+test('the vmagentQueueDrained gate keeps its readings in the measurement metadata as this JSON', async () => {
+  const zoneA = 'http://vminsert-vm-zone-a.vm.svc:8480/insert/0/prometheus/api/v1/write';
+  const zoneB = 'http://vminsert-vm-zone-b.vm.svc:8480/insert/0/prometheus/api/v1/write';
+  const server = createServer((_request, response) => response.end(vmagentPage));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as AddressInfo).port;
+    const vmApi = 'operator.victoriametrics.com/v1beta1';
+    const kube = new MemoryKube()
+      .put({
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'AnalysisRun',
+        metadata: {
+          name: 'walk-abc-3',
+          namespace: ns,
+          ownerReferences: [
+            {
+              apiVersion: 'argoproj.io/v1alpha1',
+              kind: 'Rollout',
+              name: 'walk',
+              uid: 'uid-walk',
+              controller: true,
+            },
+          ],
+        },
+      })
+      .put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s' }))
+      .put({
+        apiVersion: vmApi,
+        kind: 'VMCluster',
+        metadata: { name: 'vm-zone-a', namespace: ns, generation: 2 },
+        status: { updateStatus: 'operational', observedGeneration: 2 },
+      })
+      .put({
+        apiVersion: vmApi,
+        kind: 'VMAgent',
+        metadata: { name: 'vmagent', namespace: ns },
+        spec: { replicaCount: 1, remoteWrite: [{ url: zoneA }, { url: zoneB }] },
+      })
+      .put(
+        readyPod(
+          ns,
+          'vmagent-0',
+          {
+            'app.kubernetes.io/name': 'vmagent',
+            'app.kubernetes.io/instance': 'vmagent',
+            'app.kubernetes.io/component': 'monitoring',
+            'managed-by': 'vm-operator',
+          },
+          { http: port },
+          { args: [`-remoteWrite.url=${zoneA},${zoneB}`] },
+        ),
+      );
+    const provider = createGatesProvider({ kube: () => kube, now: () => Date.parse('2030-01-01T00:00:00Z') });
+    const run = { metadata: { name: 'walk-abc-3', namespace: ns }, spec: {}, status: {} };
+    const metric = {
+      name: 'queue',
+      provider: { plugin: { 'vmzones/gates': { gate: 'vmagentQueueDrained', zone: 'zone-a' } } },
+    };
+    const measurement = await provider.run(run, metric);
+    assert.equal(measurement.phase, 'Running', measurement.message);
+    assert.deepEqual(measurement.metadata, {
+      'vmzones.io/started-at': '2030-01-01T00:00:00.000Z',
+      'vmzones.io/readings': '1',
+      'vmzones.io/gate': 'vmagentQueueDrained',
+      'vmzones.io/deadline': '2030-01-01T00:30:00.000Z',
+      'vmzones.io/state':
+        '{"v":1,"agents":{"vmagent":{"index":1,"listDigest":"a0bfde57e9d2318e"}},' +
+        '"baselineDirs":{"vm/vmagent-0":["1_9222259EFD462BAE","2_29ACE66218BD2C9C"]},"zoneReadySince":1893456000000,' +
+        '"rounds":[{"at":1893456000000,"zoneReady":true,"agents":{"vmagent":[{"pod":"vm/vmagent-0","ok":true,"queue":{' +
+        '"figures":{"pendingDataBytes":4096,"onDiskPendingBytes":4096,"requests":100,"bytesSent":10000,"retries":3,"errors":0,"packetsDropped":0,"onDiskBytesDropped":0,"onDiskBlocksDropped":0},' +
+        '"queuePaths":["/vmagent-remotewrite-data/persistent-queue/1_9222259EFD462BAE"],"missing":[],"problems":[],' +
+        '"allQueueDirNames":["1_9222259EFD462BAE","2_29ACE66218BD2C9C"]}}]}}]}',
+    });
+    // The reader takes that text back as the controller stores it (times to the second) and adds the next round.
+    const next = await provider.resume(run, metric, {
+      phase: 'Running',
+      startedAt: '2030-01-01T00:00:00Z',
+      metadata: measurement.metadata,
+    });
+    assert.equal(next.phase, 'Running', next.message);
+    assert.equal(next.metadata?.['vmzones.io/readings'], '2');
+    assert.equal(JSON.parse(next.metadata?.['vmzones.io/state'] ?? '{}').rounds.length, 2);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
