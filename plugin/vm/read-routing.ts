@@ -7,8 +7,8 @@
 // in the Secret's data (key `vmzones-drained.json`, beside the config key), never in an annotation.
 
 import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import type { Clock } from '../goplugin/index.ts';
 import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import {
   balancerObjectRef,
@@ -191,18 +191,19 @@ function currentRoutes(loaded: Loaded, ref: ReadBalancerRef): { targetRefs?: unk
 
 /**
  * The reload stamps of the vmauth pods now, and the time to write at: no earlier than 2 s after the newest stamp,
- * so that a load of this write cannot carry the same stamp (waits at most that long, in real time).
+ * so that a load of this write cannot carry the same stamp (waits at most that long, on `clock`).
  */
 async function stampsBeforeWrite(
   kube: KubeObjects,
   config: ReadBalancerConfig,
-  now: Date,
+  clock: Clock,
 ): Promise<{ stamps: Record<string, ReloadStamp>; at: Date }> {
   const stamps = await vmauthReloadStamps(kube, await vmauthPodsOfBalancer(kube, config));
   const newest = Math.max(0, ...Object.values(stamps).map((seen) => seen.stamp));
-  const waitMs = Math.min(reloadStampLagMs, newest * 1000 + reloadStampLagMs - Date.now());
+  const now = clock.now();
+  const waitMs = Math.min(reloadStampLagMs, newest * 1000 + reloadStampLagMs - now.getTime());
   if (waitMs <= 0) return { stamps, at: now };
-  await sleep(waitMs);
+  await clock.sleep(waitMs);
   return { stamps, at: new Date(now.getTime() + waitMs) };
 }
 
@@ -242,7 +243,7 @@ export async function drainZone(
   config: ReadBalancerConfig,
   zone: string,
   by: string,
-  now: Date,
+  clock: Clock,
 ): Promise<boolean> {
   const loaded = await load(kube, config);
   const { routing } = loaded;
@@ -256,7 +257,7 @@ export async function drainZone(
   const backend = zoneOf(config, zone);
   const ref = config.ref;
   const before = currentRoutes(loaded, ref);
-  const { stamps, at } = await stampsBeforeWrite(kube, config, now);
+  const { stamps, at } = await stampsBeforeWrite(kube, config, clock);
   const previous = routing.drained[zone];
   const record = (removed: DrainRecord['removed']): DrainRecord => ({
     vmcluster: namespacedName({ namespace: backend.namespace, name: backend.vmcluster }),
@@ -295,7 +296,7 @@ export async function restoreZone(
   kube: KubeObjects,
   config: ReadBalancerConfig,
   zone: string,
-  now: Date,
+  clock: Clock,
 ): Promise<boolean> {
   const loaded = await load(kube, config);
   const { routing } = loaded;
@@ -326,7 +327,7 @@ export async function restoreZone(
   ) {
     throw new ReadRoutingError(`${where}: the drain record of zone ${zone} does not fit a ${ref.kind}`);
   }
-  const { stamps, at } = await stampsBeforeWrite(kube, config, now);
+  const { stamps, at } = await stampsBeforeWrite(kube, config, clock);
   const servedBefore = record.servedBefore;
   const backToBefore = servedBefore !== undefined && servedBefore.content === contentDigest(routes);
   const baseline: ReloadBaseline = {

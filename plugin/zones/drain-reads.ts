@@ -3,7 +3,6 @@
 // what was removed, so a replayed Run finds the zone already out and only waits. The sequence itself is the drain
 // move (zones/moves/drain.ts), shared with the reconciler; this maps its outcome to a step result.
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeError } from '../kube/objects.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { ReadRoutingError } from '../vm/read-backends.ts';
@@ -93,7 +92,7 @@ export async function drainReads(
   let outcome: Awaited<ReturnType<typeof drainReadsMove>>;
   try {
     outcome = await drainReadsMove(
-      { ...deps, sleep: deps.sleep ?? sleep },
+      deps,
       {
         zone,
         ref: target.cluster,

@@ -44,6 +44,7 @@ export interface FinishDeps {
   clusters: ClusterClients;
   logger: Logger;
   now(): Date;
+  sleep(ms: number): Promise<void>;
   /** Without it (tests of the decisions), a zone is complete once operational. */
   queueCheck?: ZoneQueueCheck;
 }

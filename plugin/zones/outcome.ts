@@ -1,7 +1,6 @@
 // Step results as the actions return them, and the failures that end a step (Failed) as opposed to the faults
 // that are worth retrying (thrown, so that the controller records Error and retries after 30 s).
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import { NamespaceAllowanceError } from '../kube/allowed-namespaces.ts';
 import { ClusterRegistryError } from '../kube/cluster-registry.ts';
 import { KubeError } from '../kube/objects.ts';
@@ -88,7 +87,10 @@ const retryDelaysMs = [200, 400, 800, 1600, 3200];
 
 /** Retries 409s, 429s, 5xx and timeouts here, each attempt re-reading what it needs: Abort and Terminate are
  *  never retried by the controller, and a failed Run waits about 30 s for its retry. Every action is idempotent. */
-export async function withTransientRetries<T>(work: () => Promise<T>): Promise<T> {
+export async function withTransientRetries<T>(
+  sleep: (ms: number) => Promise<void>,
+  work: () => Promise<T>,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await work();

@@ -4,6 +4,7 @@
 // the cluster it runs in, so that drainReads, restoreReads, applyChange and the reconciler treat one balancer and
 // several alike.
 
+import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
 import { describeBalancer } from '../vm/read-backends.ts';
@@ -128,20 +129,20 @@ export async function drainLayer(
   layer: ReadLayer,
   zone: string,
   by: string,
-  now: Date,
+  clock: Clock,
 ): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
   for (const b of routingTo(layer, zone)) {
-    if (await drainZone(b.kube, b.config, zone, by, now)) written.push(b);
+    if (await drainZone(b.kube, b.config, zone, by, clock)) written.push(b);
   }
   return written;
 }
 
 /** Puts `zone` back into every balancer that recorded taking it out. */
-export async function restoreLayer(layer: ReadLayer, zone: string, now: Date): Promise<BalancerState[]> {
+export async function restoreLayer(layer: ReadLayer, zone: string, clock: Clock): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
   for (const b of drainedFrom(layer, zone)) {
-    if (await restoreZone(b.kube, b.config, zone, now)) written.push(b);
+    if (await restoreZone(b.kube, b.config, zone, clock)) written.push(b);
   }
   return written;
 }

@@ -12,7 +12,7 @@
 // a zone is only handed over after its object and its holder's Rollout were read again from the API server and
 // still say so (docs/scale.md). Registered clusters are listed through their live clients.
 
-import type { Logger } from '../goplugin/index.ts';
+import { type Clock, type Logger, systemClock } from '../goplugin/index.ts';
 import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { KubeError } from '../kube/objects.ts';
@@ -39,7 +39,8 @@ export interface ReconcilerOptions {
   /** The registered clusters whose zone objects are zones too; default: none. */
   clusters?: ClusterClients;
   logger: Logger;
-  now?: () => Date;
+  /** Time and waits; default the system clock (unit tests: test/unit/fake-clock.ts). */
+  clock?: Clock;
   intervalMs?: number;
   /** The queue check a finished zone must pass before it serves reads again (main.ts hands in the gate's). */
   queueCheck?: ZoneQueueCheck;
@@ -104,7 +105,7 @@ export class ZoneReconciler {
   readonly #clusters: ClusterClients;
   readonly #watched: KubeObjects;
   readonly #logger: Logger;
-  readonly #now: () => Date;
+  readonly #clock: Clock;
   readonly #intervalMs: number;
   readonly #queueCheck: ZoneQueueCheck | undefined;
   readonly #namespaces: readonly string[];
@@ -117,7 +118,7 @@ export class ZoneReconciler {
     this.#clusters = options.clusters ?? hubOnly(options.kube);
     this.#watched = options.watched ?? options.kube;
     this.#logger = options.logger;
-    this.#now = options.now ?? (() => new Date());
+    this.#clock = options.clock ?? systemClock;
     this.#intervalMs = options.intervalMs ?? 5_000;
     this.#queueCheck = options.queueCheck;
     this.#namespaces = options.namespaces ?? [''];
@@ -178,7 +179,8 @@ export class ZoneReconciler {
                 kube,
                 clusters: this.#clusters,
                 logger: this.#logger,
-                now: this.#now,
+                now: () => this.#clock.now(),
+                sleep: (ms) => this.#clock.sleep(ms),
                 ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
               },
               ref,
@@ -337,7 +339,7 @@ export class ZoneReconciler {
         vminsertHosts: reads.vminsertHosts,
         rollback,
       },
-      this.#now(),
+      this.#clock.now(),
     );
     await emitZoneEvent(
       kube,
@@ -351,7 +353,7 @@ export class ZoneReconciler {
         zone,
         cluster: refOf(listed),
       },
-      this.#now(),
+      this.#clock.now(),
     );
     this.#logger.info('reconciler: took over a zone whose walk ended', {
       vmcluster: key(listed, found.where),

@@ -2,7 +2,7 @@
 // validates everything it needs before it writes, is safe to replay, and keeps its state only in Kubernetes.
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
-import { createLogger, type Logger } from '../goplugin/index.ts';
+import { type Clock, createLogger, type Logger, systemClock } from '../goplugin/index.ts';
 import {
   type NamespaceAllowance,
   parseNamespaceAllowance,
@@ -32,7 +32,8 @@ export interface ZoneStepPluginOptions {
   /** The registered zone clusters (docs/multicluster.md); default: the cluster Secrets of the plugin's
    *  `--cluster-secrets-namespace` argument, none without it. */
   clusters?: ClusterClients;
-  now?: () => Date;
+  /** Time and waits; default the system clock (unit tests: test/unit/fake-clock.ts). */
+  clock?: Clock;
   logger?: Logger;
   /** Start the background reconciler at init (default true); tests drive it by hand. */
   reconciler?: boolean;
@@ -69,7 +70,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   let kube = options.kube;
   let reconciler: ZoneReconciler | undefined;
   let watchedView: WatchedObjects | undefined;
-  const now = options.now ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
   let namespaces = options.namespaces;
 
   let clusters = options.clusters;
@@ -78,7 +79,14 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     clusters ??= clusterClientsFromArgs(kube, process.argv, (message) =>
       logger.warn('a cluster Secret cannot be used', { error: message }),
     );
-    return { kube, clusters, now, logger, inCallWaitMs: options.inCallWaitMs ?? 5_000 };
+    return {
+      kube,
+      clusters,
+      now: () => clock.now(),
+      sleep: (ms) => clock.sleep(ms),
+      logger,
+      inCallWaitMs: options.inCallWaitMs ?? 5_000,
+    };
   };
   /** The target's objects each in its own cluster; an unregistered cluster fails the step, naming it. */
   const deps = async (target: ZoneTarget): Promise<ZoneDeps> => {
@@ -101,7 +109,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       namespaces ??= parseNamespaceAllowance(process.argv);
       target = resolveTarget(rollout, context.config, namespaces);
       const resolved = target;
-      return await withTransientRetries(async () => work(await deps(resolved), resolved));
+      return await withTransientRetries(clock.sleep, async () => work(await deps(resolved), resolved));
     } catch (err) {
       if (!isFinal(err)) {
         logger.warn(`${operation} failed; the controller retries`, {
@@ -137,7 +145,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
         kube: d.kube,
         clusters: d.clusters,
         logger,
-        now,
+        clock,
         ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),
         ...(options.queueCheck === undefined ? {} : { queueCheck: options.queueCheck }),
         ...(watched === undefined ? {} : { namespaces: watched }),

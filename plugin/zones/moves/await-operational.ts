@@ -18,7 +18,7 @@ export async function awaitOperational(
   generation?: number,
 ): Promise<MoveOutcome> {
   const readiness = await waitInCall(
-    { inCallWaitMs: deps.inCallWaitMs ?? 0 },
+    { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
     async () => vmclusterReadiness(await deps.kube.get(ref), generation),
     (r) => r.state !== 'progressing',
   );

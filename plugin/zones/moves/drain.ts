@@ -2,6 +2,7 @@
 // reconciler's rollback alike — drain budget (never the last zone, never while another zone is unhealthy),
 // maintenance mark, drain, evidence that every vmauth replica serves that, grace period for queries in flight.
 
+import type { Clock } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import type { ReadBalancerConfig } from '../../vm/read-balancer.ts';
@@ -24,15 +25,12 @@ import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
 
-export interface MoveDeps {
+export interface MoveDeps extends Clock {
   /** The zone's objects, each in its own cluster (zones/cluster-routing.ts). */
   kube: KubeObjects;
   clusters: ClusterClients;
-  now(): Date;
   /** How long to wait inside the call for quick evidence (the reconciler: 0, it looks again next pass). */
   inCallWaitMs?: number;
-  /** Sleeps off the end of a short grace period inside the call; absent: never sleeps. */
-  sleep?: (ms: number) => Promise<void>;
 }
 
 /** The zone a reads move acts on: its object, its balancers, and who acts, in words (for the records). */
@@ -115,7 +113,7 @@ export async function drainReadsMove(
     if (marked.kind === 'lost') return { ...lost(`zone ${zone} changed hands before it was marked`), layer };
     held = marked.cluster;
   }
-  if (routed) await drainLayer(layer, zone, request.by, deps.now());
+  if (routed) await drainLayer(layer, zone, request.by, deps);
 
   const after = await readLayer(deps, request.reads);
   const changed = drainedFrom(after, zone);
@@ -123,7 +121,7 @@ export async function drainReadsMove(
   const since = latestChange(changed) ?? drainedAt;
   const balancers = changed.map((b) => b.describe).join(', ') || after.describe;
   const evidence = await waitInCall(
-    { inCallWaitMs: deps.inCallWaitMs ?? 0 },
+    { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
     () => layerEvidence(changed, drainedAt),
     (e) => e.state !== 'waiting',
   );
@@ -144,7 +142,7 @@ export async function drainReadsMove(
   const proof = { ...base, evidence: evidence.message, servedSince, graceUntil };
   let now = deps.now();
   const remainingMs = graceUntil.getTime() - now.getTime();
-  if (remainingMs > 0 && deps.sleep !== undefined && remainingMs <= (deps.inCallWaitMs ?? 0)) {
+  if (remainingMs > 0 && remainingMs <= (deps.inCallWaitMs ?? 0)) {
     await deps.sleep(remainingMs);
     now = deps.now();
   }

@@ -50,7 +50,7 @@ export async function restoreReadsMove(
     held = marked.cluster;
   }
   const layer = await readLayer(deps, request.reads);
-  const restored = (await restoreLayer(layer, zone, deps.now())).map((b) => b.describe);
+  const restored = (await restoreLayer(layer, zone, deps)).map((b) => b.describe);
   const after = await readLayer(deps, request.reads);
   const routed = routingTo(after, zone);
   if (routed.length === 0) {
@@ -71,7 +71,7 @@ export async function restoreReadsMove(
   const since = latestChange(changed) ?? leasedSince;
   const serving = routed.map((b) => b.describe).join(', ');
   const evidence = await waitInCall(
-    { inCallWaitMs: deps.inCallWaitMs ?? 0 },
+    { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
     () => layerEvidence(changed, leasedSince),
     (e) => e.state !== 'waiting',
   );

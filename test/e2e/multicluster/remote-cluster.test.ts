@@ -136,7 +136,7 @@ function setup(cluster: string, options: { callTimeoutMs?: number } = {}) {
     ),
   );
   const clusters = clusterClients({ hub, namespace: 'argo-rollouts', ...options });
-  const { plugin, reconciler } = zonePlugins(hub, clusters, [ns]);
+  const { plugin, reconciler } = zonePlugins(hub, clusters, { namespaces: [ns] });
   const step = (action: string, operation: 'run' | 'abort' = 'run') =>
     plugin[operation](hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
       pluginName: 'vmzones/step',

@@ -7,13 +7,14 @@ import { test } from 'node:test';
 import { diffExitCode, diffZones, formatZoneDiffs } from '../../../plugin/cli/diff.ts';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { clusterSecret, MemoryCluster, ns, threeZones } from '../zones/memory-cluster.ts';
+import { MemoryKube } from '../kube/memory-kube.ts';
+import { clusterSecret, ns, threeZones } from '../zones/memory-cluster.ts';
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 
 test('each zone is dry-run in its own cluster; an unregistered cluster is named for its zone', async () => {
   const hub = threeZones(1);
-  const remote = new MemoryCluster();
+  const remote = new MemoryKube({ operator: true });
   const zoneB = hub.getStored('VMCluster', 'vm-zone-b');
   hub.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-b`);
   remote.put({ ...zoneB, apiVersion: vmApi, kind: 'VMCluster' });

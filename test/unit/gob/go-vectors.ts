@@ -1,15 +1,15 @@
-// Runs the Go vector program (test/vectors/gob): builds it once per test process, generates the corpus into a
-// temporary directory, and asks Go to decode bytes produced by the TypeScript encoder. Go is a hard
-// requirement: without it these helpers throw, and the tests that use them fail.
+// Runs the Go vector program (test/vectors/gob, built once per source and Go version: test/go-binary.ts),
+// generates the corpus into a temporary directory once per test process, and asks Go to decode bytes produced by
+// the TypeScript encoder. Go is a hard requirement: without it these helpers throw, and the tests that use them
+// fail.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { goBinary } from '../../go-binary.ts';
 import type { Tagged } from './tagged.ts';
 
-const vectorsDir = fileURLToPath(new URL('../../vectors/gob/', import.meta.url));
 let workDir: string | undefined;
 let binary: string | undefined;
 let corpusDir: string | undefined;
@@ -23,17 +23,8 @@ function work(): string {
 }
 
 function tool(): string {
-  if (binary !== undefined) return binary;
-  const out = join(work(), 'gobvectors');
-  try {
-    execFileSync('go', ['build', '-o', out, '.'], { cwd: vectorsDir, stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    const e = err as { code?: string; stderr?: Buffer; message: string };
-    if (e.code === 'ENOENT') throw new Error('Go is required for the gob tests (go not found on PATH)');
-    throw new Error(`building test/vectors/gob failed: ${e.stderr?.toString() ?? e.message}`);
-  }
-  binary = out;
-  return out;
+  binary ??= goBinary('test/vectors/gob');
+  return binary;
 }
 
 /** Generates the corpus (once per process) and returns its directory. */

@@ -4,14 +4,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { goBinary } from '../../go-binary.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const peerSource = join(repo, 'test/go-peer');
-const peerBinary = join(repo, '.cache/go-peer/go-peer');
 const fixture = join(repo, 'test/fixtures/fixture-plugin.ts');
 
 function run(
@@ -75,9 +73,8 @@ describe('go-plugin transport against the real Go client', () => {
         }. Install Go 1.26+ and make it available on PATH.`,
       );
     }
-    mkdirSync(dirname(peerBinary), { recursive: true });
-    const build = await run('go', ['build', '-buildvcs=false', '-o', peerBinary, '.'], peerSource);
-    assert.equal(build.code, 0, `go build failed:\n${build.stderr}`);
+    // Built once per source and Go version (test/go-binary.ts); a failed build throws with Go's output.
+    const peerBinary = goBinary('test/go-peer', ['-buildvcs=false']);
 
     const result = await run(peerBinary, ['-node', process.execPath, '-fixture', fixture], repo);
     const lines = result.stdout.split('\n');

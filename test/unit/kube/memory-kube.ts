@@ -1,5 +1,16 @@
-// An in-memory KubeObjects for unit tests of the vm and gates logic: objects by apiVersion/kind/namespace/name,
-// lists filtered by equality label selectors. The real API server is exercised by test/e2e/gates/.
+// The one in-memory Kubernetes of the unit tests (plugin/kube/objects.ts's KubeObjects), with the API server's rules
+// that vmzones relies on:
+// - objects by apiVersion/kind/namespace/name; every write takes the next resourceVersion of one counter (as etcd's
+//   revision), `generation` starts at 1 and moves on only when the spec changes, `uid` is set once;
+// - RFC 7396 merge patches (nulls delete, objects merge, anything else replaces) by this file's own implementation,
+//   not the product's (plugin/zones/merge-patch.ts is under test elsewhere); a stale resourceVersion is a 409
+//   `conflict`, a missing object a 404; a dry run answers the result and stores nothing;
+// - create of an existing object is a 409; lists filter by kind, namespace ('' = every namespace) and equality
+//   label selectors (`a=b,c=d`).
+// Reads return copies, so that code under test cannot change stored objects by accident. With `{ operator: true }`
+// an "instant operator" marks a VMCluster, VMSingle, VLCluster or VMUser operational at its generation after each
+// write unless the test holds it back (`heldBack`), as the VM operator would a moment later. The real API server
+// and operator are exercised by test/e2e/.
 
 import type { V1Pod } from '@kubernetes/client-node';
 import {
@@ -7,38 +18,78 @@ import {
   type KubeObject,
   type KubeObjects,
   type ObjectRef,
+  type PatchOptions,
 } from '../../../plugin/kube/objects.ts';
+
+const vmApi = 'operator.victoriametrics.com/v1beta1';
+const operatedKinds = new Set(['VMCluster', 'VMSingle', 'VLCluster', 'VMUser']);
+
+export interface MemoryKubeOptions {
+  /** Mark the VM operator's kinds operational at their generation after each write (default false). */
+  operator?: boolean;
+}
 
 export class MemoryKube implements KubeObjects {
   readonly objects = new Map<string, KubeObject>();
-  /** Errors to throw for the next calls that read `kind` (once each). */
+  /** Errors to throw for the next call of any verb that touches `kind` (once each). */
   readonly failNext = new Map<string, KubeError>();
+  /** Errors to throw for the next patch of `kind` (once each); reads go on. */
+  readonly failNextPatch = new Map<string, KubeError>();
+  /** Every call, in order: `Kind ns/name` (get), `patch …`, `create …`, `list Kind ns selector`. */
   readonly reads: string[] = [];
+  /** Patches that passed their precondition, dry runs included. */
+  readonly patches: { ref: string; body: Record<string, unknown>; dryRun: boolean }[] = [];
+  /** Events and other created objects, in order. */
+  readonly created: KubeObject[] = [];
+  /** Objects (`Kind ns/name`) the instant operator leaves alone, e.g. a VMCluster that stays `expanding`. */
+  readonly heldBack = new Set<string>();
+  /** Spec fields (top level) a VMCluster keeps; others are pruned as a structural schema would. */
+  knownVMClusterFields: Set<string> | undefined;
+  readonly #operator: boolean;
+  #version = 100;
+
+  constructor(options: MemoryKubeOptions = {}) {
+    this.#operator = options.operator ?? false;
+  }
 
   private static key(apiVersion: string, kind: string, namespace: string, name: string): string {
     return `${apiVersion}|${kind}|${namespace}|${name}`;
   }
 
+  #nextVersion(): string {
+    return String(this.#version++);
+  }
+
+  #stored(ref: ObjectRef): KubeObject | undefined {
+    return this.objects.get(MemoryKube.key(ref.apiVersion, ref.kind, ref.namespace, ref.name));
+  }
+
+  #failure(kind: string, verb: 'read' | 'patch' = 'read'): void {
+    for (const hooks of verb === 'patch' ? [this.failNextPatch, this.failNext] : [this.failNext]) {
+      const error = hooks.get(kind);
+      if (error !== undefined) {
+        hooks.delete(kind);
+        throw error;
+      }
+    }
+  }
+
+  /** Stores a copy of `object` as it is (the test's setup), filling in what the API server would. */
   put(object: KubeObject & { apiVersion: string; kind: string }): this {
-    const { namespace = 'default', name = '' } = object.metadata;
     const stored = structuredClone(object);
-    stored.metadata.resourceVersion ??= '1';
+    stored.metadata.namespace ??= 'default';
+    stored.metadata.resourceVersion ??= this.#nextVersion();
+    stored.metadata.generation ??= 1;
+    stored.metadata.uid ??= `uid-${stored.metadata.name}`;
+    const { namespace, name = '' } = stored.metadata;
     this.objects.set(MemoryKube.key(object.apiVersion, object.kind, namespace, name), stored);
     return this;
   }
 
-  private failure(kind: string): void {
-    const error = this.failNext.get(kind);
-    if (error !== undefined) {
-      this.failNext.delete(kind);
-      throw error;
-    }
-  }
-
   async get(ref: ObjectRef): Promise<KubeObject> {
     this.reads.push(`${ref.kind} ${ref.namespace}/${ref.name}`);
-    this.failure(ref.kind);
-    const object = this.objects.get(MemoryKube.key(ref.apiVersion, ref.kind, ref.namespace, ref.name));
+    this.#failure(ref.kind);
+    const object = this.#stored(ref);
     if (object === undefined) {
       throw new KubeError(
         'notFound',
@@ -49,35 +100,47 @@ export class MemoryKube implements KubeObjects {
     return structuredClone(object);
   }
 
-  /** RFC 7396 merge patch; a stale resourceVersion is a 409, as on the API server. */
   async mergePatch(
     ref: ObjectRef,
     patch: Record<string, unknown>,
     resourceVersion?: string,
+    options?: PatchOptions,
   ): Promise<KubeObject> {
-    this.reads.push(`patch ${ref.kind} ${ref.namespace}/${ref.name}`);
-    this.failure(ref.kind);
-    const key = MemoryKube.key(ref.apiVersion, ref.kind, ref.namespace, ref.name);
-    const object = this.objects.get(key);
-    if (object === undefined)
-      throw new KubeError('notFound', `patching ${ref.kind} ${ref.name}: not found`, 404);
-    const current = object.metadata.resourceVersion ?? '1';
-    if (resourceVersion !== undefined && resourceVersion !== current) {
-      throw new KubeError('conflict', `patching ${ref.kind} ${ref.name}: HTTP 409`, 409);
+    const what = `${ref.kind} ${ref.namespace}/${ref.name}`;
+    this.reads.push(`patch ${what}`);
+    this.#failure(ref.kind, 'patch');
+    const current = this.#stored(ref);
+    if (current === undefined) throw new KubeError('notFound', `patching ${what}: HTTP 404`, 404);
+    if (resourceVersion !== undefined && resourceVersion !== current.metadata.resourceVersion) {
+      throw new KubeError('conflict', `patching ${what}: HTTP 409: the object has been modified`, 409);
     }
-    const merged = mergePatch(object, patch) as KubeObject;
-    merged.metadata.resourceVersion = String(Number(current) + 1);
-    this.objects.set(key, merged);
+    this.patches.push({ ref: what, body: structuredClone(patch), dryRun: options?.dryRun === true });
+    const merged = mergePatch(structuredClone(current), patch) as KubeObject;
+    const spec = merged.spec;
+    if (ref.kind === 'VMCluster' && this.knownVMClusterFields !== undefined && isObject(spec)) {
+      for (const field of Object.keys(spec)) {
+        if (!this.knownVMClusterFields.has(field)) delete spec[field];
+      }
+    }
+    const specChanged = JSON.stringify(merged.spec ?? {}) !== JSON.stringify(current.spec ?? {});
+    merged.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    merged.metadata.resourceVersion = this.#nextVersion();
+    if (this.#operator && !this.heldBack.has(what) && operatedKinds.has(ref.kind)) {
+      merged.status = {
+        ...(merged.status ?? {}),
+        updateStatus: 'operational',
+        observedGeneration: merged.metadata.generation,
+      };
+    }
+    if (options?.dryRun) return structuredClone(merged);
+    this.objects.set(MemoryKube.key(ref.apiVersion, ref.kind, ref.namespace, ref.name), merged);
     return structuredClone(merged);
   }
-
-  /** Events and other created objects, in order. */
-  readonly created: KubeObject[] = [];
 
   async create(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject> {
     const { namespace = 'default', name = '' } = object.metadata;
     this.reads.push(`create ${object.kind} ${namespace}/${name}`);
-    this.failure(object.kind);
+    this.#failure(object.kind);
     const key = MemoryKube.key(object.apiVersion, object.kind, namespace, name);
     if (this.objects.has(key)) {
       throw new KubeError(
@@ -86,7 +149,14 @@ export class MemoryKube implements KubeObjects {
         409,
       );
     }
-    const stored = structuredClone({ ...object, metadata: { ...object.metadata, resourceVersion: '1' } });
+    const stored = structuredClone(object);
+    stored.metadata = {
+      ...stored.metadata,
+      namespace,
+      resourceVersion: this.#nextVersion(),
+      generation: 1,
+      uid: stored.metadata.uid ?? `uid-${name}`,
+    };
     this.objects.set(key, stored);
     this.created.push(structuredClone(stored));
     return structuredClone(stored);
@@ -99,7 +169,7 @@ export class MemoryKube implements KubeObjects {
     labelSelector?: string,
   ): Promise<KubeObject[]> {
     this.reads.push(`list ${kind} ${namespace} ${labelSelector ?? ''}`);
-    this.failure(kind);
+    this.#failure(kind);
     const wanted = (labelSelector ?? '')
       .split(',')
       .filter(Boolean)
@@ -112,6 +182,22 @@ export class MemoryKube implements KubeObjects {
         .filter((object) => wanted.every(([key, value]) => object.metadata.labels?.[key] === value))
         .map((object) => structuredClone(object))
     );
+  }
+
+  /** Sets an object's status as its controller would (a VM kind's by default, or a Rollout's). */
+  setStatus(kind: string, name: string, status: Record<string, unknown>, namespace = 'vm'): void {
+    const apiVersion = kind === 'Rollout' ? 'argoproj.io/v1alpha1' : vmApi;
+    const object = this.#stored({ apiVersion, kind, namespace, name });
+    if (object === undefined) throw new Error(`no ${kind} ${namespace}/${name}`);
+    object.status = { ...(object.status ?? {}), ...status };
+    object.metadata.resourceVersion = this.#nextVersion();
+  }
+
+  /** A copy of a stored object (a VM kind's by default), without logging a read. */
+  getStored(kind: string, name: string, apiVersion = vmApi, namespace = 'vm'): KubeObject {
+    const object = this.#stored({ apiVersion, kind, namespace, name });
+    if (object === undefined) throw new Error(`no ${kind} ${namespace}/${name}`);
+    return structuredClone(object);
   }
 }
 
@@ -157,12 +243,14 @@ export function secret(namespace: string, name: string, data: Record<string, str
   };
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** RFC 7396: an object patch merges member by member (null deletes), anything else replaces the target. */
 function mergePatch(target: unknown, patch: unknown): unknown {
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return structuredClone(patch);
-  const result: Record<string, unknown> =
-    typeof target === 'object' && target !== null && !Array.isArray(target)
-      ? { ...(target as Record<string, unknown>) }
-      : {};
+  if (!isObject(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
     else result[key] = mergePatch(result[key], value);

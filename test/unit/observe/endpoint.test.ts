@@ -10,7 +10,7 @@ import { createMetrics, registerZoneMetrics } from '../../../plugin/observe/metr
 import { createObserveApp, listen } from '../../../plugin/observe/server.ts';
 import { ZoneSnapshots } from '../../../plugin/observe/zone-snapshot.ts';
 import { specAnnotation } from '../../../plugin/zones/spec.ts';
-import { MemoryKube } from '../gates/memory-kube.ts';
+import { MemoryKube } from '../kube/memory-kube.ts';
 import { rollout, vmcluster } from './zone-fixtures.ts';
 
 const servers: Server[] = [];

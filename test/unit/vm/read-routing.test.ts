@@ -15,6 +15,7 @@ import {
   reloadBaselineAnnotation,
   restoreZone,
 } from '../../../plugin/vm/read-routing.ts';
+import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 const servers: Server[] = [];
@@ -94,7 +95,7 @@ test('redactText leaves no credential of a vmauth config, in any place the forma
 
 test('a drained Secret keeps its drain record (config lines with credentials) in its data, never in an annotation', async () => {
   const { kube, config } = await setup();
-  assert.equal(await drainZone(kube, config, 'zone-a', 'rollout demo/app', new Date()), true);
+  assert.equal(await drainZone(kube, config, 'zone-a', 'rollout demo/app', new FakeClock()), true);
   const after = stored(kube);
   assert.doesNotMatch(JSON.stringify(after.annotations), /s3cret/);
   assert.doesNotMatch(after.config, /zone-a/);
@@ -105,7 +106,7 @@ test('a drained Secret keeps its drain record (config lines with credentials) in
   assert.deepEqual(routing.baseline?.pods, { 'vm/vmauth-0': { stamp: 1000, start: 1000 } });
   assert.equal(routing.baseline?.at, routing.changedAt?.toISOString());
 
-  assert.equal(await restoreZone(kube, config, 'zone-a', new Date()), true);
+  assert.equal(await restoreZone(kube, config, 'zone-a', new FakeClock()), true);
   const restored = stored(kube);
   assert.equal(restored.config, configWithSecrets, 'put back byte for byte');
   assert.equal(restored.record, undefined);
@@ -132,7 +133,7 @@ test('refusals name the URL without its credentials', async () => {
     }),
   );
   await assert.rejects(
-    drainZone(kube, config, 'zone-a', 'me', new Date()),
+    drainZone(kube, config, 'zone-a', 'me', new FakeClock()),
     (error: unknown) =>
       error instanceof ReadRoutingError &&
       !error.message.includes('s3cret') &&

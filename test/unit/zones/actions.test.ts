@@ -13,8 +13,9 @@ import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
+import { FakeClock } from '../fake-clock.ts';
+import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
-  type MemoryCluster,
   ns,
   type RolloutStatus,
   rolloutObject,
@@ -24,12 +25,13 @@ import {
   useVmauthFixture,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 const revisionR = 'rev-r';
 const stable = 'rev-s';
 
-function view(kube: MemoryCluster, name = 'walk'): RolloutView {
+function view(kube: MemoryKube, name = 'walk'): RolloutView {
   const rollout = kube.getStored('Rollout', name, 'argoproj.io/v1alpha1') as unknown as RolloutView;
   return rollout;
 }
@@ -40,8 +42,14 @@ function setup(
 ) {
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', status, spec));
-  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
-  const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
+  const plugin = createZoneStepPlugin({
+    clock,
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
+  const reconciler = new ZoneReconciler({ clock, kube, logger: silentLogger });
   const step = (
     zone: string,
     action: string,
@@ -55,12 +63,12 @@ function setup(
   return { kube, plugin, reconciler, step };
 }
 
-function routed(kube: MemoryCluster): string[] {
+function routed(kube: MemoryKube): string[] {
   const backends = readBackends(parseSpecDocument(specDocument()), ns);
   return zonesRoutedByVMUser(kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
 }
 
-function stateOf(kube: MemoryCluster, zone: string) {
+function stateOf(kube: MemoryKube, zone: string) {
   return zoneState(kube.getStored('VMCluster', `vm-${zone}`));
 }
 
@@ -120,7 +128,7 @@ test('a walk in progress is left to its steps', async () => {
 });
 
 /** A watched view that is behind: it still holds the VMClusters as they were, and has not seen the Rollout. */
-function staleView(kube: MemoryCluster) {
+function staleView(kube: MemoryKube) {
   const clusters = ['zone-a', 'zone-b', 'zone-c'].map((z) =>
     structuredClone(kube.getStored('VMCluster', `vm-${z}`)),
   );
@@ -146,7 +154,7 @@ test('a watched view that is behind never hands a zone over: the API server is r
   kube.setStatus('Rollout', 'walk', { currentStepIndex: 1 });
   // The view has the lease but not the Rollout: taken alone it would say "deleted mid-walk".
   const { watched, reads } = staleView(kube);
-  const reconciler = new ZoneReconciler({ kube, watched, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube, watched, logger: silentLogger });
   assert.deepEqual(await reconciler.tick(), {});
   // Every zone kind is listed through the view; the Rollout is read there too, then live before acting.
   assert.deepEqual(reads, ['list VMCluster', 'list VMSingle', 'list VLCluster', 'get Rollout']);
@@ -228,7 +236,13 @@ test('zones progress independently: a zone waiting for its operator does not hol
   kube.setStatus('Rollout', 'walk', { abort: true });
   // zone-b was drained by a second Rollout that was then deleted.
   kube.put(rolloutObject('gone', { currentPodHash: 'rev-g', stableRS: 'rev-s', currentStepIndex: 3 }));
-  const gone = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
+  const gone = createZoneStepPlugin({
+    clock,
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
   const goneView = view(kube, 'gone');
   const config = { zone: 'zone-b', action: 'drainReads' };
   kube.setStatus('VMCluster', 'vm-zone-a', { updateStatus: 'operational' });
@@ -367,6 +381,7 @@ test('a spec document may not reach another namespace unless the plugin registra
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', { currentPodHash: revisionR, stableRS: stable }, elsewhere));
   const allowed = createZoneStepPlugin({
+    clock,
     kube,
     reconciler: false,
     logger: silentLogger,
@@ -387,6 +402,7 @@ test('after a rollback, reads come back only once the zone is operational and it
   const seen: unknown[] = [];
   let readings = 0;
   const reconciler = new ZoneReconciler({
+    clock,
     kube,
     logger: silentLogger,
     queueCheck: async (_kube, request, previous) => {
@@ -423,7 +439,7 @@ test('the reconciler lists only the namespaces it is told to watch (namespace-sc
   const { kube, step } = setup();
   await drainAndApply(step, 'zone-a');
   kube.setStatus('Rollout', 'walk', { stableRS: revisionR, currentStepIndex: 9 });
-  const elsewhere = new ZoneReconciler({ kube, logger: silentLogger, namespaces: ['billing'] });
+  const elsewhere = new ZoneReconciler({ clock, kube, logger: silentLogger, namespaces: ['billing'] });
   await untilSettled(elsewhere, 3);
   assert.deepEqual(routed(kube), ['zone-b', 'zone-c'], 'a reconciler watching billing leaves vm alone');
   assert.ok(
@@ -431,7 +447,7 @@ test('the reconciler lists only the namespaces it is told to watch (namespace-sc
     'listed billing',
   );
   assert.ok(!kube.reads.some((r) => r.startsWith('list VMCluster  ')), 'no cluster-wide list');
-  await untilSettled(new ZoneReconciler({ kube, logger: silentLogger, namespaces: [ns] }));
+  await untilSettled(new ZoneReconciler({ clock, kube, logger: silentLogger, namespaces: [ns] }));
   assert.deepEqual(routed(kube), ['zone-a', 'zone-b', 'zone-c']);
   assert.deepEqual(parseWatchNamespaces(['--watch-namespaces=vm,billing']), ['billing', 'vm']);
   assert.throws(() => parseWatchNamespaces(['--watch-namespaces=Not_A_NS']), /is not a namespace name/);
@@ -477,7 +493,7 @@ test('events on the Rollout and the VMCluster for each transition, once even whe
 });
 
 /** A new commit: the Rollout's template carries `version`, its walk starts again at step 0. */
-function newRevision(kube: MemoryCluster, revision: string, version: string): void {
+function newRevision(kube: MemoryKube, revision: string, version: string): void {
   kube.put(
     rolloutObject(
       'walk',

@@ -15,8 +15,9 @@ import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import { loadedCluster } from '../../../plugin/zones/vmcluster-state.ts';
+import { FakeClock } from '../fake-clock.ts';
+import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
-  type MemoryCluster,
   ns,
   rolloutObject,
   specDocument,
@@ -25,22 +26,23 @@ import {
   useVmauthFixture,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 type Json = Record<string, unknown>;
 
-function annotation(kube: MemoryCluster, zone: string, key: string): Json | undefined {
+function annotation(kube: MemoryKube, zone: string, key: string): Json | undefined {
   const text = kube.getStored('VMCluster', `vm-${zone}`).metadata.annotations?.[`vmzones.io/${key}`];
   return text === undefined ? undefined : (JSON.parse(text) as Json);
 }
 
-function routed(kube: MemoryCluster): string[] {
+function routed(kube: MemoryKube): string[] {
   const backends = readBackends(parseSpecDocument(specDocument()), ns);
   return zonesRoutedByVMUser(kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
 }
 
 /** The state names of the table, read from the annotations and the routing. */
-function stateName(kube: MemoryCluster, zone: string): string {
+function stateName(kube: MemoryKube, zone: string): string {
   const lease = annotation(kube, zone, 'lease');
   const maintenance = annotation(kube, zone, 'maintenance');
   const rollback = annotation(kube, zone, 'rollback');
@@ -72,7 +74,13 @@ function setup(zone: string) {
     }
     return written;
   };
-  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
+  const plugin = createZoneStepPlugin({
+    clock,
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
   const rollout = () => kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
   const call = (operation: 'run' | 'abort' | 'terminate', action: string): Promise<StepResult> =>
     plugin[operation](rollout(), { pluginName: 'vmzones/step', config: { zone, action }, status: undefined });
@@ -81,7 +89,7 @@ function setup(zone: string) {
     for (let i = 0; i < 5 && result.phase === 'Running'; i++) result = await call('run', action);
     return result;
   };
-  const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube, logger: silentLogger });
   return { kube, path, run, call, reconciler };
 }
 

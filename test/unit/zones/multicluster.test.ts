@@ -15,10 +15,11 @@ import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
+import { FakeClock } from '../fake-clock.ts';
+import { MemoryKube } from '../kube/memory-kube.ts';
 import {
   clusterSecret,
   clusterSpecDocument,
-  MemoryCluster,
   ns,
   rolloutObject,
   threeZones,
@@ -27,7 +28,8 @@ import {
   zonePlugins,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const token = 'remote-token-do-not-show';
@@ -36,21 +38,21 @@ const spec = (clusterOf: Record<string, string | undefined> = { 'zone-b': 'eu-b'
   clusterSpecDocument(clusterOf);
 
 /** Moves a zone's VMCluster from the hub into a cluster of its own. */
-function moveOut(hub: MemoryCluster, zone: string): MemoryCluster {
-  const remote = new MemoryCluster();
+function moveOut(hub: MemoryKube, zone: string): MemoryKube {
+  const remote = new MemoryKube({ operator: true });
   const object = hub.getStored('VMCluster', `vm-${zone}`);
   hub.objects.delete(`${vmApi}|VMCluster|${ns}|vm-${zone}`);
   remote.put({ ...object, apiVersion: vmApi, kind: 'VMCluster' });
   return remote;
 }
 
-function register(hub: MemoryCluster, name: string): void {
+function register(hub: MemoryKube, name: string): void {
   hub.put(clusterSecret(name, `https://${name}.example:6443`, { bearerToken: token }));
 }
 
 function setup(options: { spec?: string; unreachable?: string } = {}) {
   const hub = threeZones(vmauth.port);
-  const remotes: Record<string, MemoryCluster> = {
+  const remotes: Record<string, MemoryKube> = {
     'eu-b': moveOut(hub, 'zone-b'),
     'eu-c': moveOut(hub, 'zone-c'),
   };
@@ -73,9 +75,9 @@ function setup(options: { spec?: string; unreachable?: string } = {}) {
   const clusters = clusterClients({
     hub,
     namespace: 'argo-rollouts',
-    connect: (r) => (r.name === options.unreachable ? dead : (remotes[r.name] as MemoryCluster)),
+    connect: (r) => (r.name === options.unreachable ? dead : (remotes[r.name] as MemoryKube)),
   });
-  const { plugin, reconciler } = zonePlugins(hub, clusters);
+  const { plugin, reconciler } = zonePlugins(hub, clusters, { clock });
   const step = (zone: string, action: string, operation: 'run' | 'abort' = 'run') =>
     plugin[operation](hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
       pluginName: 'vmzones/step',
@@ -93,8 +95,8 @@ function setup(options: { spec?: string; unreachable?: string } = {}) {
 
 /** Makes zone-c an object of another kind in eu-c, and routes the hub's VMUser to it by that kind's crd ref. */
 function zoneCAs(
-  hub: MemoryCluster,
-  c: MemoryCluster,
+  hub: MemoryKube,
+  c: MemoryKube,
   object: { apiVersion: string; kind: string; name: string; spec: Record<string, unknown> },
   targetKind: string,
 ): void {
@@ -134,7 +136,7 @@ test("a remote zone's lease, change and rollback record live on its VMCluster in
   assert.deepEqual(routed(), ['zone-a', 'zone-c'], "the hub's VMUser no longer routes to zone-b");
   const applied = await step('zone-b', 'apply');
   assert.equal(applied.phase, 'Successful', applied.message);
-  const b = remotes['eu-b'] as MemoryCluster;
+  const b = remotes['eu-b'] as MemoryKube;
   assert.equal(b.getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion, 'v1.152.0-cluster');
   const state = zoneState(b.getStored('VMCluster', 'vm-zone-b'));
   assert.equal(state.lease?.revision, 'rev-r');
@@ -149,7 +151,7 @@ test("a remote zone's lease, change and rollback record live on its VMCluster in
     0,
     'no VMCluster write in the hub',
   );
-  assert.equal((remotes['eu-c'] as MemoryCluster).patches.length, 0, 'zone-c untouched');
+  assert.equal((remotes['eu-c'] as MemoryKube).patches.length, 0, 'zone-c untouched');
   const restored = await untilDone(() => step('zone-b', 'restoreReads'));
   assert.equal(restored.phase, 'Successful', restored.message);
   assert.deepEqual(routed(), ['zone-a', 'zone-b', 'zone-c']);
@@ -162,10 +164,11 @@ test("a remote zone's vminsertHosts go into its lease and handoff, and the recon
   const { hub, remotes, step, clusters } = setup({ spec: JSON.stringify(doc) });
   assert.equal((await untilDone(() => step('zone-c', 'drainReads'))).phase, 'Successful');
   assert.equal((await step('zone-c', 'apply')).phase, 'Successful');
-  const c = remotes['eu-c'] as MemoryCluster;
+  const c = remotes['eu-c'] as MemoryKube;
   assert.deepEqual(zoneState(c.getStored('VMCluster', 'vm-zone-c')).lease?.vminsertHosts, ['127.0.0.3']);
   const asked: ZoneQueueRequest[] = [];
   const reconciler = new ZoneReconciler({
+    clock,
     kube: hub,
     clusters,
     logger: silentLogger,
@@ -188,7 +191,7 @@ test('an Abort lost to a crash: the reconciler finds the remote zone by scanning
   hub.setStatus('Rollout', 'walk', { abort: true });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(Object.keys(progress), ['eu-c/vm/vm-zone-c'], 'keyed by the cluster that holds it');
-  const c = remotes['eu-c'] as MemoryCluster;
+  const c = remotes['eu-c'] as MemoryKube;
   assert.equal(c.getStored('VMCluster', 'vm-zone-c').spec?.clusterVersion, 'v1.151.0-cluster', 'rolled back');
   assert.equal(zoneState(c.getStored('VMCluster', 'vm-zone-c')).lease, undefined);
   assert.deepEqual(routed(), ['zone-a', 'zone-b', 'zone-c']);
@@ -198,7 +201,7 @@ test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolle
   const doc = JSON.parse(spec()) as { zones: Record<string, unknown> };
   doc.zones['zone-c'] = { cluster: 'eu-c', vmsingle: 'single-c' };
   const { hub, remotes, clusters, step } = setup({ spec: JSON.stringify(doc) });
-  const c = remotes['eu-c'] as MemoryCluster;
+  const c = remotes['eu-c'] as MemoryKube;
   zoneCAs(
     hub,
     c,
@@ -221,7 +224,7 @@ test('a VMSingle zone in a registered cluster: an Abort lost to a crash is rolle
     mergePatch: () => Promise.reject(new Error('a watched view is never written')),
     create: () => Promise.reject(new Error('a watched view is never written')),
   };
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, watched, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube: hub, clusters, watched, logger: silentLogger });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'VMSingle eu-c/vm/single-c': 'done' }, 'keyed by kind and cluster');
   const single = c.getStored('VMSingle', 'single-c');
@@ -241,7 +244,7 @@ test('a VLCluster zone in a registered cluster: leased and changed there; an Abo
   doc.zones['zone-c'] = { cluster: 'eu-c', vlcluster: 'logs-c' };
   doc.vlagent = { vlagent: 'vlagent' };
   const { hub, remotes, clusters, step } = setup({ spec: JSON.stringify(doc) });
-  const c = remotes['eu-c'] as MemoryCluster;
+  const c = remotes['eu-c'] as MemoryKube;
   zoneCAs(
     hub,
     c,
@@ -271,7 +274,7 @@ test('a VLCluster zone in a registered cluster: leased and changed there; an Abo
     'no VLCluster write in the hub',
   );
   hub.setStatus('Rollout', 'walk', { abort: true });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube: hub, clusters, logger: silentLogger });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'VLCluster eu-c/vm/logs-c': 'done' }, 'keyed by kind and cluster');
   assert.equal(logs().spec?.clusterVersion, undefined, 'rolled back in eu-c');
@@ -284,7 +287,7 @@ test('an unregistered cluster fails the step naming it, and nothing is written a
   const result = await step('zone-b', 'drainReads');
   assert.equal(result.phase, 'Failed');
   assert.match(result.message ?? '', /cluster "us-east-1a" is not registered.*registered: eu-b, eu-c/);
-  assert.equal(hub.patches.length + (remotes['eu-b'] as MemoryCluster).patches.length, 0);
+  assert.equal(hub.patches.length + (remotes['eu-b'] as MemoryKube).patches.length, 0);
 });
 
 test('an unreachable cluster: a drain next to it is retried, its error names the cluster, and nothing is drained', async () => {
@@ -316,7 +319,7 @@ test('the reconciler skips an unreachable cluster with a warning naming it, and 
     reconciler: _unused,
   } = setup({ spec: spec({ 'zone-b': 'eu-b' }), unreachable: 'eu-c' });
   // zone-c stays in the hub in this spec document; eu-c is registered but its API server does not answer.
-  (remotes['eu-c'] as MemoryCluster).objects.clear();
+  (remotes['eu-c'] as MemoryKube).objects.clear();
   hub.put({
     apiVersion: vmApi,
     kind: 'VMCluster',
@@ -345,13 +348,13 @@ test('the reconciler skips an unreachable cluster with a warning naming it, and 
             mergePatch: () => Promise.reject(new KubeError('unavailable', 'no answer')),
             create: () => Promise.reject(new KubeError('unavailable', 'no answer')),
           }
-        : (remotes['eu-b'] as MemoryCluster),
+        : (remotes['eu-b'] as MemoryKube),
   });
-  const reconciler = new ZoneReconciler({ kube: hub, clusters, logger });
+  const reconciler = new ZoneReconciler({ clock, kube: hub, clusters, logger });
   const progress = await untilSettled(reconciler);
   assert.deepEqual(progress, { 'eu-b/vm/vm-zone-b': 'done' });
   assert.equal(
-    (remotes['eu-b'] as MemoryCluster).getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion,
+    (remotes['eu-b'] as MemoryKube).getStored('VMCluster', 'vm-zone-b').spec?.clusterVersion,
     'v1.151.0-cluster',
   );
   assert.ok(

@@ -12,10 +12,10 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { recordedBalancers, zoneState } from '../../../plugin/zones/state.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
-import { readyPod } from '../gates/memory-kube.ts';
+import { FakeClock } from '../fake-clock.ts';
+import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 import {
   clusterSecret,
-  MemoryCluster,
   ns,
   rolloutObject,
   specDocument,
@@ -26,7 +26,8 @@ import {
   zonePlugins,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const pods = [{ labelSelector: 'app=vmauth', port: 'http' }];
@@ -61,7 +62,7 @@ function localVMUser(zones: readonly string[]) {
 
 function setup(remoteZones: readonly string[] = zoneNames) {
   const hub = threeZones(vmauth.port);
-  const remote = new MemoryCluster();
+  const remote = new MemoryKube({ operator: true });
   const zoneB = hub.getStored('VMCluster', 'vm-zone-b');
   hub.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-b`);
   remote.put({ ...zoneB, apiVersion: vmApi, kind: 'VMCluster' });
@@ -81,7 +82,7 @@ function setup(remoteZones: readonly string[] = zoneNames) {
     ),
   );
   const clusters = clusterClients({ hub, namespace: 'argo-rollouts', connect: () => remote });
-  const { plugin, reconciler } = zonePlugins(hub, clusters);
+  const { plugin, reconciler } = zonePlugins(hub, clusters, { clock });
   const step = async (zone: string, action: string, operation: 'run' | 'abort' = 'run') => {
     const rollout = hub.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
     let result = await plugin[operation](rollout, {
@@ -99,10 +100,10 @@ function setup(remoteZones: readonly string[] = zoneNames) {
     return result;
   };
   const backends = readBackends(parseSpecDocument(twoBalancerSpec()), ns);
-  const routed = (cluster: MemoryCluster) =>
+  const routed = (cluster: MemoryKube) =>
     zonesRoutedByVMUser(cluster.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
   /** A new plugin process's reconciler (after a crash), over the same clusters. */
-  const restarted = () => zonePlugins(hub, clusters).reconciler;
+  const restarted = () => zonePlugins(hub, clusters, { clock }).reconciler;
   return { hub, remote, step, routed, reconciler, restarted };
 }
 

@@ -13,8 +13,9 @@ import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends, readBalancerConfigs } from '../../../plugin/zones/target.ts';
+import { FakeClock } from '../fake-clock.ts';
+import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
-  type MemoryCluster,
   ns,
   rolloutObject,
   specDocument,
@@ -23,9 +24,10 @@ import {
   useVmauthFixture,
 } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
-function routed(kube: MemoryCluster): string[] {
+function routed(kube: MemoryKube): string[] {
   const backends = readBackends(parseSpecDocument(specDocument()), ns);
   return zonesRoutedByVMUser(kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
 }
@@ -33,7 +35,13 @@ function routed(kube: MemoryCluster): string[] {
 function setup() {
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
-  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
+  const plugin = createZoneStepPlugin({
+    clock,
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
   const step = (zone: string, action: string): Promise<StepResult> =>
     plugin.run(kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
       pluginName: 'vmzones/step',
@@ -57,6 +65,7 @@ test("a new revision's drainReads takes the zone back while the reconciler check
   kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
   let takeover: StepResult | undefined;
   const reconciler = new ZoneReconciler({
+    clock,
     kube,
     logger: silentLogger,
     queueCheck: async () => {
@@ -90,7 +99,7 @@ test('the reconciler started putting reads back first: the new walk waits for it
   await drainAndApply(step, 'zone-c');
   kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
   // vmauth never proves the restore in this pass: the reconciler stops after its guarded restore write.
-  const reconciler = new ZoneReconciler({ kube, logger: silentLogger });
+  const reconciler = new ZoneReconciler({ clock, kube, logger: silentLogger });
   kube.heldBack.add(`VMUser ${ns}/vmauth-read`);
   await reconciler.tick();
   const state = zoneState(kube.getStored('VMCluster', 'vm-zone-c'));
@@ -113,7 +122,7 @@ test('drainReads never reports drained on a proof of another routing: the zone p
   kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
   kube.heldBack.add(`VMCluster ${ns}/vm-zone-c`);
   kube.setStatus('VMCluster', 'vm-zone-c', { updateStatus: 'expanding' });
-  await new ZoneReconciler({ kube, logger: silentLogger }).tick();
+  await new ZoneReconciler({ clock, kube, logger: silentLogger }).tick();
   assert.notEqual(zoneState(kube.getStored('VMCluster', 'vm-zone-c')).handoff, undefined, 'handed over');
   // While the new walk's drainReads lists the vmauth pods for its proof, the zone goes back into the balancer
   // (an unguarded restore, as the reconciler made before, or a GitOps sync of the VMUser).
@@ -124,7 +133,7 @@ test('drainReads never reports drained on a proof of another routing: the zone p
   kube.list = async (apiVersion, kind, namespace, labelSelector) => {
     if (armed && kind === 'Pod') {
       armed = false;
-      await restoreZone(kube, config, 'zone-c', new Date());
+      await restoreZone(kube, config, 'zone-c', clock);
     }
     return list(apiVersion, kind, namespace, labelSelector);
   };

@@ -9,30 +9,31 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
-import { readyPod } from '../gates/memory-kube.ts';
+import { FakeClock } from '../fake-clock.ts';
+import { readyPod } from '../kube/memory-kube.ts';
 import { ns, rolloutObject, threeZones, useVmauthFixture } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 const minute = 60_000;
 
 function setup() {
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
-  // Real time plus an offset the test moves: vmauth's fixture stamps real time, the plugin reads this clock.
-  const clock = { t: 0 };
+  // The plugin and vmauth's fixture share the file's fake clock; the test moves it past the deadlines.
   const plugin = createZoneStepPlugin({
+    clock,
     kube,
     reconciler: false,
     logger: silentLogger,
     inCallWaitMs: 0,
-    now: () => new Date(Date.now() + clock.t),
   });
   const rollout = () => kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
   const step = (zone: string, action: string, previous?: StepResult): Promise<StepResult> =>
     plugin.run(rollout(), { pluginName: 'vmzones/step', config: { zone, action }, status: previous?.status });
   const abort = (zone: string, action: string): Promise<StepResult> =>
     plugin.abort(rollout(), { pluginName: 'vmzones/step', config: { zone, action }, status: undefined });
-  return { kube, clock, step, abort };
+  return { kube, step, abort };
 }
 
 async function drainAndApply(step: ReturnType<typeof setup>['step'], zone: string): Promise<void> {
@@ -47,7 +48,7 @@ async function drainAndApply(step: ReturnType<typeof setup>['step'], zone: strin
 }
 
 test('restoreReads: no vmauth proof within readyTimeout fails the step naming the pod; the zone stays leased for the reconciler', async () => {
-  const { kube, clock, step } = setup();
+  const { kube, step } = setup();
   await drainAndApply(step, 'zone-a');
   // A second vmauth replica comes up whose config reload fails: it never proves the restore.
   const broken = createServer((_request, response) =>
@@ -61,10 +62,10 @@ test('restoreReads: no vmauth proof within readyTimeout fails the step naming th
   let result = await step('zone-a', 'restoreReads');
   assert.equal(result.phase, 'Running', result.message);
   assert.match(result.message ?? '', /waiting until every vmauth replica serves that/);
-  clock.t += 10 * minute;
+  clock.advance(10 * minute);
   result = await step('zone-a', 'restoreReads', result);
   assert.equal(result.phase, 'Running', 'within readyTimeout it still waits');
-  clock.t += 6 * minute;
+  clock.advance(6 * minute);
   result = await step('zone-a', 'restoreReads', result);
   assert.equal(result.phase, 'Failed', `still ${result.phase} 16 min after the restore: ${result.message}`);
   assert.match(result.message ?? '', /within readyTimeout 15m/);
@@ -79,16 +80,16 @@ test('restoreReads: no vmauth proof within readyTimeout fails the step naming th
 });
 
 test('drainReads waiting for another zone to be healthy fails at readyTimeout naming that zone, having written nothing', async () => {
-  const { kube, clock, step } = setup();
+  const { kube, step } = setup();
   kube.heldBack.add(`VMCluster ${ns}/vm-zone-b`);
   kube.setStatus('VMCluster', 'vm-zone-b', { updateStatus: 'expanding' });
   let result = await step('zone-a', 'drainReads');
   assert.equal(result.phase, 'Running', result.message);
   assert.equal((result.status as Record<string, unknown>).state, 'waitingForOtherZones');
-  clock.t += 10 * minute;
+  clock.advance(10 * minute);
   result = await step('zone-a', 'drainReads', result);
   assert.equal(result.phase, 'Running', 'within readyTimeout it still waits');
-  clock.t += 6 * minute;
+  clock.advance(6 * minute);
   result = await step('zone-a', 'drainReads', result);
   assert.equal(result.phase, 'Failed', result.message);
   assert.match(result.message ?? '', /not drained within readyTimeout 15m/);
@@ -97,7 +98,7 @@ test('drainReads waiting for another zone to be healthy fails at readyTimeout na
 });
 
 test('apply waiting for the reconciler fails after twice readyTimeout; the handoff stays for the reconciler', async () => {
-  const { kube, clock, step, abort } = setup();
+  const { kube, step, abort } = setup();
   await drainAndApply(step, 'zone-a');
   assert.equal((await abort('zone-a', 'apply')).phase, 'Successful');
   // The next revision reaches zone-a, but no reconciler runs (a stuck one).
@@ -105,10 +106,10 @@ test('apply waiting for the reconciler fails after twice readyTimeout; the hando
   let result = await step('zone-a', 'apply');
   assert.equal(result.phase, 'Running', result.message);
   assert.equal((result.status as Record<string, unknown>).state, 'waitingForHandoff');
-  clock.t += 29 * minute;
+  clock.advance(29 * minute);
   result = await step('zone-a', 'apply', result);
   assert.equal(result.phase, 'Running', 'within twice readyTimeout it still waits');
-  clock.t += 2 * minute;
+  clock.advance(2 * minute);
   result = await step('zone-a', 'apply', result);
   assert.equal(result.phase, 'Failed', result.message);
   assert.match(result.message ?? '', /did not finish within 2 × readyTimeout 15m/);
