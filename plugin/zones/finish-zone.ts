@@ -5,6 +5,7 @@
 //   vmauth → release the lease, the maintenance mark and the handoff.
 
 import type { Logger } from '../goplugin/index.ts';
+import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
@@ -27,6 +28,7 @@ import {
   routingTo,
 } from './read-layer.ts';
 import { graceWindow } from './read-safety.ts';
+import { trustedHandoff } from './record-trust.ts';
 import {
   annotationValue,
   describeHolder,
@@ -59,6 +61,9 @@ export interface FinishDeps {
   now(): Date;
   /** Without it (tests of the decisions), a zone is complete once operational. */
   queueCheck?: ZoneQueueCheck;
+  /** What the handoff is checked against (zones/record-trust.ts): the plugin's `--allowed-namespaces`, and the
+   *  registered cluster the zone object lives in (undefined = the controller's own). */
+  records: { allowance: NamespaceAllowance; zoneCluster: string | undefined };
 }
 
 /** Advances one VMCluster's handed-over work as far as it can go now. */
@@ -67,7 +72,8 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   const name = describeCluster(ref);
   let cluster = await kube.get(ref);
   let state = zoneState(cluster);
-  const handoff = state.handoff;
+  // Acts only on what the holder's spec document or the checks say, never on the annotation as written.
+  const handoff = await trustedHandoff(deps, ref, state.handoff);
   if (handoff === undefined) {
     await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.metadata.resourceVersion);
     return 'done';
