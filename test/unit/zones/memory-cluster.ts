@@ -190,7 +190,9 @@ export function threeZones(vmauthPort: number): MemoryCluster {
     metadata: { name: 'vmauth', namespace: ns },
     spec: { selectAllByDefault: true },
   });
-  kube.put(readyPod(ns, 'vmauth-0', { app: 'vmauth', ...operatorVmauthLabels('vmauth') }, { http: vmauthPort }));
+  kube.put(
+    readyPod(ns, 'vmauth-0', { app: 'vmauth', ...operatorVmauthLabels('vmauth') }, { http: vmauthPort }),
+  );
   return kube;
 }
 
