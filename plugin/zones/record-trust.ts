@@ -174,15 +174,6 @@ async function checkedRecord(
       );
     }
   };
-  const [holderNamespace = ''] = holder.rollout.split('/');
-  if (!namespaceAllowed(trust.allowance, holderNamespace, own)) {
-    throw new RecordRefusedError(
-      place,
-      zone,
-      holder,
-      `a Rollout in namespace ${holderNamespace} may not act on namespace ${own} (--allowed-namespaces)`,
-    );
-  }
   const kind = zoneKindOf(place.ref.kind) ?? defaultZoneKind;
   const balancers: ReadBalancerConfig[] = [];
   for (const config of recordedBalancers(recorded.reads)) {
@@ -245,6 +236,16 @@ export async function trustedReads(
   progress: RolloutProgress | undefined,
   recorded: TrustedReads | undefined,
 ): Promise<TrustedReads> {
+  // Whoever the record names as holder must be a Rollout that may act on the zone's namespace at all.
+  const [holderNamespace = ''] = holder.rollout.split('/');
+  if (!namespaceAllowed(trust.allowance, holderNamespace, place.ref.namespace)) {
+    throw new RecordRefusedError(
+      place,
+      zone,
+      holder,
+      `a Rollout in namespace ${holderNamespace} may not act on namespace ${place.ref.namespace} (--allowed-namespaces)`,
+    );
+  }
   try {
     const rebuilt =
       progress === undefined ? undefined : rebuiltFromSpec(trust, place, zone, holder, progress);

@@ -270,3 +270,35 @@ test('a forged handoff on a zone a Rollout really walks: everything acted on com
   assert.deepEqual(trap.requests, [], 'nothing was sent to the pod the record names');
   assert.equal(zoneState(kube.getStored('VMCluster', 'vm-zone-a')).handoff, undefined, 'released');
 });
+
+test('with the other namespace allowed, a forged record is used only as far as its checks go: no other backend, no pod, no credential of its own', async () => {
+  trap.requests.length = 0;
+  const allowance = { all: false as const, extra: [other] };
+  // Naming another zone's backend as its own: refused.
+  const stolen = cluster();
+  forgeHandoff(stolen);
+  const stolenBefore = outside(stolen, team);
+  const { lines, logger } = recordingLogger();
+  const refusing = new ZoneReconciler({ kube: stolen, logger, allowance });
+  for (let pass = 0; pass < 3; pass++) await refusing.tick();
+  assertRefused(stolen, stolenBefore, lines);
+  assert.match(String(refusalEvents(stolen)[0]?.note), /backend of zone z is not this zone object/);
+
+  // Its own zone as the backend: accepted, but the pods and the Secret it names are never used, and the other
+  // namespace's VMUser (which does not route to team-a's zone) is left as it is.
+  const own = cluster();
+  const reads = forgedReads();
+  reads.zones[0] = { zone: 'z', namespace: team, vmcluster: 'vm-a', hosts: [] };
+  forgeHandoff(own, ghost, reads);
+  const ownBefore = outside(own, team);
+  const reconciler = new ZoneReconciler({ kube: own, logger: recordingLogger().logger, allowance });
+  assert.deepEqual(await untilSettled(reconciler), { [`${team}/vm-a`]: 'done' });
+  assert.deepEqual(outside(own, team), ownBefore, 'nothing outside team-a changed');
+  assert.deepEqual(
+    own.reads.filter((r) => r.includes('Secret')),
+    [],
+    'no Secret was read',
+  );
+  assert.deepEqual(trap.requests, [], 'nothing was sent to the pod the record names');
+  assert.deepEqual(refusalEvents(own), []);
+});
