@@ -119,6 +119,7 @@ function rebuiltFromSpec(
     spec = specFromAnnotations(progress.templateAnnotations);
     resolved = resolveZone(spec, zone, rolloutNamespace);
   } catch {
+    // A document that cannot be read, or has no such zone, is no source: the record's fields are checked instead.
     return undefined;
   }
   const kind = zoneKindOf(place.ref.kind) ?? defaultZoneKind;
