@@ -1,6 +1,7 @@
 // The background reconciler of the step-plugin process. Each pass lists the zone objects of every kind once and
 //   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/walk.ts: promoted past,
-//      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record alone;
+//      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record — data that
+//      others may have written, so what it acts on is rebuilt or checked first (plugin/zones/record-trust.ts);
 //   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
 //      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
 //      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
@@ -175,7 +176,7 @@ export class ZoneReconciler {
         }
       } catch (err) {
         if (err instanceof RecordRefusedError) {
-          await this.#refusals.report(await this.#zoneKube(zone.where, zone.object), err, this.#now());
+          await this.#refused(zone, err);
           continue;
         }
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
@@ -287,6 +288,17 @@ export class ZoneReconciler {
       }
       throw err;
     }
+  }
+
+  /** Says why a record was refused, on the zone object when its cluster can be reached, else in the log only. */
+  async #refused(found: Found, refusal: RecordRefusedError): Promise<void> {
+    let kube: KubeObjects | undefined;
+    try {
+      kube = await this.#zoneKube(found.where, found.object);
+    } catch {
+      kube = undefined;
+    }
+    await this.#refusals.report(kube, refusal, this.#now());
   }
 
   /** The one zone's objects: its zone object in its cluster, the rest in the controller's own (the balancers are

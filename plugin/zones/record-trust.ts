@@ -317,7 +317,8 @@ export class RefusalReporter {
     this.#logger = logger;
   }
 
-  async report(kube: KubeObjects, refusal: RecordRefusedError, now: Date): Promise<void> {
+  /** `kube`: the zone object's cluster; undefined when it cannot be reached (then the log line only). */
+  async report(kube: KubeObjects | undefined, refusal: RecordRefusedError, now: Date): Promise<void> {
     const id = `${refusal.place.cluster ?? ''}|${refusal.place.ref.kind}|${namespacedName(refusal.place.ref)}`;
     if (this.#said.get(id) === refusal.message) return;
     this.#said.set(id, refusal.message);
@@ -327,6 +328,7 @@ export class RefusalReporter {
       zone: refusal.zone,
       problem: refusal.message,
     });
+    if (kube === undefined) return;
     await emitZoneEvent(
       kube,
       this.#logger,
