@@ -15,7 +15,18 @@ import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { vmuserName } from '../../sandbox/manifests.ts';
 import { faultControl } from '../reliability/support.ts';
-import { eventually, ns, sandboxKube, sandboxZones, vmuser, vmzonesAnnotations } from './harness.ts';
+import {
+  eventually,
+  ns,
+  rolloutObject,
+  rolloutState,
+  runStatus,
+  sandboxKube,
+  sandboxZones,
+  vmuser,
+  vmzonesAnnotations,
+  zoneSpec,
+} from './harness.ts';
 
 const team = 'team-a';
 const forger = `system:serviceaccount:${team}:forger`;
@@ -75,6 +86,25 @@ function asForger(args: string[]): Promise<string> {
   return sandbox.kubectl.run([`--as=${forger}`, ...args]);
 }
 
+/**
+ * The controller starts the step plugin process (and with it the reconciler) only for a Rollout step of it: a
+ * second revision whose one step names a zone the document lacks, so it fails before touching anything.
+ */
+async function startStepPlugin(): Promise<void> {
+  const spec = zoneSpec({});
+  await sandbox.kubectl.apply([rolloutObject('starter', spec, [{ pause: {} }])]);
+  await eventually('Rollout starter: first revision Healthy', async () =>
+    (await rolloutState(kube, 'starter')).status.phase === 'Healthy' ? true : undefined,
+  );
+  const step = { plugin: { name: 'vmzones/step', config: { zone: 'no-such-zone', action: 'drainReads' } } };
+  await sandbox.kubectl.apply([rolloutObject('starter', spec, [step])]);
+  const failed = await eventually('Rollout starter: its vmzones step failed at once', async () => {
+    const run = runStatus(await rolloutState(kube, 'starter'), 0);
+    return run?.phase === 'Failed' ? run : undefined;
+  });
+  assert.match(failed.message ?? '', /no-such-zone/);
+}
+
 /** The records' `reads`: the vm namespace's VMUser, its first zone as the forger's, kube-system pods and Secret. */
 function forgedReads() {
   return {
@@ -121,6 +151,7 @@ test('a user who may only patch VMClusters in team-a forges a handoff and a leas
   );
   await assert.rejects(asForger(['-n', 'kube-system', 'get', 'secret', 'admin-token']), /forbidden/i);
 
+  await startStepPlugin();
   const before = await vmuser(kube);
   const control = faultControl(sandbox);
   const secretReads = (stats: Awaited<ReturnType<typeof control.stats>>) =>
@@ -148,17 +179,8 @@ test('a user who may only patch VMClusters in team-a forges a handoff and a leas
     `vmzones.io/lease=${JSON.stringify({ v: 1, ...ghost, zone: 'zone-a', since: requested, reads: forgedReads(), drainGracePeriod: '0s' })}`,
   ]);
 
-  for (const name of ['forged-handoff', 'forged-lease']) {
-    const events = await eventually(`a Warning event refusing ${name}'s record`, async () => {
-      const found = await refusals(name);
-      return found.length > 0 ? found : undefined;
-    });
-    assert.equal(events[0]?.type, 'Warning');
-    assert.match(events[0]?.note ?? '', /refused/);
-  }
-  // A few more passes (one every 5 s) after the refusals.
-  await new Promise((resolve) => setTimeout(resolve, 15_000));
-
+  // Four reconciler passes (one every 5 s) after the forgeries.
+  await new Promise((resolve) => setTimeout(resolve, 20_000));
   const after = await vmuser(kube);
   assert.deepEqual(
     after.spec?.targetRefs,
@@ -178,6 +200,14 @@ test('a user who may only patch VMClusters in team-a forges a handoff and a leas
     name: 'forged-handoff',
   });
   assert.equal(vmzonesAnnotations(leased)['vmzones.io/lease'], undefined, 'the zone is left untouched');
+  for (const name of ['forged-handoff', 'forged-lease']) {
+    const events = await eventually(`a Warning event refusing ${name}'s record`, async () => {
+      const found = await refusals(name);
+      return found.length > 0 ? found : undefined;
+    });
+    assert.equal(events[0]?.type, 'Warning');
+    assert.match(events[0]?.note ?? '', /refused/);
+  }
   const otherEvents = await sandbox.kubectl.getJson<{ items: { reason?: string }[] }>([
     'events.v1.events.k8s.io',
     '-A',
