@@ -88,3 +88,42 @@ export function parseWatchNamespaces(args: readonly string[]): string[] | undefi
   }
   return names;
 }
+
+/**
+ * The namespaces the reconciler lists: every namespace a step may act in, so that no ending (Abort, promote --full,
+ * revert, deletion) depends on a reconciler that never looks there. Without `--watch-namespaces` that is every
+ * namespace (undefined); with it, those plus every namespace `--allowed-namespaces` names. `--allowed-namespaces=*`
+ * with `--watch-namespaces` cannot be made consistent (a namespace-scoped list cannot cover every namespace): refused.
+ */
+export function reconcilerNamespaces(
+  allowance: NamespaceAllowance,
+  watch: readonly string[] | undefined,
+): string[] | undefined {
+  if (watch === undefined) return undefined;
+  if (allowance.all) {
+    throw new NamespaceAllowanceError(
+      `${allowedNamespacesFlag}=* lets steps act in every namespace, but ${watchNamespacesFlag}=${watch.join(',')} makes ` +
+        `the reconciler look only there, so an ending elsewhere would never be finished: drop ${watchNamespacesFlag}, or ` +
+        `list the namespaces in ${allowedNamespacesFlag}`,
+    );
+  }
+  return [...new Set([...watch, ...allowance.extra])].sort();
+}
+
+/**
+ * Throws a NamespaceAllowanceError, naming both flags, when a step would act in `namespace` although the
+ * reconciler (`watched`, from reconcilerNamespaces; undefined = all) never lists it: a Rollout outside the watched
+ * namespaces acting in its own.
+ */
+export function requireReconciled(
+  watched: readonly string[] | undefined,
+  namespace: string,
+  what: string,
+): void {
+  if (watched === undefined || watched.includes(namespace)) return;
+  throw new NamespaceAllowanceError(
+    `${what} is in namespace ${namespace}, which the vmzones reconciler does not watch (${watchNamespacesFlag}=` +
+      `${watched.join(',')} plus ${allowedNamespacesFlag}): an Abort, promote --full, revert or deletion there would ` +
+      `never be finished, so vmzones does not act; add ${namespace} to ${watchNamespacesFlag} in argo-rollouts-config`,
+  );
+}

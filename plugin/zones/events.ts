@@ -19,7 +19,8 @@ export type ZoneEventReason =
   | 'ZoneHandedOver'
   | 'ZoneWalkEnded'
   | 'ZoneFinished'
-  | 'ZoneRolledBack';
+  | 'ZoneRolledBack'
+  | 'ZoneRecordRefused';
 
 export interface ZoneEvent {
   reason: ZoneEventReason;
@@ -32,6 +33,9 @@ export interface ZoneEvent {
   cluster: ObjectRef;
   /** Tells apart two events of one reason for the same zone and revision (e.g. a generation). */
   detail?: string;
+  /** Written on the zone's object only: the holder comes from a refused record (zones/record-trust.ts), and
+   *  vmzones writes nothing into a namespace a record names. */
+  zoneObjectOnly?: boolean;
 }
 
 const reportingController = 'vmzones.io/step';
@@ -80,7 +84,7 @@ export async function emitZoneEvent(
     { regarding: rollout, related: cluster, namespace: rolloutNamespace, base: rolloutName },
     { regarding: cluster, related: rollout, namespace: event.cluster.namespace, base: event.cluster.name },
   ];
-  for (const target of targets) {
+  for (const target of event.zoneObjectOnly ? targets.slice(1) : targets) {
     try {
       await kube.create({
         apiVersion: 'events.k8s.io/v1',

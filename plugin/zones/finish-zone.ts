@@ -6,6 +6,7 @@
 // back meanwhile makes the reconciler's next write lose, and the reconciler touches nothing more (issue 21 item 2).
 
 import type { Logger } from '../goplugin/index.ts';
+import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
@@ -20,6 +21,7 @@ import { restoreReadsMove } from './moves/restore.ts';
 import { revertMove } from './moves/revert.ts';
 import { isConflict } from './outcome.ts';
 import { drainedFrom, readLayer } from './read-layer.ts';
+import { trustedHandoff } from './record-trust.ts';
 import {
   annotationValue,
   describeHolder,
@@ -47,6 +49,9 @@ export interface FinishDeps {
   sleep(ms: number): Promise<void>;
   /** Without it (tests of the decisions), a zone is complete once operational. */
   queueCheck?: ZoneQueueCheck;
+  /** What the handoff is checked against (zones/record-trust.ts): the plugin's `--allowed-namespaces`, and the
+   *  registered cluster the zone object lives in (undefined = the controller's own). */
+  records: { allowance: NamespaceAllowance; zoneCluster: string | undefined };
 }
 
 /** Advances one VMCluster's handed-over work as far as it can go now. */
@@ -55,7 +60,8 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   const name = describeCluster(ref);
   // The one read every decision of this pass is made on (and every write guarded by).
   let cluster = loadedCluster(await kube.get(ref));
-  const handoff = cluster.state.handoff;
+  // Acts only on what the holder's spec document or the checks say, never on the annotation as written.
+  const handoff = await trustedHandoff(deps, ref, cluster.state.handoff);
   if (handoff === undefined) {
     await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.resourceVersion);
     return 'done';

@@ -1,6 +1,7 @@
 // The background reconciler of the step-plugin process. Each pass lists the zone objects of every kind once and
 //   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/walk.ts: promoted past,
-//      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record alone;
+//      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record — data that
+//      others may have written, so what it acts on is rebuilt or checked first (plugin/zones/record-trust.ts);
 //   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
 //      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
 //      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
@@ -13,6 +14,7 @@
 // still say so (docs/scale.md). Registered clusters are listed through their live clients.
 
 import { type Clock, type Logger, systemClock } from '../goplugin/index.ts';
+import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
 import { KubeError } from '../kube/objects.ts';
@@ -25,9 +27,8 @@ import { emitZoneEvent } from './events.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
 import { isTransient } from './outcome.ts';
-import { drainGracePeriodOf, specFromAnnotations, zoneWriters } from './spec.ts';
-import { type Lease, type RollbackRecord, type RolloutIdentity, readsRecord, sameRevision } from './state.ts';
-import { readBalancerConfigs } from './target.ts';
+import { RecordRefusedError, RefusalReporter, recordedReads, trustedReads } from './record-trust.ts';
+import { type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
 import { loadedCluster } from './vmcluster-state.ts';
 import { holderProgress, walkVerdict } from './walk.ts';
 
@@ -48,6 +49,9 @@ export interface ReconcilerOptions {
   namespaces?: readonly string[];
   /** Where to list VMClusters and read holder Rollouts when nothing is to be done (a watch cache); default kube. */
   watched?: KubeObjects;
+  /** The plugin's `--allowed-namespaces`: records are checked against it (zones/record-trust.ts); default: only
+   *  each zone object's own namespace. */
+  allowance?: NamespaceAllowance;
 }
 
 /** What the reconciler reads on every pass: main.ts watches these instead of listing and getting them. */
@@ -109,6 +113,8 @@ export class ZoneReconciler {
   readonly #intervalMs: number;
   readonly #queueCheck: ZoneQueueCheck | undefined;
   readonly #namespaces: readonly string[];
+  readonly #allowance: NamespaceAllowance;
+  readonly #refusals: RefusalReporter;
   #timer: NodeJS.Timeout | undefined;
   #registryProblem: string | undefined;
   #running: Promise<void> | undefined;
@@ -122,6 +128,8 @@ export class ZoneReconciler {
     this.#intervalMs = options.intervalMs ?? 5_000;
     this.#queueCheck = options.queueCheck;
     this.#namespaces = options.namespaces ?? [''];
+    this.#allowance = options.allowance ?? { all: false, extra: [] };
+    this.#refusals = new RefusalReporter(options.logger);
   }
 
   /** Runs a pass now (work left by an earlier process resumes) and then every interval. */
@@ -155,14 +163,23 @@ export class ZoneReconciler {
     const found = await this.#listZones();
     const progressOf = progressReader(this.#watched);
     const liveProgressOf = this.#watched === this.#kube ? undefined : progressReader(this.#kube);
-    const pending: { id: string; ref: ObjectRef; kube: KubeObjects }[] = [];
+    const pending: { id: string; ref: ObjectRef; kube: KubeObjects; where: string | undefined }[] = [];
     for (const zone of found) {
       const id = key(zone.object, zone.where);
       try {
         if (await this.#adopt(zone, progressOf, liveProgressOf)) {
-          pending.push({ id, ref: refOf(zone.object), kube: await this.#zoneKube(zone.where, zone.object) });
+          pending.push({
+            id,
+            ref: refOf(zone.object),
+            kube: await this.#zoneKube(zone.where, zone.object),
+            where: zone.where,
+          });
         }
       } catch (err) {
+        if (err instanceof RecordRefusedError) {
+          await this.#refused(zone, err);
+          continue;
+        }
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: id,
           error: errorMessage(err),
@@ -170,7 +187,7 @@ export class ZoneReconciler {
       }
     }
     const results = await Promise.all(
-      pending.map(async ({ id, ref, kube }): Promise<[string, ZoneProgress]> => {
+      pending.map(async ({ id, ref, kube, where }): Promise<[string, ZoneProgress]> => {
         try {
           return [
             id,
@@ -182,11 +199,16 @@ export class ZoneReconciler {
                 now: () => this.#clock.now(),
                 sleep: (ms) => this.#clock.sleep(ms),
                 ...(this.#queueCheck === undefined ? {} : { queueCheck: this.#queueCheck }),
+                records: { allowance: this.#allowance, zoneCluster: where },
               },
               ref,
             ),
           ];
         } catch (err) {
+          if (err instanceof RecordRefusedError) {
+            await this.#refusals.report(kube, err, this.#clock.now());
+            return [id, 'blocked'];
+          }
           (isTransient(err) ? this.#logger.info : this.#logger.warn).call(
             this.#logger,
             'reconciler: zone not advanced; retrying',
@@ -270,6 +292,17 @@ export class ZoneReconciler {
     }
   }
 
+  /** Says why a record was refused, on the zone object when its cluster can be reached, else in the log only. */
+  async #refused(found: Found, refusal: RecordRefusedError): Promise<void> {
+    let kube: KubeObjects | undefined;
+    try {
+      kube = await this.#zoneKube(found.where, found.object);
+    } catch {
+      kube = undefined;
+    }
+    await this.#refusals.report(kube, refusal, this.#clock.now());
+  }
+
   /** The one zone's objects: its zone object in its cluster, the rest in the controller's own (the balancers are
    *  reached each in its own cluster, zones/read-layer.ts). */
   #zoneKube(where: string | undefined, listed: KubeObject): Promise<KubeObjects> {
@@ -314,15 +347,15 @@ export class ZoneReconciler {
         ? state.rollback
         : undefined;
     if (!leased && rollback === undefined) return false;
-    const reads = this.#readsOf(zone, state.lease, state.rollback, progress, listed);
-    if (typeof reads === 'string') {
-      this.#logger.warn('reconciler: cannot finish a zone whose walk ended', {
-        vmcluster: key(listed, found.where),
-        why: verdict.why,
-        problem: reads,
-      });
-      return false;
-    }
+    // What the handoff may name: rebuilt from the Rollout's spec document or checked; a refusal is thrown.
+    const reads = await trustedReads(
+      { allowance: this.#allowance, clusters: this.#clusters },
+      { ref: refOf(listed), cluster: found.where },
+      zone,
+      holder,
+      progress,
+      recordedReads(state.lease, state.rollback),
+    );
     const kube = await this.#zoneKube(found.where, listed);
     await handOver(
       kube,
@@ -362,50 +395,5 @@ export class ZoneReconciler {
       rollback: rollback !== undefined,
     });
     return true;
-  }
-
-  /** How to reach the zone's reads: from the lease or record (format 1), else from the Rollout's spec document. */
-  #readsOf(
-    zone: string,
-    lease: Lease | undefined,
-    record: RollbackRecord | undefined,
-    progress: RolloutProgress | undefined,
-    cluster: KubeObject,
-  ):
-    | {
-        reads: NonNullable<Lease['reads']>;
-        drainGracePeriod: string;
-        vmagents: string[] | undefined;
-        vmagentsCluster: string | undefined;
-        vminsertHosts: string[] | undefined;
-      }
-    | string {
-    for (const source of [lease, record]) {
-      if (source?.reads !== undefined && source.drainGracePeriod !== undefined) {
-        return {
-          reads: source.reads,
-          drainGracePeriod: source.drainGracePeriod,
-          vmagents: source.vmagents,
-          vmagentsCluster: source.vmagentsCluster,
-          vminsertHosts: source.vminsertHosts,
-        };
-      }
-    }
-    if (progress === undefined) {
-      return 'its lease predates vmzones state format 1 and its Rollout is gone: restore its reads by hand';
-    }
-    try {
-      const spec = specFromAnnotations(progress.templateAnnotations);
-      const writers = zoneWriters(spec, zoneKindOf(cluster.kind) ?? defaultZoneKind);
-      return {
-        reads: readsRecord(readBalancerConfigs(spec, spec.namespace ?? cluster.metadata.namespace ?? '')),
-        drainGracePeriod: drainGracePeriodOf(spec),
-        vmagents: writers.names,
-        vmagentsCluster: writers.cluster,
-        vminsertHosts: spec.zones[zone]?.vminsertHosts,
-      };
-    } catch (err) {
-      return `the Rollout's spec document cannot be read: ${errorMessage(err)}`;
-    }
   }
 }

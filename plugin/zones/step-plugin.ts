@@ -7,6 +7,8 @@ import {
   type NamespaceAllowance,
   parseNamespaceAllowance,
   parseWatchNamespaces,
+  reconcilerNamespaces,
+  requireReconciled,
 } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
@@ -72,6 +74,22 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   let watchedView: WatchedObjects | undefined;
   const clock = options.clock ?? systemClock;
   let namespaces = options.namespaces;
+  /** The namespaces the reconciler lists (undefined = all): every namespace a step may act in. */
+  let reconciled: { namespaces: readonly string[] | undefined } | undefined;
+  const allowance = (): NamespaceAllowance => {
+    namespaces ??= parseNamespaceAllowance(process.argv);
+    return namespaces;
+  };
+  const reconciledNamespaces = (): readonly string[] | undefined => {
+    // A bad or inconsistent flag fails InitPlugin (and every step): the controller reports it with this message.
+    reconciled ??= {
+      namespaces: reconcilerNamespaces(
+        allowance(),
+        options.watchNamespaces ?? parseWatchNamespaces(process.argv),
+      ),
+    };
+    return reconciled.namespaces;
+  };
 
   let clusters = options.clusters;
   const hubDeps = (): ZoneDeps => {
@@ -106,8 +124,12 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   ): Promise<StepResult> => {
     let target: ZoneTarget | undefined;
     try {
-      namespaces ??= parseNamespaceAllowance(process.argv);
-      target = resolveTarget(rollout, context.config, namespaces);
+      target = resolveTarget(rollout, context.config, allowance());
+      requireReconciled(
+        reconciledNamespaces(),
+        target.zone.namespace,
+        `the zone object of zone ${target.zone.name} (Rollout ${rollout.metadata.namespace ?? ''}/${rollout.metadata.name ?? ''})`,
+      );
       const resolved = target;
       return await withTransientRetries(clock.sleep, async () => work(await deps(resolved), resolved));
     } catch (err) {
@@ -137,7 +159,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       if (options.reconciler === false) return;
       const d = hubDeps();
       // A bad flag fails InitPlugin: the controller then reports the plugin as broken, with this message.
-      const watched = options.watchNamespaces ?? parseWatchNamespaces(process.argv);
+      const watched = reconciledNamespaces();
       watchedView = options.watch?.(d.kube, watched ?? ['']);
       // Until a cache has listed, its reads go to the API server: the first pass need not wait for it.
       void watchedView?.start();
@@ -149,6 +171,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
         ...(options.reconcileIntervalMs === undefined ? {} : { intervalMs: options.reconcileIntervalMs }),
         ...(options.queueCheck === undefined ? {} : { queueCheck: options.queueCheck }),
         ...(watched === undefined ? {} : { namespaces: watched }),
+        allowance: allowance(),
         ...(watchedView === undefined ? {} : { watched: watchedView.kube }),
       });
       reconciler.start();

@@ -48,6 +48,16 @@ export function useVmauthFixture(clock: Clock): { readonly port: number } {
   };
 }
 
+/** The labels the operator gives the pods of VMAuth `name` (plugin/vm/vmauth-pods.ts). */
+export function operatorVmauthLabels(name: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'vmauth',
+    'app.kubernetes.io/instance': name,
+    'app.kubernetes.io/component': 'monitoring',
+    'managed-by': 'vm-operator',
+  };
+}
+
 export const zoneNames = ['zone-a', 'zone-b', 'zone-c'] as const;
 
 export function vmselectRef(zone: string) {
@@ -73,7 +83,17 @@ export function threeZones(vmauthPort: number): MemoryKube {
     spec: { targetRefs: zoneNames.map(vmselectRef) },
     status: { updateStatus: 'operational', observedGeneration: 1 },
   });
-  kube.put(readyPod(ns, 'vmauth-0', { app: 'vmauth' }, { http: vmauthPort }));
+  // The VMAuth that serves the VMUser, and its pod with the operator's labels: how the reconciler finds the
+  // vmauth pods when no Rollout's spec document names them (plugin/zones/record-trust.ts).
+  kube.put({
+    apiVersion: vmApi,
+    kind: 'VMAuth',
+    metadata: { name: 'vmauth', namespace: ns },
+    spec: { selectAllByDefault: true },
+  });
+  kube.put(
+    readyPod(ns, 'vmauth-0', { app: 'vmauth', ...operatorVmauthLabels('vmauth') }, { http: vmauthPort }),
+  );
   return kube;
 }
 

@@ -17,6 +17,7 @@ import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 import {
   clusterSecret,
   ns,
+  operatorVmauthLabels,
   rolloutObject,
   specDocument,
   threeZones,
@@ -67,7 +68,16 @@ function setup(remoteZones: readonly string[] = zoneNames) {
   hub.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-b`);
   remote.put({ ...zoneB, apiVersion: vmApi, kind: 'VMCluster' });
   remote.put(localVMUser(remoteZones));
-  remote.put(readyPod(ns, 'vmauth-0', { app: 'vmauth' }, { http: vmauth.port }));
+  // Served by a VMAuth there too: the reconciler finds these pods through it once the Rollout is gone.
+  remote.put({
+    apiVersion: vmApi,
+    kind: 'VMAuth',
+    metadata: { name: 'vmauth', namespace: ns },
+    spec: { selectAllByDefault: true },
+  });
+  remote.put(
+    readyPod(ns, 'vmauth-0', { app: 'vmauth', ...operatorVmauthLabels('vmauth') }, { http: vmauth.port }),
+  );
   const registration = clusterSecret('eu-b', 'https://eu-b.example:6443', { bearerToken: 'secret-token' });
   // The test's vmauth pod answers on 127.0.0.1: the admin says eu-b's pods are reachable.
   hub.put({
