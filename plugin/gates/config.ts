@@ -11,6 +11,7 @@ import {
   namespaceNameSchema,
   objectNameSchema,
 } from '../kube/names.ts';
+import { maxScrapeBytesCap } from '../vm/scrape.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { clusterNameSchema } from '../zones/spec.ts';
 
@@ -100,7 +101,17 @@ const podAccess = z
     tls: tls.optional(),
     auth: auth.optional(),
     scrapeTimeout: durationMs.optional(),
-    maxScrapeBytes: wholeNumber(1024).optional(),
+    /** At most maxScrapeBytesCap (docs/gates.md, "Limits of a scrape"). */
+    maxScrapeBytes: wholeNumber(1024)
+      .pipe(
+        z
+          .number()
+          .max(
+            maxScrapeBytesCap,
+            `must be at most ${maxScrapeBytesCap} (${maxScrapeBytesCap / 1024 / 1024} MiB), the cap of a scraped page`,
+          ),
+      )
+      .optional(),
   })
   .superRefine((value, ctx) => {
     if ((value.tls?.cert === undefined) !== (value.tls?.key === undefined)) {
