@@ -4,13 +4,14 @@
 // plugin or the controller too. Should even that fail, the reconciler finds the zone from its lease and rollback
 // record alone (plugin/zones/walk.ts).
 
+import { showFieldValue } from '../kube/redact.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import { fieldName } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
-import { type StatusDocument, showValue, successful } from './outcome.ts';
+import { type StatusDocument, successful } from './outcome.ts';
 import { describeHolder, type RollbackRecord, readsRecord, sameRevision, sameRollout } from './state.ts';
 import { agentsCluster, type ZoneTarget } from './target.ts';
 import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
@@ -61,7 +62,7 @@ async function handTargetOver(
 function revertText(rollback: RollbackRecord): string {
   const shown = rollback.changes
     .slice(0, 5)
-    .map((c) => `${fieldName(c.path)}=${showValue(c.before)}`)
+    .map((c) => `${fieldName(c.path)}=${showFieldValue(c.path, c.before)}`)
     .join(', ');
   return rollback.changes.length > 5 ? `${shown} and ${rollback.changes.length - 5} more` : shown;
 }

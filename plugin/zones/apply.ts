@@ -3,12 +3,13 @@
 // in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
 
 import { KubeError, type KubeObject } from '../kube/objects.ts';
+import { redactFieldValue, showFieldValue } from '../kube/redact.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
 import { deepEqual, diffMergePatch, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
 import { describeCluster, leasedByOther } from './messages.ts';
-import { running, type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import { running, type StatusDocument, StepFailure, successful } from './outcome.ts';
 import { readLayer, routingTo } from './read-layer.ts';
 import {
   annotationValue,
@@ -36,7 +37,10 @@ export function changedSummary(changes: readonly FieldChange[]): Record<string, 
   const full: Record<string, unknown> = {};
   for (const c of changes) {
     // Not null: the API server drops nulls from the Rollout status.
-    full[fieldName(c.path)] = { from: c.before ?? '(unset)', to: c.after ?? '(deleted)' };
+    full[fieldName(c.path)] = {
+      from: redactFieldValue(c.path, c.before) ?? '(unset)',
+      to: redactFieldValue(c.path, c.after) ?? '(deleted)',
+    };
   }
   return JSON.stringify(full).length <= maxChangedStatusChars ? full : changes.map((c) => fieldName(c.path));
 }
@@ -45,7 +49,9 @@ function describeChanges(changes: readonly FieldChange[]): string {
   if (changes.length === 0) return 'no field differs from the overrides, nothing changed';
   const shown = changes
     .slice(0, 5)
-    .map((c) => `${fieldName(c.path)} ${showValue(c.before)} → ${showValue(c.after)}`)
+    .map(
+      (c) => `${fieldName(c.path)} ${showFieldValue(c.path, c.before)} → ${showFieldValue(c.path, c.after)}`,
+    )
     .join(', ');
   return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
 }
