@@ -284,6 +284,18 @@ function formatPath(path: readonly PropertyKey[]): string {
     : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
 }
 
+/** What `pods.tls.insecureSkipVerify: true` risks, for the gate's message, the log and `vmzones lint`. */
+export const insecureSkipVerifyWarning =
+  "pods.tls.insecureSkipVerify is true: the scraped pods' certificates are not verified, so whoever is on the " +
+  'path can read the scrape credential and answer with figures of its choosing';
+
+/** The warning for a parsed config that turns TLS verification off, if it does. */
+export function gateTlsWarning(config: GateConfig): string | undefined {
+  return 'pods' in config && config.pods?.tls?.insecureSkipVerify === true
+    ? insecureSkipVerifyWarning
+    : undefined;
+}
+
 /** Validates the plugin config of one metric; throws GateConfigError naming every problem. */
 export function parseGateConfig(raw: unknown): GateConfig {
   if (raw === undefined || raw === null) {

@@ -247,6 +247,19 @@ export interface ClusterClientsOptions {
   now?: () => number;
   /** Told about Secrets that cannot be used (the message names the Secret and the field, never a value). */
   onBadSecret?: (message: string) => void;
+  /** Told, each time a client is built for it, about a registration that turns TLS verification off. */
+  onInsecure?: (message: string) => void;
+}
+
+/** What `tlsClientConfig.insecure: true` in a cluster Secret risks, for logs, `vmzones status` and `vmzones lint`. */
+export const insecureClusterRisk =
+  "tlsClientConfig.insecure is true, so the API server's certificate is not verified: whoever is on the path can " +
+  'read the credential and answer in its place';
+
+/** The warning for a registration that turns TLS verification off, if it does. */
+export function insecureClusterWarning(registration: ClusterRegistration): string | undefined {
+  if (!registration.config.tlsClientConfig.insecure) return undefined;
+  return `cluster ${registration.name} (Secret ${registration.secret}): ${insecureClusterRisk}`;
 }
 
 /** The clusters registered in `namespace`, re-read at most every `ttlMs`; a client is rebuilt when its Secret
@@ -312,6 +325,8 @@ export function clusterClients(options: ClusterClientsOptions): ClusterClients {
       const cached = clients.get(found.name);
       if (cached !== undefined && cached.resourceVersion === found.resourceVersion) return cached.kube;
       const kube = namingCluster(found, connect(found));
+      const insecure = insecureClusterWarning(found);
+      if (insecure !== undefined) options.onInsecure?.(insecure);
       clients.set(found.name, { resourceVersion: found.resourceVersion, kube });
       return kube;
     },
@@ -370,8 +385,14 @@ export function clusterClientsFromArgs(
   hub: KubeObjects,
   args: readonly string[],
   onBadSecret?: (message: string) => void,
+  onInsecure?: (message: string) => void,
 ): ClusterClients {
   const namespace = clusterSecretsNamespace(args);
   if (namespace === undefined) return hubOnly(hub);
-  return clusterClients({ hub, namespace, ...(onBadSecret === undefined ? {} : { onBadSecret }) });
+  return clusterClients({
+    hub,
+    namespace,
+    ...(onBadSecret === undefined ? {} : { onBadSecret }),
+    ...(onInsecure === undefined ? {} : { onInsecure }),
+  });
 }
