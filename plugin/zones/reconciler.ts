@@ -30,6 +30,7 @@ import { type Lease, type RollbackRecord, type RolloutIdentity, readsRecord, sam
 import { readBalancerConfigs } from './target.ts';
 import { loadedCluster } from './vmcluster-state.ts';
 import { holderProgress, walkVerdict } from './walk.ts';
+import { ZoneBackoff } from './zone-backoff.ts';
 
 export type { ZoneProgress } from './finish-zone.ts';
 
@@ -111,6 +112,7 @@ export class ZoneReconciler {
   #timer: NodeJS.Timeout | undefined;
   #registryProblem: string | undefined;
   #running: Promise<void> | undefined;
+  readonly #backoff: ZoneBackoff;
 
   constructor(options: ReconcilerOptions) {
     this.#kube = options.kube;
@@ -121,6 +123,7 @@ export class ZoneReconciler {
     this.#intervalMs = options.intervalMs ?? 5_000;
     this.#queueCheck = options.queueCheck;
     this.#namespaces = options.namespaces ?? [''];
+    this.#backoff = new ZoneBackoff({ now: () => this.#now().getTime() });
   }
 
   /** Runs a pass now (work left by an earlier process resumes) and then every interval. */
@@ -155,13 +158,21 @@ export class ZoneReconciler {
     const progressOf = progressReader(this.#watched);
     const liveProgressOf = this.#watched === this.#kube ? undefined : progressReader(this.#kube);
     const pending: { id: string; ref: ObjectRef; kube: KubeObjects }[] = [];
+    // A zone that keeps failing rests between tries and is warned about once per reason (zone-backoff.ts).
+    const resting: [string, ZoneProgress][] = [];
+    this.#backoff.keepOnly(new Set(found.map((zone) => key(zone.object, zone.where))));
     for (const zone of found) {
       const id = key(zone.object, zone.where);
+      if (!this.#backoff.due(id)) {
+        if (this.#backoff.restingHandedOver(id)) resting.push([id, 'working']);
+        continue;
+      }
       try {
         if (await this.#adopt(zone, progressOf, liveProgressOf)) {
           pending.push({ id, ref: refOf(zone.object), kube: await this.#zoneKube(zone.where, zone.object) });
-        }
+        } else this.#backoff.succeeded(id);
       } catch (err) {
+        if (!this.#backoff.failed(id, errorMessage(err)).log) continue;
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: id,
           error: errorMessage(err),
@@ -171,7 +182,7 @@ export class ZoneReconciler {
     const results = await Promise.all(
       pending.map(async ({ id, ref, kube }): Promise<[string, ZoneProgress]> => {
         try {
-          return [
+          const progress: [string, ZoneProgress] = [
             id,
             await finishZone(
               {
@@ -184,7 +195,10 @@ export class ZoneReconciler {
               ref,
             ),
           ];
+          this.#backoff.succeeded(id);
+          return progress;
         } catch (err) {
+          if (!this.#backoff.failed(id, errorMessage(err), true).log) return [id, 'working'];
           (isTransient(err) ? this.#logger.info : this.#logger.warn).call(
             this.#logger,
             'reconciler: zone not advanced; retrying',
@@ -197,7 +211,7 @@ export class ZoneReconciler {
         }
       }),
     );
-    return Object.fromEntries(results);
+    return Object.fromEntries([...resting, ...results]);
   }
 
   /** The zone objects of every kind with vmzones state in the controller's cluster and in every registered one. */
