@@ -54,9 +54,26 @@ const urlInText = /[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s"'<>`,\]}]+/g;
 const secretField =
   /\b(bearer_token|auth_token|password|passwd|username|token|secret|api_key|authorization|proxy-authorization)(["']?[ \t]*[:=][ \t]*)(["']?)([^"'\r\n]*)/gi;
 
+// The API server quotes a value it refuses: `spec.license.key: Invalid value: "…": …` (field.Invalid). Such a value
+// is shown only as a spec field's value would be (redactFieldValue below), by its path.
+const invalidValue = /([A-Za-z0-9_.[\]-]+): Invalid value: ("(?:[^"\\]|\\.)*"|[^\s:,]+)/g;
+
+function redactInvalidValue(match: string, path: string, quoted: string): string {
+  let value: unknown = quoted;
+  try {
+    value = JSON.parse(quoted);
+  } catch {
+    // not JSON: shown as the text it is, under the same rules
+  }
+  const segments = path.split(/[.[\]]+/).filter(Boolean);
+  const marker = fieldValueMarker(segments, value);
+  return marker === undefined ? match : `${path}: Invalid value: ${marker}`;
+}
+
 /** Free text (a config line, an error message) with every URL and credential field redacted. */
 export function redactText(text: string): string {
   return text
+    .replace(invalidValue, redactInvalidValue)
     .replace(urlInText, (url) => redactUrl(url))
     .replace(secretField, (_match, key: string, separator: string, quote: string, value: string) =>
       value === '' ? `${key}${separator}${quote}` : `${key}${separator}${quote}${redactedValue}`,

@@ -5,9 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ApiException } from '@kubernetes/client-node';
 import { diffZones, formatZoneDiffs } from '../../../plugin/cli/diff.ts';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
+import { toKubeError } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
@@ -150,4 +152,39 @@ test('vmzones diff shows the paths of secret-looking and long fields, never thei
   );
   assert.match(text, /\+ spec\.vmstorage\.extraArgs: \{"storage\.someLongFlag":"\(127 chars\)"\}/);
   assert.match(text, /~ spec\.clusterVersion: "v1\.151\.0-cluster" → "v1\.152\.0-cluster"/);
+});
+
+test('an API server refusal that quotes a secret-looking or long value shows the field, not the value', () => {
+  const message = (text: string) =>
+    toKubeError(
+      new ApiException(
+        422,
+        'Unprocessable Entity',
+        JSON.stringify({ kind: 'Status', message: text, code: 422 }),
+        {},
+      ),
+      'patching VMCluster vm/vm-zone-a (dry run)',
+    ).message;
+  const refusedLicense = message(
+    `VMCluster.operator.victoriametrics.com "vm-zone-a" is invalid: spec.license.key: Invalid value: "${licenseKey}": spec.license.key in body should match '^[a-z]+$'`,
+  );
+  assert.ok(!refusedLicense.includes(licenseKey), refusedLicense);
+  assert.match(
+    refusedLicense,
+    /spec\.license\.key: Invalid value: \*\*\*: spec\.license\.key in body should match/,
+  );
+  const refusedFlag = message(
+    `is invalid: spec.vmselect.extraArgs.metricsAuthKey: Invalid value: "${authKey}": too short, spec.vmstorage.extraArgs.storage.someLongFlag: Invalid value: "${longValue}": too long`,
+  );
+  assertNoSecret(refusedFlag, 'the refusal');
+  assert.match(refusedFlag, /metricsAuthKey: Invalid value: \*\*\*: too short/);
+  assert.ok(
+    refusedFlag.includes(`someLongFlag: Invalid value: (${longValue.length} chars): too long`),
+    refusedFlag,
+  );
+  // A harmless value stays, so that the message still says what was wrong.
+  assert.match(
+    message('is invalid: spec.clusterVersion: Invalid value: "v1.x": not a version'),
+    /spec\.clusterVersion: Invalid value: "v1\.x": not a version/,
+  );
 });
