@@ -3,9 +3,8 @@
 // Secret (docs/multicluster.md) with `tlsClientConfig.insecure: true`. Warnings: allowed, but said before they ship.
 
 import type { Document } from 'yaml';
-import { insecureSkipVerifyWarning } from '../gates/config.ts';
-import { gatesProviderType } from '../gates/provider.ts';
-import { clusterSecretLabel, insecureClusterRisk } from '../kube/cluster-registry.ts';
+import { gatesProviderType, insecureSkipVerifyWarning } from '../gates/config.ts';
+import { clusterSecretLabel, insecureClusterRisk } from '../kube/cluster-secret-text.ts';
 import { isJsonObject, type JsonObject } from '../zones/merge-patch.ts';
 
 const analysisKinds = new Set(['AnalysisTemplate', 'ClusterAnalysisTemplate', 'AnalysisRun']);

@@ -11,9 +11,12 @@ import {
   namespaceNameSchema,
   objectNameSchema,
 } from '../kube/names.ts';
-import { maxScrapeBytesCap } from '../vm/scrape.ts';
+import { maxScrapeBytesCap } from '../vm/scrape-budget.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { clusterNameSchema } from '../zones/spec.ts';
+
+/** The provider name in `provider.plugin` (and the plugin's registered name). */
+export const gatesProviderType = 'vmzones/gates';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];

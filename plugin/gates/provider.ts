@@ -24,7 +24,13 @@ import type {
   MetricProvider,
   MetricView,
 } from '../rollouts/types.ts';
-import { type GateConfig, GateConfigError, gateTlsWarning, parseGateConfig } from './config.ts';
+import {
+  type GateConfig,
+  GateConfigError,
+  gatesProviderType,
+  gateTlsWarning,
+  parseGateConfig,
+} from './config.ts';
 import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
 import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
@@ -33,7 +39,7 @@ import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
 
-export const gatesProviderType = 'vmzones/gates';
+export { gatesProviderType };
 
 export const metadataKeys = {
   gate: 'vmzones.io/gate',

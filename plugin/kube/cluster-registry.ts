@@ -9,10 +9,11 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
 import { dns1123Label } from './names.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
 
-export const clusterSecretLabel = 'argocd.argoproj.io/secret-type';
+export { clusterSecretLabel };
 export const clusterSecretSelector = `${clusterSecretLabel}=cluster`;
 /** Set to `direct` on a cluster Secret when the plugin reaches that cluster's pod IPs; default `proxy`. */
 export const podAccessAnnotation = 'vmzones.io/pod-access';
@@ -250,11 +251,6 @@ export interface ClusterClientsOptions {
   /** Told, each time a client is built for it, about a registration that turns TLS verification off. */
   onInsecure?: (message: string) => void;
 }
-
-/** What `tlsClientConfig.insecure: true` in a cluster Secret risks, for logs, `vmzones status` and `vmzones lint`. */
-export const insecureClusterRisk =
-  "tlsClientConfig.insecure is true, so the API server's certificate is not verified: whoever is on the path can " +
-  'read the credential and answer in its place';
 
 /** The warning for a registration that turns TLS verification off, if it does. */
 export function insecureClusterWarning(registration: ClusterRegistration): string | undefined {

@@ -12,6 +12,10 @@ export interface ScrapeBudgetLimits {
   readonly keptBytesPerScrape: number;
 }
 
+/** The largest page any config may ask for (docs/gates.md, "Limits of a scrape"): bodies stream, but reading one
+ *  costs time. Here rather than in scrape.ts so that config validation (and the CLI) need not load the HTTP client. */
+export const maxScrapeBytesCap = 256 * 1024 * 1024;
+
 /** Enough for every vmagent and vmauth page seen (a few KiB of kept series), far from what would hurt a controller. */
 export const defaultScrapeBudgetLimits: ScrapeBudgetLimits = {
   concurrentScrapes: 16,

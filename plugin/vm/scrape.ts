@@ -10,7 +10,7 @@ import {
   MetricsTextParser,
   type MetricsTextResult,
 } from './metrics-text.ts';
-import { processScrapeBudget, type ScrapeBudget } from './scrape-budget.ts';
+import { maxScrapeBytesCap, processScrapeBudget, type ScrapeBudget } from './scrape-budget.ts';
 
 export interface ScrapeTls {
   /** PEM CA bundle that signs the server certificate; without it the system roots are used. */
@@ -47,8 +47,6 @@ export interface ScrapeLimits {
 
 const defaultScrapeTimeoutMs = 10_000;
 const defaultMaxBodyBytes = 128 * 1024 * 1024;
-/** The largest page any config may ask for (docs/gates.md, "Limits of a scrape"): bodies stream, but reading one costs time. */
-export const maxScrapeBytesCap = 256 * 1024 * 1024;
 
 /** connect: no TCP/TLS connection; timeout: too slow (or no scrape slot in time); status: not HTTP 200; tooLarge: page
  *  or its kept lines over a limit;

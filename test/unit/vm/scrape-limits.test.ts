@@ -7,8 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { GateConfigError, parseGateConfig } from '../../../plugin/gates/config.ts';
-import { maxScrapeBytesCap, ScrapeError, scrapeMetrics } from '../../../plugin/vm/scrape.ts';
-import { ScrapeBudget } from '../../../plugin/vm/scrape-budget.ts';
+import { ScrapeError, scrapeMetrics } from '../../../plugin/vm/scrape.ts';
+import { maxScrapeBytesCap, ScrapeBudget } from '../../../plugin/vm/scrape-budget.ts';
 
 const keep = ['vmagent_remotewrite_pending_data_bytes'];
 const servers: Server[] = [];
