@@ -134,6 +134,8 @@ export class ZoneReconciler {
         this.#running = this.tick()
           .then(() => undefined)
           .catch((err: unknown) => {
+            // Said once per reason too ('' is the pass itself; a pass that lists the zones forgets it).
+            if (!this.#backoff.failed('', errorMessage(err)).log) return;
             this.#logger.warn('reconciler pass failed; retrying', { error: errorMessage(err) });
           })
           .finally(() => {

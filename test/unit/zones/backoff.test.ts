@@ -121,3 +121,44 @@ test('the reconciler rests a zone whose balancer it may not patch, warns once pe
   }
   assert.equal(progress['vm/vm-zone-a'], 'done');
 });
+
+test('a pass that keeps failing (the zones cannot be listed) is warned about once per reason', async () => {
+  let lists = 0;
+  let reason = 'listing VMCluster in all namespaces: HTTP 403: forbidden';
+  const failing: KubeObjects = {
+    get: async () => {
+      throw new KubeError('notFound', 'not found', 404);
+    },
+    list: async () => {
+      lists++;
+      throw new KubeError('forbidden', reason, 403);
+    },
+    create: async () => {
+      throw new KubeError('forbidden', 'forbidden', 403);
+    },
+    mergePatch: async () => {
+      throw new KubeError('forbidden', 'forbidden', 403);
+    },
+  };
+  const warnings: string[] = [];
+  const logger: Logger = {
+    ...silentLogger,
+    warn: (message, fields) => warnings.push(`${message} ${String(fields?.error ?? '')}`),
+  };
+  const reconciler = new ZoneReconciler({ kube: failing, logger, intervalMs: 1 });
+  const passes = async (count: number) => {
+    const target = lists + count;
+    while (lists < target) await new Promise((resolve) => setImmediate(resolve));
+  };
+  reconciler.start();
+  await passes(15);
+  reason = 'listing VMCluster in all namespaces: HTTP 503: unavailable';
+  await passes(15);
+  await reconciler.stop();
+  const failed = warnings.filter((w) => w.startsWith('reconciler pass failed'));
+  assert.deepEqual(
+    failed.map((w) => w.replace(/^.*HTTP (\d+).*$/, '$1')),
+    ['403', '503'],
+    warnings.join('\n'),
+  );
+});
