@@ -99,7 +99,7 @@ async function startPlugin(): Promise<void> {
   });
   const metricPlugins = ([metric, { createGatesProvider }]: NonNullable<typeof metricRole>) => ({
     [metric.metricDispenseName]: metric.metricService(
-      createGatesProvider(kube ? { kube } : {}),
+      createGatesProvider({ ...(kube ? { kube } : {}), logger }),
       hooks,
       observe.rpc,
     ),

@@ -19,6 +19,7 @@ import {
   hubOnly,
 } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import { showFieldValue } from '../kube/redact.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
 import {
   deepEqual,
@@ -167,8 +168,9 @@ function field(path: readonly string[]): string {
   return ['spec', ...path].join('.');
 }
 
-function show(value: JsonValue | undefined): string {
-  return value === undefined ? '(unset)' : JSON.stringify(value);
+/** A value as the diff shows it: quoted JSON, but never a secret-looking or long one (plugin/kube/redact.ts). */
+function show(path: readonly string[], value: JsonValue | undefined): string {
+  return showFieldValue(path, value, true);
 }
 
 /** A human diff, one block per zone. */
@@ -190,17 +192,17 @@ export function formatZoneDiffs(diffs: readonly ZoneDiff[]): string {
       const mark = change.before === undefined ? '+' : change.after === undefined ? '-' : '~';
       const value =
         mark === '+'
-          ? show(change.after)
+          ? show(change.path, change.after)
           : mark === '-'
-            ? show(change.before)
-            : `${show(change.before)} → ${show(change.after)}`;
+            ? show(change.path, change.before)
+            : `${show(change.path, change.before)} → ${show(change.path, change.after)}`;
       lines.push(`  ${mark} ${field(change.path)}: ${value}`);
     }
     for (const d of diff.differences) {
       lines.push(
         d.stored === undefined
-          ? `  ! ${field(d.path)}: PRUNED by the API server (not in the ${diff.kind} schema); ${show(d.wanted)} would not be stored`
-          : `  ! ${field(d.path)}: the API server would store ${show(d.stored)}, not ${show(d.wanted)}`,
+          ? `  ! ${field(d.path)}: PRUNED by the API server (not in the ${diff.kind} schema); ${show(d.path, d.wanted)} would not be stored`
+          : `  ! ${field(d.path)}: the API server would store ${show(d.path, d.stored)}, not ${show(d.path, d.wanted)}`,
       );
     }
   }

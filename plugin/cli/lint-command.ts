@@ -6,6 +6,7 @@ import { ZoneOrderError, zoneWalk } from '../zones/render.ts';
 import { specAnnotation } from '../zones/spec.ts';
 import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './commands.ts';
+import { insecureSettings } from './insecure-settings.ts';
 import { InputError, readInput } from './io.ts';
 import {
   annotationProblems,
@@ -24,6 +25,8 @@ export interface LintReport {
   target: string;
   zones: string[];
   problems: string[];
+  /** Allowed but risky settings (TLS verification off); they do not fail the lint. */
+  warnings?: string[];
 }
 
 interface LintOptions extends WalkCheckOptions {
@@ -64,6 +67,8 @@ function lintText(text: string, file: string, options: LintOptions): LintReport[
   }
   if (reports.length === 0)
     reports.push({ file, target: file, zones: [], problems: [noSpec(file, options.rollout)] });
+  const warnings = insecureSettings(m.documents);
+  if (warnings.length > 0) (reports[0] as LintReport).warnings = warnings;
   return reports;
 }
 
@@ -109,6 +114,7 @@ export function run(flags: Flags, { io }: CommandContext): number {
     for (const r of reports) {
       const where =
         r.target === r.file ? r.file : r.target === 'spec document' ? r.file : `${r.file}: ${r.target}`;
+      for (const warning of r.warnings ?? []) io.err(`${r.file}: warning: ${warning}\n`);
       if (r.problems.length > 0) io.err(problemList(where, r.problems));
       else
         io.out(

@@ -143,6 +143,8 @@ export interface StatusInput {
   analysisRuns: readonly unknown[];
   /** The zones the read balancer routes, or why it could not be read. */
   routing: { routed: readonly string[] } | { error: string };
+  /** Settings that weaken security where the zones are read (a registered cluster without TLS verification). */
+  warnings?: readonly string[];
 }
 
 /** A Rollout the command cannot show (no spec document, not a Rollout's shape): exit 1, one line, also under
@@ -303,6 +305,7 @@ export function buildStatus(input: StatusInput): RolloutStatus {
     return owned ? [parsed.data] : [];
   });
   if ('error' in input.routing) problems.push(`read routing: ${input.routing.error}`);
+  problems.push(...(input.warnings ?? []).map((warning) => `warning: ${warning}`));
   const routed = 'error' in input.routing ? undefined : new Set(input.routing.routed);
   const statuses = rollout.status?.canary?.stepPluginStatuses ?? [];
   const stable = rollout.status?.stableRS;

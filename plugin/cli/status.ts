@@ -16,6 +16,7 @@ import {
   ClusterRegistryError,
   clusterClients,
   hubOnly,
+  insecureClusterWarning,
 } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
@@ -54,12 +55,16 @@ export async function readStatus(
   const spec = rolloutSpec(rollout);
   const zoneNamespace = spec.namespace ?? namespace;
   const zoneErrors: Record<string, string> = {};
+  const warnings = new Set<string>();
   const balancers = readBalancerConfigs(spec, zoneNamespace);
   const [zoneObjects, analysisRuns, routing] = await Promise.all([
     Promise.all(
       Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
         try {
           const zoneKube = await clusters.client(zone.cluster);
+          const registration = await clusters.registration(zone.cluster);
+          const insecure = registration === undefined ? undefined : insecureClusterWarning(registration);
+          if (insecure !== undefined) warnings.add(insecure);
           const { kind, name } = zoneWorkload(zone);
           return [zoneName, await zoneKube.get(zoneObjectRef(kind, zoneNamespace, name))];
         } catch (err) {
@@ -89,6 +94,7 @@ export async function readStatus(
     zoneErrors,
     analysisRuns,
     routing,
+    warnings: [...warnings],
   });
 }
 

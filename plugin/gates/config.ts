@@ -11,8 +11,12 @@ import {
   namespaceNameSchema,
   objectNameSchema,
 } from '../kube/names.ts';
+import { maxScrapeBytesCap } from '../vm/scrape-budget.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { clusterNameSchema } from '../zones/spec.ts';
+
+/** The provider name in `provider.plugin` (and the plugin's registered name). */
+export const gatesProviderType = 'vmzones/gates';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
@@ -100,7 +104,17 @@ const podAccess = z
     tls: tls.optional(),
     auth: auth.optional(),
     scrapeTimeout: durationMs.optional(),
-    maxScrapeBytes: wholeNumber(1024).optional(),
+    /** At most maxScrapeBytesCap (docs/gates.md, "Limits of a scrape"). */
+    maxScrapeBytes: wholeNumber(1024)
+      .pipe(
+        z
+          .number()
+          .max(
+            maxScrapeBytesCap,
+            `must be at most ${maxScrapeBytesCap} (${maxScrapeBytesCap / 1024 / 1024} MiB), the cap of a scraped page`,
+          ),
+      )
+      .optional(),
   })
   .superRefine((value, ctx) => {
     if ((value.tls?.cert === undefined) !== (value.tls?.key === undefined)) {
@@ -271,6 +285,18 @@ function formatPath(path: readonly PropertyKey[]): string {
   return path.length === 0
     ? '(config)'
     : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
+}
+
+/** What `pods.tls.insecureSkipVerify: true` risks, for the gate's message, the log and `vmzones lint`. */
+export const insecureSkipVerifyWarning =
+  "pods.tls.insecureSkipVerify is true: the scraped pods' certificates are not verified, so whoever is on the " +
+  'path can read the scrape credential and answer with figures of its choosing';
+
+/** The warning for a parsed config that turns TLS verification off, if it does. */
+export function gateTlsWarning(config: GateConfig): string | undefined {
+  return 'pods' in config && config.pods?.tls?.insecureSkipVerify === true
+    ? insecureSkipVerifyWarning
+    : undefined;
 }
 
 /** Validates the plugin config of one metric; throws GateConfigError naming every problem. */

@@ -13,6 +13,7 @@
 // Inconclusive with its last figures — the gate never said yes, so it must not count as a success.
 
 import type { z } from 'zod';
+import type { Logger } from '../goplugin/index.ts';
 import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
@@ -23,7 +24,13 @@ import type {
   MetricProvider,
   MetricView,
 } from '../rollouts/types.ts';
-import { type GateConfig, GateConfigError, parseGateConfig } from './config.ts';
+import {
+  type GateConfig,
+  GateConfigError,
+  gatesProviderType,
+  gateTlsWarning,
+  parseGateConfig,
+} from './config.ts';
 import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
 import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
@@ -32,7 +39,7 @@ import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
 
-export const gatesProviderType = 'vmzones/gates';
+export { gatesProviderType };
 
 export const metadataKeys = {
   gate: 'vmzones.io/gate',
@@ -57,7 +64,12 @@ export interface GatesProviderOptions {
   now?: () => number;
   /** Namespaces allowed beyond the AnalysisRun's own; default: the plugin's `--allowed-namespaces` argument. */
   allowance?: NamespaceAllowance;
+  /** Where warnings go (a config that turns TLS verification off); default: nowhere. */
+  logger?: Pick<Logger, 'warn'>;
 }
+
+/** Metrics already warned about, so that a gate polled every few seconds logs its warning once per process. */
+const maxWarnedMetrics = 1000;
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
@@ -93,6 +105,13 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
   const kube = () => {
     client ??= options.kube?.() ?? kubeObjects();
     return client;
+  };
+  const warned = new Set<string>();
+  const warnOnce = (key: string, warning: string) => {
+    if (warned.has(key)) return;
+    if (warned.size >= maxWarnedMetrics) warned.clear();
+    warned.add(key);
+    options.logger?.warn('TLS verification is off', { metric: key, warning });
   };
   let registry: ClusterClients | undefined;
   const clusters = () => {
@@ -140,7 +159,17 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         allowance: allowance(),
         ownerSpec: lazyOwnerSpec(kube(), run),
       };
+      // Said on use: in the log once per metric, and in every reading's message (so in `vmzones status`).
+      const tlsWarning = gateTlsWarning(config);
+      if (tlsWarning !== undefined) {
+        warnOnce(
+          `${run.metadata.namespace ?? ''}/${run.metadata.name ?? ''}/${metric.name ?? ''}`,
+          tlsWarning,
+        );
+      }
       reading = await read(config, context, previous);
+      if (tlsWarning !== undefined)
+        reading = { ...reading, message: `${reading.message} (warning: ${tlsWarning})` };
     } catch (error) {
       if (isTransient(error) && knownDeadline !== undefined && previous !== undefined) {
         // Keep waiting on the last good figures and state; the next reading tries again.

@@ -12,6 +12,9 @@ export const YAMUX_VERSION = 0;
 export const HEADER_SIZE = 12;
 /** Initial per-stream window in each direction; hashicorp/yamux never advertises more by default. */
 export const INITIAL_STREAM_WINDOW = 256 * 1024;
+/** Streams open at once before new ones are refused. go-plugin's controller keeps one or two (net/rpc on one, the
+ *  broker's rare extra); hashicorp/yamux's own accept backlog is 256. */
+export const DEFAULT_MAX_STREAMS = 128;
 const MAX_UINT32 = 0xffff_ffff;
 
 export const FrameType = { Data: 0, WindowUpdate: 1, Ping: 2, GoAway: 3 } as const;
@@ -97,6 +100,8 @@ export interface YamuxSessionOptions {
   readonly logger?: Logger;
   /** Receive window per stream; the peer starts at 256 KiB regardless, so smaller values are invalid. */
   readonly maxStreamWindow?: number;
+  /** Streams open at once; one more is refused with RST and the session goes on. Default DEFAULT_MAX_STREAMS. */
+  readonly maxStreams?: number;
 }
 
 interface PendingWrite {
@@ -119,6 +124,9 @@ export class YamuxSession {
   readonly #options: YamuxSessionOptions;
   readonly #logger: Logger;
   readonly #maxWindow: number;
+  readonly #maxStreams: number;
+  /** Streams refused because too many were open (said in the log once per session, then counted). */
+  #refusedStreams = 0;
   readonly #streams = new Map<number, YamuxStream>();
   /** Highest stream id the peer opened: frames for lower ids that are gone are late, not bogus. */
   #highestInboundId = 0;
@@ -133,6 +141,10 @@ export class YamuxSession {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
     this.#maxWindow = options.maxStreamWindow ?? INITIAL_STREAM_WINDOW;
+    this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    if (!Number.isInteger(this.#maxStreams) || this.#maxStreams < 1) {
+      throw new RangeError('maxStreams must be a positive integer');
+    }
     if (
       !Number.isInteger(this.#maxWindow) ||
       this.#maxWindow < INITIAL_STREAM_WINDOW ||
@@ -163,6 +175,11 @@ export class YamuxSession {
 
   get openStreamCount(): number {
     return this.#streams.size;
+  }
+
+  /** Streams refused so far because maxStreams were open. */
+  get refusedStreamCount(): number {
+    return this.#refusedStreams;
   }
 
   /** Closes the connection after queued frames are written. Like Go's Session.Close, sends no GoAway. */
@@ -297,6 +314,10 @@ export class YamuxSession {
       if (id % 2 === 0) {
         throw new YamuxProtocolError(`peer opened stream ${id}, which is not a client (odd) stream id`);
       }
+      if (this.#streams.size >= this.#maxStreams) {
+        this.#refuseStream(header);
+        return;
+      }
       stream = new YamuxStream(this, id);
       this.#streams.set(id, stream);
       this.#highestInboundId = Math.max(this.#highestInboundId, id);
@@ -326,6 +347,30 @@ export class YamuxSession {
     } else if (finAfter) {
       stream.receiveFin();
     }
+  }
+
+  /**
+   * Refuses a stream the peer opens while maxStreams are open, as hashicorp/yamux refuses one over its accept
+   * backlog: a WindowUpdate with RST for that id, never an ACK. The session and its other streams go on; the
+   * stream's payload (within the initial window) is read and dropped, and its later frames are late frames.
+   */
+  #refuseStream(header: FrameHeader): void {
+    const { streamId: id, type, length } = header;
+    if (type === FrameType.Data && length > INITIAL_STREAM_WINDOW) {
+      throw new YamuxProtocolError(
+        `stream ${id} sent ${length} bytes, more than its window of ${INITIAL_STREAM_WINDOW}`,
+      );
+    }
+    this.#highestInboundId = Math.max(this.#highestInboundId, id);
+    this.#refusedStreams++;
+    (this.#refusedStreams === 1 ? this.#logger.warn : this.#logger.debug).call(
+      this.#logger,
+      'yamux: refusing a stream: too many open',
+      { stream: id, open: this.#streams.size, limit: this.#maxStreams, refused: this.#refusedStreams },
+    );
+    this.sendFrame(FrameType.WindowUpdate, Flag.RST, id, 0);
+    if (type === FrameType.Data && length > 0)
+      this.#payload = { stream: undefined, remaining: length, finAfter: false };
   }
 
   #failWith(code: number, reason: SessionCloseReason): void {

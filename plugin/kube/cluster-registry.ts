@@ -9,10 +9,11 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
 import { dns1123Label } from './names.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
 
-export const clusterSecretLabel = 'argocd.argoproj.io/secret-type';
+export { clusterSecretLabel };
 export const clusterSecretSelector = `${clusterSecretLabel}=cluster`;
 /** Set to `direct` on a cluster Secret when the plugin reaches that cluster's pod IPs; default `proxy`. */
 export const podAccessAnnotation = 'vmzones.io/pod-access';
@@ -247,6 +248,14 @@ export interface ClusterClientsOptions {
   now?: () => number;
   /** Told about Secrets that cannot be used (the message names the Secret and the field, never a value). */
   onBadSecret?: (message: string) => void;
+  /** Told, each time a client is built for it, about a registration that turns TLS verification off. */
+  onInsecure?: (message: string) => void;
+}
+
+/** The warning for a registration that turns TLS verification off, if it does. */
+export function insecureClusterWarning(registration: ClusterRegistration): string | undefined {
+  if (!registration.config.tlsClientConfig.insecure) return undefined;
+  return `cluster ${registration.name} (Secret ${registration.secret}): ${insecureClusterRisk}`;
 }
 
 /** The clusters registered in `namespace`, re-read at most every `ttlMs`; a client is rebuilt when its Secret
@@ -312,6 +321,8 @@ export function clusterClients(options: ClusterClientsOptions): ClusterClients {
       const cached = clients.get(found.name);
       if (cached !== undefined && cached.resourceVersion === found.resourceVersion) return cached.kube;
       const kube = namingCluster(found, connect(found));
+      const insecure = insecureClusterWarning(found);
+      if (insecure !== undefined) options.onInsecure?.(insecure);
       clients.set(found.name, { resourceVersion: found.resourceVersion, kube });
       return kube;
     },
@@ -370,8 +381,14 @@ export function clusterClientsFromArgs(
   hub: KubeObjects,
   args: readonly string[],
   onBadSecret?: (message: string) => void,
+  onInsecure?: (message: string) => void,
 ): ClusterClients {
   const namespace = clusterSecretsNamespace(args);
   if (namespace === undefined) return hubOnly(hub);
-  return clusterClients({ hub, namespace, ...(onBadSecret === undefined ? {} : { onBadSecret }) });
+  return clusterClients({
+    hub,
+    namespace,
+    ...(onBadSecret === undefined ? {} : { onBadSecret }),
+    ...(onInsecure === undefined ? {} : { onInsecure }),
+  });
 }

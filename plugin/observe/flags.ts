@@ -3,7 +3,7 @@
 //                                   Absent: no endpoint. Each plugin entry (vmzones/step, vmzones/gates) is its own
 //                                   process and needs its own port.
 //   --observe-cache-ttl DURATION    how long one listing of Rollouts and VMClusters serves scrapes (Go duration,
-//                                   default 10s).
+//                                   default 10s, at least 1s).
 // Other arguments are left to their owners.
 
 import { parseGoDurationMs } from '../kube/go-duration.ts';
@@ -23,6 +23,14 @@ export class ObserveFlagError extends Error {
 }
 
 export const defaultObserveHost = '127.0.0.1';
+
+/** 127.0.0.0/8, ::1 and localhost: only the pod itself reaches an endpoint bound there. */
+export function isLoopbackHost(host: string): boolean {
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === '::1' || host === 'localhost';
+}
+
+/** The shortest --observe-cache-ttl: whoever can reach the endpoint must not turn scrapes into a list storm. */
+export const minObserveCacheTtlMs = 1_000;
 
 /** `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`; no host means loopback. Port 0 picks a free one (tests). */
 export function parseObserveAddress(value: string): { host: string; port: number } {
@@ -64,8 +72,12 @@ export function parseObserveFlags(argv: readonly string[]): ObserveFlags {
             `--observe-cache-ttl ${JSON.stringify(value)}: ${(err as Error).message}`,
           );
         }
-        if (ms < 0)
-          throw new ObserveFlagError(`--observe-cache-ttl ${JSON.stringify(value)}: must not be negative`);
+        if (ms < minObserveCacheTtlMs) {
+          throw new ObserveFlagError(
+            `--observe-cache-ttl ${JSON.stringify(value)}: must be at least ${minObserveCacheTtlMs / 1000}s ` +
+              '(each listing reads every Rollout and VMCluster; a shorter TTL lets scrapes load the API server)',
+          );
+        }
         flags.cacheTtlMs = ms;
         break;
       }

@@ -11,7 +11,7 @@ import { parseWatchNamespaces } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import type { RpcObserver } from '../rollouts/rpc-observer.ts';
-import { parseObserveFlags } from './flags.ts';
+import { isLoopbackHost, parseObserveFlags } from './flags.ts';
 import { countedKube } from './kube-metrics.ts';
 import { createMetrics, type ObserveMetrics, registerZoneMetrics } from './metrics.ts';
 import { rpcMetrics } from './rpc-metrics.ts';
@@ -46,8 +46,11 @@ export function startObserve(options: ObserveStartOptions): PluginObserve {
   // Zones in registered clusters are listed there with the registry the step plugin uses (docs/multicluster.md).
   let registry: ClusterClients | undefined;
   const clusters = () =>
-    (registry ??= clusterClientsFromArgs(kube(), options.argv, (message) =>
-      options.logger.warn('a cluster Secret cannot be used', { error: message }),
+    (registry ??= clusterClientsFromArgs(
+      kube(),
+      options.argv,
+      (message) => options.logger.warn('a cluster Secret cannot be used', { error: message }),
+      (message) => options.logger.warn('TLS verification is off', { warning: message }),
     ));
   const zones =
     role === 'step'
@@ -60,7 +63,15 @@ export function startObserve(options: ObserveStartOptions): PluginObserve {
   if (zones !== undefined) registerZoneMetrics(metrics.registry, zones);
   const app = createObserveApp({ role, metrics, zones, startedAt: new Date() });
   listen(app, host, port).then(
-    (bound) => options.logger.info('observe endpoint listening', { address: `${host}:${bound.port}`, role }),
+    (bound) => {
+      options.logger.info('observe endpoint listening', { address: `${host}:${bound.port}`, role });
+      if (!isLoopbackHost(host)) {
+        options.logger.warn(
+          'the observe endpoint is reachable beyond the pod: let only the scraper in (manifests/observe/networkpolicy.yaml, docs/observe.md)',
+          { address: `${host}:${bound.port}` },
+        );
+      }
+    },
     (err: unknown) =>
       options.logger.error('observe endpoint not started; the plugin serves on without it', {
         address: `${host}:${port}`,

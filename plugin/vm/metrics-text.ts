@@ -20,6 +20,9 @@ export interface MetricsTextOptions {
   readonly maxLineBytes?: number;
   /** Most kept samples accepted before the page is rejected, so that memory stays bounded. Default 100 000. */
   readonly maxSamples?: number;
+  /** Most bytes of kept lines (what the kept samples are made of) accepted before the page is rejected. Default
+   *  unlimited; plugin/vm/scrape.ts sets it from its process-wide budget. */
+  readonly maxKeptBytes?: number;
 }
 
 export interface MetricsTextResult {
@@ -39,13 +42,16 @@ export class MetricsTextError extends Error {
   readonly line: number;
   readonly metric: string | undefined;
   readonly problem: string;
+  /** The page broke a size limit (line length, samples, kept bytes) rather than the format: too large, not malformed. */
+  readonly overLimit: boolean;
 
-  constructor(line: number, metric: string | undefined, problem: string) {
+  constructor(line: number, metric: string | undefined, problem: string, overLimit = false) {
     super(`metrics text line ${line}${metric === undefined ? '' : ` (${metric})`}: ${problem}`);
     this.name = 'MetricsTextError';
     this.line = line;
     this.metric = metric;
     this.problem = problem;
+    this.overLimit = overLimit;
   }
 }
 
@@ -85,11 +91,13 @@ export class MetricsTextParser {
   private readonly longestKeptName: number;
   private readonly maxLineBytes: number;
   private readonly maxSamples: number;
+  private readonly maxKeptBytes: number;
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
 
   private readonly samples: MetricSample[] = [];
   private lineNumber = 1; // number of the line being read
   private bytes = 0;
+  private keptBytesTotal = 0;
   private malformedSkippedLines = 0;
   private firstMalformedSkippedLine: number | undefined;
   private maxBufferedBytes = 0;
@@ -121,8 +129,9 @@ export class MetricsTextParser {
     this.longestKeptName = Math.max(0, ...this.keptBytes.map((name) => name.length));
     this.maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes;
     this.maxSamples = options.maxSamples ?? defaultMaxSamples;
-    if (!(this.maxLineBytes > 0) || !(this.maxSamples > 0))
-      throw new TypeError('maxLineBytes and maxSamples must be positive');
+    this.maxKeptBytes = options.maxKeptBytes ?? Number.POSITIVE_INFINITY;
+    if (!(this.maxLineBytes > 0) || !(this.maxSamples > 0) || !(this.maxKeptBytes > 0))
+      throw new TypeError('maxLineBytes, maxSamples and maxKeptBytes must be positive');
   }
 
   push(chunk: Uint8Array): void {
@@ -242,6 +251,7 @@ export class MetricsTextParser {
         this.lineNumber,
         name,
         `line is longer than the limit of ${this.maxLineBytes} bytes`,
+        true,
       );
     }
     if (needed > this.carry.length) {
@@ -292,6 +302,7 @@ export class MetricsTextParser {
         this.lineNumber,
         name,
         `line is longer than the limit of ${this.maxLineBytes} bytes`,
+        true,
       );
     }
     if (end > start && buffer[end - 1] === carriageReturn) end--;
@@ -306,6 +317,16 @@ export class MetricsTextParser {
         this.lineNumber,
         name,
         `more than ${this.maxSamples} samples of kept metrics`,
+        true,
+      );
+    }
+    this.keptBytesTotal += end - start;
+    if (this.keptBytesTotal > this.maxKeptBytes) {
+      throw new MetricsTextError(
+        this.lineNumber,
+        name,
+        `the kept lines take more than the limit of ${this.maxKeptBytes} bytes`,
+        true,
       );
     }
     this.samples.push(parseSampleLine(text, name, this.lineNumber));

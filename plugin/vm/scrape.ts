@@ -10,6 +10,7 @@ import {
   MetricsTextParser,
   type MetricsTextResult,
 } from './metrics-text.ts';
+import { maxScrapeBytesCap, processScrapeBudget, type ScrapeBudget } from './scrape-budget.ts';
 
 export interface ScrapeTls {
   /** PEM CA bundle that signs the server certificate; without it the system roots are used. */
@@ -36,16 +37,19 @@ export interface ScrapeTarget {
 export interface ScrapeLimits {
   /** Whole request, headers and body. Default 10 s. */
   readonly timeoutMs?: number;
-  /** Largest page accepted. Default 128 MiB (vmagent pages of tens of MB exist). */
+  /** Largest page accepted. Default 128 MiB (vmagent pages of tens of MB exist), at most maxScrapeBytesCap. */
   readonly maxBodyBytes?: number;
   readonly maxLineBytes?: number;
   readonly maxSamples?: number;
+  /** The slots and kept-bytes budget shared with other scrapes; default the process's own (scrape-budget.ts). */
+  readonly budget?: ScrapeBudget;
 }
 
 const defaultScrapeTimeoutMs = 10_000;
 const defaultMaxBodyBytes = 128 * 1024 * 1024;
 
-/** connect: no TCP/TLS connection; timeout: too slow; status: not HTTP 200; tooLarge: page over the limit;
+/** connect: no TCP/TLS connection; timeout: too slow (or no scrape slot in time); status: not HTTP 200; tooLarge: page
+ *  or its kept lines over a limit;
  *  malformed: a kept line is not valid text format. */
 export type ScrapeErrorKind = 'connect' | 'timeout' | 'status' | 'tooLarge' | 'malformed';
 
@@ -85,6 +89,11 @@ function describeCause(error: unknown): string {
   return parts.join(': ') || String(error);
 }
 
+/** A page over a size limit is too large (an error for that pod); anything else wrong with it is malformed. */
+function pageError(url: string, error: MetricsTextError): ScrapeError {
+  return new ScrapeError(error.overLimit ? 'tooLarge' : 'malformed', url, error.message);
+}
+
 /** Fetches `target.url` and parses the page, keeping only the metric names in `keep`. */
 export async function scrapeMetrics(
   target: ScrapeTarget,
@@ -93,10 +102,39 @@ export async function scrapeMetrics(
 ): Promise<MetricsTextResult> {
   const timeoutMs = limits.timeoutMs ?? defaultScrapeTimeoutMs;
   const maxBodyBytes = limits.maxBodyBytes ?? defaultMaxBodyBytes;
+  if (!(maxBodyBytes <= maxScrapeBytesCap)) {
+    // Configs are validated against the cap (plugin/gates/config.ts); a caller passing more is a bug.
+    throw new RangeError(`maxBodyBytes ${maxBodyBytes} is above the cap of ${maxScrapeBytesCap} bytes`);
+  }
+  const budget = limits.budget ?? processScrapeBudget;
+  const url = target.url;
+  const releaseSlot = await budget.acquire(timeoutMs);
+  if (releaseSlot === undefined) {
+    throw new ScrapeError(
+      'timeout',
+      url,
+      `no scrape slot came free within ${timeoutMs} ms (this process scrapes at most ` +
+        `${budget.limits.concurrentScrapes} pages at once)`,
+    );
+  }
+  try {
+    return await scrapeInSlot(target, keep, { timeoutMs, maxBodyBytes, limits, budget });
+  } finally {
+    releaseSlot();
+  }
+}
+
+async function scrapeInSlot(
+  target: ScrapeTarget,
+  keep: MetricsTextOptions['keep'],
+  settings: { timeoutMs: number; maxBodyBytes: number; limits: ScrapeLimits; budget: ScrapeBudget },
+): Promise<MetricsTextResult> {
+  const { timeoutMs, maxBodyBytes, limits, budget } = settings;
   const parser = new MetricsTextParser({
     keep,
     maxLineBytes: limits.maxLineBytes,
     maxSamples: limits.maxSamples,
+    maxKeptBytes: budget.limits.keptBytesPerScrape,
   });
   const tls = target.tls;
   const dispatcher = new Agent({
@@ -161,7 +199,7 @@ export async function scrapeMetrics(
     } catch (error) {
       body.destroy();
       if (error instanceof ScrapeError) throw error;
-      if (error instanceof MetricsTextError) throw new ScrapeError('malformed', url, error.message);
+      if (error instanceof MetricsTextError) throw pageError(url, error);
       if (signal.aborted) {
         throw new ScrapeError('timeout', url, `the page was not complete within ${timeoutMs} ms`);
       }
@@ -170,7 +208,7 @@ export async function scrapeMetrics(
     try {
       return parser.end();
     } catch (error) {
-      if (error instanceof MetricsTextError) throw new ScrapeError('malformed', url, error.message);
+      if (error instanceof MetricsTextError) throw pageError(url, error);
       throw error;
     }
   } finally {

@@ -4,6 +4,7 @@
 // plugin or the controller too. Should even that fail, the reconciler finds the zone from its lease and rollback
 // record alone (plugin/zones/walk.ts).
 
+import { showFieldValue } from '../kube/redact.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
@@ -11,7 +12,7 @@ import { handOver } from './handoff.ts';
 import { describeCluster } from './messages.ts';
 import { fieldName } from './moves/change.ts';
 import { readsCarry } from './moves/lease.ts';
-import { type StatusDocument, showValue, successful } from './outcome.ts';
+import { type StatusDocument, successful } from './outcome.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
 import type { ZoneTarget } from './target.ts';
 import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
@@ -59,7 +60,7 @@ async function handTargetOver(
 function revertText(rollback: RollbackRecord): string {
   const shown = rollback.changes
     .slice(0, 5)
-    .map((c) => `${fieldName(c.path)}=${showValue(c.before)}`)
+    .map((c) => `${fieldName(c.path)}=${showFieldValue(c.path, c.before)}`)
     .join(', ');
   return rollback.changes.length > 5 ? `${shown} and ${rollback.changes.length - 5} more` : shown;
 }

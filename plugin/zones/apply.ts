@@ -2,6 +2,7 @@
 // every changed field had before — in the step status for humans and, in the same guarded write as the change,
 // in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
 
+import { redactFieldValue, showFieldValue } from '../kube/redact.ts';
 import type { StepResult } from '../rollouts/types.ts';
 import type { ZoneDeps } from './deps.ts';
 import { emitZoneEvent } from './events.ts';
@@ -9,7 +10,7 @@ import type { FieldChange } from './merge-patch.ts';
 import { describeCluster, leasedByOther } from './messages.ts';
 import { changeMove, fieldName } from './moves/change.ts';
 import { lostRace, waitForReconciler } from './moves/step-waits.ts';
-import { type StatusDocument, StepFailure, showValue, successful } from './outcome.ts';
+import { type StatusDocument, StepFailure, successful } from './outcome.ts';
 import { describeHolder, fieldChanges, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
 import type { ZoneTarget } from './target.ts';
 import { loadCluster } from './vmcluster-state.ts';
@@ -23,7 +24,10 @@ export function changedSummary(changes: readonly FieldChange[]): Record<string, 
   const full: Record<string, unknown> = {};
   for (const c of changes) {
     // Not null: the API server drops nulls from the Rollout status.
-    full[fieldName(c.path)] = { from: c.before ?? '(unset)', to: c.after ?? '(deleted)' };
+    full[fieldName(c.path)] = {
+      from: redactFieldValue(c.path, c.before) ?? '(unset)',
+      to: redactFieldValue(c.path, c.after) ?? '(deleted)',
+    };
   }
   return JSON.stringify(full).length <= maxChangedStatusChars ? full : changes.map((c) => fieldName(c.path));
 }
@@ -32,7 +36,9 @@ function describeChanges(changes: readonly FieldChange[]): string {
   if (changes.length === 0) return 'no field differs from the overrides, nothing changed';
   const shown = changes
     .slice(0, 5)
-    .map((c) => `${fieldName(c.path)} ${showValue(c.before)} → ${showValue(c.after)}`)
+    .map(
+      (c) => `${fieldName(c.path)} ${showFieldValue(c.path, c.before)} → ${showFieldValue(c.path, c.after)}`,
+    )
     .join(', ');
   return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
 }

@@ -75,13 +75,6 @@ export function isTransient(err: unknown): boolean {
   return err instanceof KubeError && (err.kind === 'conflict' || err.kind === 'unavailable');
 }
 
-/** Short text of a JSON value for messages: `v1.2.3`, `{"a":1}`, `(unset)`. */
-export function showValue(value: unknown, max = 60): string {
-  if (value === undefined) return '(unset)';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
 /** Backoff between attempts: 0.2 s doubling, six attempts, about 6 s in all (plus each call's own timeout). */
 const retryDelaysMs = [200, 400, 800, 1600, 3200];
 

@@ -31,6 +31,7 @@ import { RecordRefusedError, RefusalReporter, recordedReads, trustedReads } from
 import { type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
 import { loadedCluster } from './vmcluster-state.ts';
 import { holderProgress, walkVerdict } from './walk.ts';
+import { ZoneBackoff } from './zone-backoff.ts';
 
 export type { ZoneProgress } from './finish-zone.ts';
 
@@ -118,6 +119,7 @@ export class ZoneReconciler {
   #timer: NodeJS.Timeout | undefined;
   #registryProblem: string | undefined;
   #running: Promise<void> | undefined;
+  readonly #backoff: ZoneBackoff;
 
   constructor(options: ReconcilerOptions) {
     this.#kube = options.kube;
@@ -130,6 +132,7 @@ export class ZoneReconciler {
     this.#namespaces = options.namespaces ?? [''];
     this.#allowance = options.allowance ?? { all: false, extra: [] };
     this.#refusals = new RefusalReporter(options.logger);
+    this.#backoff = new ZoneBackoff({ now: () => this.#clock.now().getTime() });
   }
 
   /** Runs a pass now (work left by an earlier process resumes) and then every interval. */
@@ -140,6 +143,8 @@ export class ZoneReconciler {
         this.#running = this.tick()
           .then(() => undefined)
           .catch((err: unknown) => {
+            // Said once per reason too ('' is the pass itself; a pass that lists the zones forgets it).
+            if (!this.#backoff.failed('', errorMessage(err)).log) return;
             this.#logger.warn('reconciler pass failed; retrying', { error: errorMessage(err) });
           })
           .finally(() => {
@@ -164,8 +169,15 @@ export class ZoneReconciler {
     const progressOf = progressReader(this.#watched);
     const liveProgressOf = this.#watched === this.#kube ? undefined : progressReader(this.#kube);
     const pending: { id: string; ref: ObjectRef; kube: KubeObjects; where: string | undefined }[] = [];
+    // A zone that keeps failing rests between tries and is warned about once per reason (zone-backoff.ts).
+    const resting: [string, ZoneProgress][] = [];
+    this.#backoff.keepOnly(new Set(found.map((zone) => key(zone.object, zone.where))));
     for (const zone of found) {
       const id = key(zone.object, zone.where);
+      if (!this.#backoff.due(id)) {
+        if (this.#backoff.restingHandedOver(id)) resting.push([id, 'working']);
+        continue;
+      }
       try {
         if (await this.#adopt(zone, progressOf, liveProgressOf)) {
           pending.push({
@@ -174,12 +186,13 @@ export class ZoneReconciler {
             kube: await this.#zoneKube(zone.where, zone.object),
             where: zone.where,
           });
-        }
+        } else this.#backoff.succeeded(id);
       } catch (err) {
         if (err instanceof RecordRefusedError) {
           await this.#refused(zone, err);
           continue;
         }
+        if (!this.#backoff.failed(id, errorMessage(err)).log) continue;
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: id,
           error: errorMessage(err),
@@ -189,7 +202,7 @@ export class ZoneReconciler {
     const results = await Promise.all(
       pending.map(async ({ id, ref, kube, where }): Promise<[string, ZoneProgress]> => {
         try {
-          return [
+          const progress: [string, ZoneProgress] = [
             id,
             await finishZone(
               {
@@ -204,11 +217,14 @@ export class ZoneReconciler {
               ref,
             ),
           ];
+          this.#backoff.succeeded(id);
+          return progress;
         } catch (err) {
           if (err instanceof RecordRefusedError) {
             await this.#refusals.report(kube, err, this.#clock.now());
             return [id, 'blocked'];
           }
+          if (!this.#backoff.failed(id, errorMessage(err), true).log) return [id, 'working'];
           (isTransient(err) ? this.#logger.info : this.#logger.warn).call(
             this.#logger,
             'reconciler: zone not advanced; retrying',
@@ -221,7 +237,7 @@ export class ZoneReconciler {
         }
       }),
     );
-    return Object.fromEntries(results);
+    return Object.fromEntries([...resting, ...results]);
   }
 
   /** The zone objects of every kind with vmzones state in the controller's cluster and in every registered one. */

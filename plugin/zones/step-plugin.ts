@@ -94,8 +94,11 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   let clusters = options.clusters;
   const hubDeps = (): ZoneDeps => {
     kube ??= kubeObjects();
-    clusters ??= clusterClientsFromArgs(kube, process.argv, (message) =>
-      logger.warn('a cluster Secret cannot be used', { error: message }),
+    clusters ??= clusterClientsFromArgs(
+      kube,
+      process.argv,
+      (message) => logger.warn('a cluster Secret cannot be used', { error: message }),
+      (message) => logger.warn('TLS verification is off', { warning: message }),
     );
     return {
       kube,

@@ -27,7 +27,7 @@ import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { installedAt, pluginEntry, repoRoot } from '../../../scripts/package.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
-import { controllerNamespace } from '../../sandbox/manifests.ts';
+import { controllerNamespace, vmNamespace } from '../../sandbox/manifests.ts';
 import { freePort } from '../../sandbox/ports.ts';
 import { type DaemonRecord, startDaemon } from '../../sandbox/processes.ts';
 import {
@@ -102,9 +102,9 @@ test('the kustomize overlay applies to the API server, and the Deployment it cre
   ]);
   assert.match(config.data.stepPlugins ?? '', /vmzones\/step/);
   assert.match(config.data.metricProviderPlugins ?? '', /vmzones\/gates/);
-  for (const role of ['vmzones-step', 'vmzones-gates']) {
-    await sandbox.kubectl.getJson(['clusterrolebinding', role]);
-  }
+  // The default install is namespace-scoped (manifests/kustomize/namespaced): a RoleBinding where the zones are.
+  await sandbox.kubectl.getJson(['rolebinding', 'vmzones', '-n', vmNamespace]);
+  assert.match(config.data.stepPlugins ?? '', new RegExp(`--watch-namespaces=${vmNamespace}\\]`));
 });
 
 function container(name: string, list: Container[]): Container {

@@ -141,11 +141,17 @@ test('kustomize, helm values and argo-rollouts-config name the same plugins, ini
     .object({ data: z.object({ stepPlugins: z.string(), metricProviderPlugins: z.string() }) })
     .parse(byKind('ConfigMap').find((d) => JSON.stringify(d).includes('argo-rollouts-config')));
   const entry = pluginEntry(installedAt);
+  // The default install is namespace-scoped: the plugins list only the namespace its Role is in.
+  const roles = byKind('Role').filter((d) => JSON.stringify(d).includes('"name":"vmzones"'));
+  assert.equal(roles.length, 1, 'one namespaced vmzones Role');
+  const zonesNamespace = z.object({ metadata: z.object({ namespace: z.string() }) }).parse(roles[0])
+    .metadata.namespace;
+  const watching = { ...entry, args: [...entry.args, `--watch-namespaces=${zonesNamespace}`] };
   assert.deepEqual(pluginListSchema.parse(parse(config.data.stepPlugins)), [
-    { name: 'vmzones/step', ...entry },
+    { name: 'vmzones/step', ...watching },
   ]);
   assert.deepEqual(pluginListSchema.parse(parse(config.data.metricProviderPlugins)), [
-    { name: 'vmzones/gates', ...entry },
+    { name: 'vmzones/gates', ...watching },
   ]);
   const podSchema = z.object({
     initContainers: z.array(z.looseObject({ name: z.string(), image: z.string() })),
@@ -165,10 +171,22 @@ test('kustomize, helm values and argo-rollouts-config name the same plugins, ini
   assert.equal(pod.initContainers[0]?.image, `vmzones-runtime:${version}`);
   assert.equal(
     byKind('ClusterRole').filter((d) => JSON.stringify(d).includes('"vmzones-')).length,
-    2,
-    'vmzones-step and vmzones-gates ClusterRoles',
+    0,
+    'no vmzones ClusterRole in the default (namespace-scoped) install',
   );
-  assert.ok(!JSON.stringify(docs).includes('VMAUTH_NAMESPACE'), 'the placeholder Role is left out');
+  const clusterWide = parseAllDocuments(readFileSync(renderOverlay(dir, 'cluster-wide'), 'utf8')).map(
+    (d) => d.toJSON() as Record<string, unknown>,
+  );
+  assert.equal(
+    clusterWide.filter((d) => d.kind === 'ClusterRole' && JSON.stringify(d).includes('"vmzones-')).length,
+    2,
+    'the cluster-wide overlay: vmzones-step and vmzones-gates ClusterRoles',
+  );
+  assert.ok(!JSON.stringify(clusterWide).includes('VMAUTH_NAMESPACE'), 'the placeholder Role is left out');
+  assert.ok(
+    !JSON.stringify(clusterWide).includes('--watch-namespaces'),
+    'the cluster-wide overlay registers the plugins without --watch-namespaces',
+  );
 
   const values = z
     .object({

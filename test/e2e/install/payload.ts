@@ -52,23 +52,30 @@ export function buildPayload(dir: string): Payload {
 }
 
 /**
- * manifests/kustomize built by kustomize (returns the rendered file), with the upstream install.yaml it names by URL read from the
- * argo-rollouts module (the same file as the release asset but for the image tag, which the overlay sets).
+ * manifests/kustomize built by kustomize (returns the rendered file): the default (namespace-scoped RBAC) or a named
+ * overlay such as `cluster-wide`. The upstream install.yaml that controller/kustomization.yaml names by URL is read
+ * from the argo-rollouts module (the same file as the release asset but for the image tag, which the overlay sets).
  */
-export function renderOverlay(dir: string): string {
+export function renderOverlay(dir: string, variant?: 'cluster-wide'): string {
   const overlay = join(dir, 'kustomize');
   cpSync(join(repoRoot, 'manifests', 'kustomize'), overlay, { recursive: true });
-  const kustomization = join(overlay, 'kustomization.yaml');
+  const kustomization = join(overlay, 'controller', 'kustomization.yaml');
   const text = readFileSync(kustomization, 'utf8');
   const uses = text.split(upstreamInstallUrl).length - 1;
   if (uses !== 1) throw new Error(`${kustomization} names ${upstreamInstallUrl} ${uses} times, want once`);
   writeFileSync(kustomization, text.replace(upstreamInstallUrl, 'upstream-install.yaml'));
   const module = moduleDir('github.com/argoproj/argo-rollouts', versions.argoRollouts, 'kube');
-  cpSync(join(module, 'manifests', 'install.yaml'), join(overlay, 'upstream-install.yaml'));
+  cpSync(join(module, 'manifests', 'install.yaml'), join(overlay, 'controller', 'upstream-install.yaml'));
   const kustomize = timed('kustomize ready (cached build)', () => ensureBuilt('kustomize'));
-  const rendered = join(dir, 'rendered.yaml');
+  const rendered = join(dir, `rendered${variant === undefined ? '' : `-${variant}`}.yaml`);
   timed('kustomize build', () =>
-    execFileSync(kustomize, ['build', overlay, '-o', rendered], { encoding: 'utf8' }),
+    execFileSync(
+      kustomize,
+      ['build', variant === undefined ? overlay : join(overlay, variant), '-o', rendered],
+      {
+        encoding: 'utf8',
+      },
+    ),
   );
   return rendered;
 }

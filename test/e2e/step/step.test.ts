@@ -692,10 +692,10 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
   );
 
   await t.test(
-    'manifests/kustomize/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more',
+    'manifests/kustomize/cluster-wide/rbac.yaml grants the controller’s ServiceAccount what the plugin used, and nothing more',
     async () => {
       const manifest = readFileSync(
-        new URL('../../../manifests/kustomize/rbac.yaml', import.meta.url),
+        new URL('../../../manifests/kustomize/cluster-wide/rbac.yaml', import.meta.url),
         'utf8',
       )
         .replaceAll('VMAUTH_NAMESPACE', ns)

@@ -1,4 +1,4 @@
-// manifests/kustomize/rbac-zone-kinds.yaml must grant each zone kind other than VMCluster what rbac.yaml grants on
+// manifests/kustomize/cluster-wide/rbac-zone-kinds.yaml must grant each zone kind other than VMCluster what rbac.yaml grants on
 // vmclusters beyond the reconciler's list/watch (which rbac.yaml already grants on every kind), and on each writer
 // kind other than VMAgent what the gates get on vmagents, derived from the kinds the plugin knows
 // (plugin/vm/zone-kinds.ts, writer-kinds.ts) — so a new kind cannot ship without its RBAC.
@@ -17,7 +17,10 @@ interface Rule {
 }
 
 function clusterRoles(file: string): Map<string, Rule[]> {
-  const text = readFileSync(new URL(`../../../manifests/kustomize/${file}`, import.meta.url), 'utf8');
+  const text = readFileSync(
+    new URL(`../../../manifests/kustomize/cluster-wide/${file}`, import.meta.url),
+    'utf8',
+  );
   const roles = new Map<string, Rule[]>();
   for (const doc of parseAllDocuments(text)) {
     const object = doc.toJS() as { kind?: string; metadata?: { name?: string }; rules?: Rule[] };

@@ -81,7 +81,7 @@ async function boundPort(launched: Launched): Promise<number> {
 }
 
 test('the step role serves /healthz, /metrics and /status; an unreachable API is said, not papered over', async () => {
-  const plugin = launch('step', ['--observe-address', '127.0.0.1:0', '--observe-cache-ttl=0s']);
+  const plugin = launch('step', ['--observe-address', '127.0.0.1:0', '--observe-cache-ttl=1s']);
   const port = await boundPort(plugin);
   await until(
     'the go-plugin handshake',
