@@ -281,23 +281,36 @@ function aptGetInstall(pkg: string): string | undefined {
 }
 
 /**
- * tmux, the terminal the `vmzones status --watch` test (test/e2e/cli/status.test.ts) draws in: installed with apt
- * if missing. Where apt cannot, the build goes on and that test fails saying tmux is missing.
+ * A command some tests need, installed with apt (Debian package `pkg`) if missing; `needs` says which tests, for the
+ * log line. Where apt cannot, the build goes on and those tests fail saying the command is missing.
  */
-export function ensureTmux(): boolean {
-  const present = () => spawnSync('tmux', ['-V'], { encoding: 'utf8' }).status === 0;
+function ensureAptCommand(command: string, versionArgs: string[], pkg: string, needs: string): boolean {
+  const present = () => spawnSync(command, versionArgs, { encoding: 'utf8' }).status === 0;
   if (present()) return true;
   if (process.env.VMZONES_SKIP_APT === '1' || process.getuid?.() !== 0) {
-    log('tmux is not installed and apt is not usable here: the status --watch test will fail until it is');
+    log(`${command} is not installed and apt is not usable here: ${needs} will fail until it is`);
     return false;
   }
-  log('apt-get install tmux (the terminal of the status --watch test) ...');
-  const failed = aptGetInstall('tmux');
+  log(`apt-get install ${pkg} (${command}, for ${needs}) ...`);
+  const failed = aptGetInstall(pkg);
   if (failed !== undefined || !present()) {
-    log(`apt-get install tmux failed; the status --watch test will fail:\n${failed ?? ''}`);
+    log(`apt-get install ${pkg} failed; ${needs} will fail:\n${failed ?? ''}`);
     return false;
   }
   return true;
+}
+
+/** tmux, the terminal the `vmzones status --watch` test (test/e2e/cli/status.test.ts) draws in. */
+export function ensureTmux(): boolean {
+  return ensureAptCommand('tmux', ['-V'], 'tmux', 'the status --watch test');
+}
+
+/**
+ * iproute2's `ip`, which makes the sandbox's pod network namespace (test/sandbox/pod-network.ts; as root) for the
+ * tests that reach Pods through kube-apiserver's pod proxy (test/e2e/multicluster/walk.test.ts).
+ */
+export function ensureIproute2(): boolean {
+  return ensureAptCommand('ip', ['-V'], 'iproute2', 'the tests with a pod network (zonePodNetwork)');
 }
 
 /**
@@ -383,6 +396,7 @@ export function buildAll(options: { except?: readonly BinaryName[] } = {}): Buil
   }
   const debian = ensureDebianVictoriaMetrics();
   ensureTmux();
+  ensureIproute2();
   const redisServer = ensureRedis();
   return {
     ...built,

@@ -18,6 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuiltBinaries, buildAll, cacheDir, moduleDir } from '../env/build.ts';
 import { versions } from '../env/versions.ts';
+import { addressViolations } from './addresses.ts';
 import { type ArgoCdState, startArgoCd } from './argocd.ts';
 import { Kubectl } from './kubectl.ts';
 import {
@@ -41,7 +42,13 @@ import {
   type Zone,
   zonesFor,
 } from './manifests.ts';
-import { machinePodAddress } from './pod-network.ts';
+import {
+  createPodNetwork,
+  netnsPath,
+  type PodNetwork,
+  pruneStalePodNetworks,
+  removePodNetwork,
+} from './pod-network.ts';
 import { freePort, isPortFree } from './ports.ts';
 import {
   type DaemonRecord,
@@ -112,9 +119,10 @@ export interface SandboxOptions {
    */
   zoneClusters?: number;
   /**
-   * The zone clusters' Pods get this machine's first non-loopback IPv4 address (test/sandbox/pod-network.ts) and
-   * their data planes listen there too, so that kube-apiserver, which refuses to proxy to loopback, reaches them
-   * through the pod proxy subresource. Start fails when the machine has no such address. Default off (127.0.0.1).
+   * The zone clusters' Pods get an address inside a network namespace the sandbox makes (test/sandbox/pod-network.ts:
+   * `ip netns` and a veth pair on a private /30) and their data planes' ports are forwarded there, so that
+   * kube-apiserver, which refuses to proxy to loopback, reaches them through the pod proxy subresource. Needs root
+   * and iproute2; start fails saying so otherwise. Default off (127.0.0.1).
    */
   zonePodNetwork?: boolean;
 }
@@ -159,6 +167,8 @@ export interface SandboxState {
   argocd?: ArgoCdState;
   /** With the zoneClusters option: the zone clusters, in zone order. */
   zoneClusters?: ZoneClusterState[];
+  /** With the zonePodNetwork option: the network namespace holding the zone clusters' Pod IP (removed by down). */
+  podNetwork?: PodNetwork;
   /** The process group of the process that started it: npm test stops a phase by its group, then takes down
    *  the sandboxes that group started (their daemons run in groups of their own). */
   processGroup?: number;
@@ -393,8 +403,11 @@ export interface ClusterDaemonOptions {
   kubeconfig: string;
   /** "sandbox" for the hub; else the cluster's name, which prefixes its daemons, logs and state. */
   name: string;
-  /** The address the simulated kubelet gives every Pod, where the data plane listens too; default 127.0.0.1. */
-  podIP?: string;
+  /**
+   * The pod network (test/sandbox/pod-network.ts): the simulated kubelet gives every Pod its address, and the data
+   * plane forwards each process's port there from inside the namespace. Default: Pods at 127.0.0.1.
+   */
+  podNetwork?: Pick<PodNetwork, 'podAddress' | 'netns'>;
 }
 
 function clusterPrefix(name: string): string {
@@ -463,7 +476,7 @@ export async function startNodeDaemons(
       `--kubeconfig=${kubeconfig}`,
       `--node=${nodeName}`,
       '--played-images=victoriametrics/operator:config-reloader',
-      ...(options.podIP === undefined ? [] : [`--pod-ip=${options.podIP}`]),
+      ...(options.podNetwork === undefined ? [] : [`--pod-ip=${options.podNetwork.podAddress}`]),
     ],
     log: join(logDir, `${prefix}kubelet-sim.log`),
   });
@@ -548,7 +561,9 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
       endpointsFile: options.endpointsFile,
       mode: operatorMode === 'real' ? 'dataplane' : 'operator',
       publish: options.publish ?? [],
-      ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
+      ...(options.podNetwork === undefined
+        ? {}
+        : { podIP: options.podNetwork.podAddress, podNetns: netnsPath(options.podNetwork) }),
     }),
   );
   if (operatorMode === 'real') {
@@ -787,7 +802,18 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       log(
         `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
       );
-      const podIP = options.zonePodNetwork === true ? machinePodAddress() : undefined;
+      let podNetwork: PodNetwork | undefined;
+      if (options.zonePodNetwork === true) {
+        // Owned by the hub's etcd, the first daemon a sandbox starts and the last it stops: a namespace whose owner
+        // is gone belongs to a sandbox that no longer runs, and the next start with a pod network removes it.
+        const owner = state.daemons.find((d) => d.name === 'etcd');
+        if (owner === undefined) throw new StartError('pod network', 'the hub etcd is not recorded');
+        for (const removed of pruneStalePodNetworks(isAlive)) log(`removed the stale pod network ${removed}`);
+        podNetwork = createPodNetwork(owner.pid);
+        state.podNetwork = podNetwork;
+        writeState(state);
+        log(`pod network ${podNetwork.netns}: Pods at ${podNetwork.podAddress} (${podNetwork.subnet})`);
+      }
       state.zoneClusters = await Promise.all(
         remoteZones.map((zone, i) =>
           startZoneCluster({
@@ -802,7 +828,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
             secretsNamespace: controllerNamespace,
             readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
             podRestartSeconds: options.podRestartSeconds ?? 10,
-            ...(podIP === undefined ? {} : { podIP }),
+            ...(podNetwork === undefined ? {} : { podNetwork }),
           }),
         ),
       );
@@ -872,6 +898,16 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         repoRoot,
       });
       writeState(state);
+    }
+    const stray = addressViolations(
+      [state, ...[state, ...(state.zoneClusters ?? [])].map((s) => readEndpoints(s))],
+      state.podNetwork === undefined ? [] : [state.podNetwork],
+    );
+    if (stray.length > 0) {
+      throw new StartError(
+        'sandbox',
+        `it hands out addresses outside loopback and its own network namespace: ${stray.join(', ')}`,
+      );
     }
     state.startSeconds = (Date.now() - started) / 1000;
     writeState(state);
@@ -947,6 +983,7 @@ export async function crashAndRestartController(stateDir: string): Promise<Sandb
 async function stopAll(state: SandboxState): Promise<void> {
   // Reverse start order: the data plane and controllers go before the API server and etcd.
   for (const record of [...state.daemons].reverse()) await stopDaemon(record);
+  if (state.podNetwork !== undefined) removePodNetwork(state.podNetwork);
 }
 
 export interface DownReport {

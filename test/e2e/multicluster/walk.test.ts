@@ -11,8 +11,8 @@
 //    zone-b are rolled back on their own clusters, zone-c never changes, every zone ends released, out of
 //    maintenance and serving reads.
 // 3. The drain gate of a zone whose vmagent runs in the zone's cluster (vmagent.cluster: cluster-b): the VMAgent
-//    reconciled by cluster-b's operator, its pod at the machine's non-loopback address (kube-apiserver will not
-//    proxy to loopback), scraped through cluster-b's API server pod proxy with the registered token; without
+//    reconciled by cluster-b's operator, its pod at an address inside the sandbox's own network namespace
+//    (test/sandbox/pod-network.ts: kube-apiserver will not proxy to loopback), scraped through cluster-b's API server pod proxy with the registered token; without
 //    `get` on `pods/proxy` it is not drained, naming the permission, and drained again once the grant is back.
 // 4. A read balancer in cluster-b beside the hub's (vmauth: [the hub's, {cluster: cluster-b, ...}]): zone-b leaves
 //    both and comes back to both, cluster-b's vmauth reload evidence fetched through its API server's pod proxy.
@@ -32,6 +32,7 @@ import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName, vminsertWriteUrl } from '../../sandbox/manifests.ts';
+import { inSubnet } from '../../sandbox/pod-network.ts';
 import { freePort } from '../../sandbox/ports.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import { leftoversIn, samplesLost, specValue, zones } from '../reliability/support.ts';
@@ -264,7 +265,15 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
   const started = Date.now();
   const zc = (sandbox.state.zoneClusters ?? []).find((c) => c.zone === 'zone-b');
   assert.ok(zc, 'zone-b is in a zone cluster');
-  assert.ok(zc.podIP, 'the zone clusters give their Pods a non-loopback address (zonePodNetwork)');
+  const podNetwork = sandbox.state.podNetwork;
+  assert.ok(
+    zc.podIP && podNetwork,
+    'the zone clusters give their Pods an address in the pod network (zonePodNetwork)',
+  );
+  assert.ok(
+    inSubnet(zc.podIP, podNetwork.subnet),
+    `Pod IP ${zc.podIP} inside ${podNetwork.netns} (${podNetwork.subnet})`,
+  );
   const b = new Kubectl(sandbox.kubectl.binary, zc.kubeconfig);
   // The registration is the plain one, in pod access `proxy` (the default: no annotation).
   const registration = await sandbox.kubectl.getJson<{ metadata: { annotations?: Record<string, string> } }>([
