@@ -142,6 +142,7 @@ try {
   console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
 } finally {
   if (values.keep) {
+    sandbox.keep();
     say(
       `sandbox left running: export KUBECONFIG=${sandbox.state.kubeconfig}; ` +
         `stop it with VMZONES_SANDBOX_DIR=${sandbox.state.stateDir} npm run sandbox -- down`,

@@ -241,7 +241,14 @@ function log(message: string): void {
   process.stderr.write(`[sandbox build] ${message}\n`);
 }
 
-function buildTarget(target: Target, out: string): void {
+/** What bounds a build: `timeoutMs` kills `go build` and fails naming the binary and the time it took. */
+export interface BuildBound {
+  timeoutMs?: number;
+  /** Says where the bound comes from, for the error (e.g. the environment variable that sets it). */
+  boundBy?: string;
+}
+
+function buildTarget(target: Target, out: string, bound: BuildBound = {}): void {
   const moduleDir = join(envDir, target.module);
   const tmp = `${out}.tmp-${process.pid}`;
   const started = Date.now();
@@ -254,15 +261,25 @@ function buildTarget(target: Target, out: string): void {
       env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(bound.timeoutMs === undefined ? {} : { timeout: bound.timeoutMs, killSignal: 'SIGKILL' as const }),
     },
   );
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if ((result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT') {
+    rmSync(tmp, { force: true });
+    throw new BuildError(
+      target.name,
+      `go build ${target.pkg} stopped after ${seconds} s: over the bound of ${(bound.timeoutMs ?? 0) / 1000} s` +
+        `${bound.boundBy === undefined ? '' : ` (${bound.boundBy})`}; run "node test/env/build.ts" first to build it outside a test`,
+    );
+  }
   if (result.status !== 0) {
     rmSync(tmp, { force: true });
     const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n').slice(-30).join('\n');
     throw new BuildError(target.name, output || String(result.error ?? `exit ${result.status}`));
   }
   renameSync(tmp, out);
-  log(`built ${target.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(`built ${target.name} in ${seconds} s`);
 }
 
 /** `apt-get update && apt-get install PACKAGE`; undefined when it worked, else the tail of apt's stderr. */
@@ -384,14 +401,14 @@ export function ensureBuilt(name: BinaryName): string {
  * the one test file that starts it, so the other files need not wait for it); their paths are returned all the
  * same, and may not exist.
  */
-export function buildAll(options: { except?: readonly BinaryName[] } = {}): BuiltBinaries {
+export function buildAll(options: { except?: readonly BinaryName[] } & BuildBound = {}): BuiltBinaries {
   const binDir = join(cacheDir(), 'bin');
   mkdirSync(binDir, { recursive: true });
   const built = {} as Record<BinaryName, string>;
   for (const target of targets) {
     const out = binaryPath(target);
     if (existsSync(out)) touch(out);
-    else if (!options.except?.includes(target.name)) buildTarget(target, out);
+    else if (!options.except?.includes(target.name)) buildTarget(target, out, options);
     built[target.name] = out;
   }
   const debian = ensureDebianVictoriaMetrics();

@@ -87,6 +87,8 @@ export interface SandboxOptions {
   log?: (line: string) => void;
   /** Aborting stops the start: what was started is torn down (Ctrl-C). */
   signal?: AbortSignal;
+  /** The process this sandbox belongs to (its state folder's owner.pid, test/sandbox/helper.ts); default this one. */
+  owner?: number;
   /**
    * Put the fault proxy (test/sandbox/fault-proxy.ts) between the plugin processes and the API server:
    * the controller's environment gets KUBECONFIG=<state>/plugin-kubeconfig (pointing at the proxy), which
@@ -169,6 +171,8 @@ export interface SandboxState {
   zoneClusters?: ZoneClusterState[];
   /** With the zonePodNetwork option: the network namespace holding the zone clusters' Pod IP (removed by down). */
   podNetwork?: PodNetwork;
+  /** Seconds this start spent building missing binaries (0 when the cache had them all). */
+  buildSeconds?: number;
   /** The process group of the process that started it: npm test stops a phase by its group, then takes down
    *  the sandboxes that group started (their daemons run in groups of their own). */
   processGroup?: number;
@@ -180,6 +184,44 @@ export function defaultStateDir(): string {
 
 function stateFile(stateDir: string): string {
   return join(stateDir, 'state.json');
+}
+
+const ownerFile = 'owner.pid';
+
+/** Records the process a sandbox belongs to: while it lives, nothing prunes the folder (test/sandbox/helper.ts). */
+export function writeOwner(stateDir: string, pid: number): void {
+  writeFileSync(join(stateDir, ownerFile), `${pid}\n`);
+}
+
+/** The owner's pid, or undefined when the folder has none (yet, or from before owner files). */
+export function readOwner(stateDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(stateDir, ownerFile), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const buildTimeoutVariable = 'VMZONES_SANDBOX_BUILD_TIMEOUT_SECONDS';
+const defaultBuildTimeoutSeconds = 1080;
+
+/**
+ * The bound of each binary's build inside a sandbox start: 18 minutes, above the slowest measured (a cold Argo CD
+ * build, 969 s on a loaded machine) and under npm test's 20-minute limit per test and hook (scripts/test.ts), so a
+ * starved build fails naming the binary and its time rather than as a bare test timeout.
+ */
+export function sandboxBuildTimeoutSeconds(): number {
+  const raw = process.env[buildTimeoutVariable];
+  if (raw === undefined || raw === '') return defaultBuildTimeoutSeconds;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new StartError(
+      'sandbox',
+      `${buildTimeoutVariable} must be a positive number of seconds, not "${raw}"`,
+    );
+  }
+  return seconds;
 }
 
 export function readState(stateDir = defaultStateDir()): SandboxState | undefined {
@@ -640,11 +682,22 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const logDir = join(stateDir, 'logs');
   const pkiDir = join(stateDir, 'pki');
   mkdirSync(logDir, { recursive: true });
+  // First thing in the folder: the process starting this sandbox, so that a prune never takes a sandbox that is
+  // still starting (its state.json comes only after the build, which can take many minutes; test/sandbox/helper.ts).
+  writeOwner(stateDir, options.owner ?? process.pid);
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
   const withArgoCd = options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1';
-  // Argo CD is built only by a sandbox that starts it (npm test's build phase leaves it to the GitOps file).
-  const binaries = buildAll(withArgoCd ? {} : { except: ['argocd'] });
+  // Argo CD is built only by a sandbox that starts it (npm test's build phase leaves it to the GitOps file). A build
+  // here runs inside a test: bounded, so a stuck or starved build fails naming the binary and its time.
+  const buildStarted = Date.now();
+  const bound = {
+    timeoutMs: sandboxBuildTimeoutSeconds() * 1000,
+    boundBy: `${buildTimeoutVariable}, default ${defaultBuildTimeoutSeconds} s`,
+  };
+  const binaries = buildAll(withArgoCd ? bound : { ...bound, except: ['argocd'] });
+  const buildSeconds = (Date.now() - buildStarted) / 1000;
+  if (buildSeconds >= 1) log(`binaries built in ${buildSeconds.toFixed(1)} s`);
   const zoneClusters = options.zoneClusters ?? 0;
   const zones = zonesFor(options.zones ?? (zoneClusters > 0 ? zoneClusters + 1 : 2), options.zoneKind);
   if (zoneClusters > zones.length || (zoneClusters > 0 && operatorMode !== 'real')) {
@@ -697,6 +750,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     daemons: [],
     endpointsFile: join(stateDir, 'endpoints.json'),
     processGroup: processGroupOf(process.pid),
+    buildSeconds,
   };
   writeState(state);
 
