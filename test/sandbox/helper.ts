@@ -5,8 +5,9 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from '../env/build.ts';
+import { checkDuringEveryWait } from './eventually.ts';
 import { Kubectl } from './kubectl.ts';
-import { isAlive } from './processes.ts';
+import { deadDaemon, isAlive } from './processes.ts';
 import {
   crashAndRestartController,
   type DownReport,
@@ -112,6 +113,8 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
   process.once('SIGTERM', onSignal);
   const state = await starting;
   const kubectl = new Kubectl(state.binaries.kubectl, state.kubeconfig);
+  // Every wait of this process fails at once when a daemon of this sandbox dies (state.daemons follows restarts).
+  const stopWatching = checkDuringEveryWait(() => deadDaemon(state.daemons));
   return {
     state,
     kubectl,
@@ -137,6 +140,7 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
       if (etcd !== undefined) writeOwner(stateDir, etcd.pid);
     },
     stop: async () => {
+      stopWatching();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       return stop();

@@ -41,6 +41,7 @@ import {
   eventually,
   ns,
   type RolloutState,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   runStatus,
@@ -144,8 +145,10 @@ async function leftovers(): Promise<string[]> {
 test('a commit walks zone-a (hub), zone-b and zone-c (zone clusters) to Healthy: reads never fail, no sample lost', async () => {
   const first = spec(undefined);
   await sandbox.kubectl.apply([rolloutObject(name, first, walkSteps(first))]);
-  await eventually('the first revision to be Healthy', async () =>
-    (await rolloutState(hub, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the first revision to be Healthy',
+    async () => ((await rolloutState(hub, name)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(hub, name) },
   );
   const finish = await probes();
   const doc = spec('6s');
@@ -167,8 +170,7 @@ test('a commit walks zone-a (hub), zone-b and zone-c (zone clusters) to Healthy:
         ? true
         : undefined;
     },
-    8 * 60_000,
-    500,
+    { timeoutMs: 8 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
   );
   const ended = Date.now();
   figures['walk (s)'] = Math.round((ended - started) / 100) / 10;
@@ -349,8 +351,10 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
   ];
   const proxyRollout = 'podproxy';
   await sandbox.kubectl.apply([rolloutObject(proxyRollout, doc, steps)]);
-  await eventually('the pod proxy Rollout’s first revision Healthy', async () =>
-    (await rolloutState(hub, proxyRollout)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the pod proxy Rollout’s first revision Healthy',
+    async () => ((await rolloutState(hub, proxyRollout)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(hub, proxyRollout) },
   );
 
   // Drained, with the evidence fetched through cluster-b's API server.
@@ -368,8 +372,7 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
         ? true
         : undefined;
     },
-    3 * 60_000,
-    1000,
+    { timeoutMs: 3 * 60_000, intervalMs: 1000, unless: rolloutCanProgress(hub, proxyRollout) },
   );
   figures['pod proxy: drained after (s)'] = Math.round((Date.now() - drainStarted) / 100) / 10;
   const after = await podProxyRequests(b);
@@ -513,8 +516,10 @@ test('a vmauth in cluster-b beside the hub’s: zone-b leaves both and comes bac
     stepsFor(doc, 'none').filter((s) => JSON.stringify(s).includes('"zone":"zone-b"'));
   const rollout = 'local-reads';
   await sandbox.kubectl.apply([rolloutObject(rollout, docOf(undefined), zoneBSteps(docOf(undefined)))]);
-  await eventually('the local-reads Rollout’s first revision Healthy', async () =>
-    (await rolloutState(hub, rollout)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the local-reads Rollout’s first revision Healthy',
+    async () => ((await rolloutState(hub, rollout)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(hub, rollout) },
   );
   const backends = readBackends(parseSpecDocument(JSON.stringify(docOf(undefined))), ns);
   const routedThere = async (kube: KubeObjects, user: string) =>
@@ -557,8 +562,7 @@ test('a vmauth in cluster-b beside the hub’s: zone-b leaves both and comes bac
       assert.notEqual(s.status.phase, 'Degraded', s.status.message);
       return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
     },
-    240_000,
-    1000,
+    { timeoutMs: 240_000, intervalMs: 1000, unless: rolloutCanProgress(hub, rollout) },
   );
   figures['local vmauth: zone-b walk (s)'] = Math.round((Date.now() - walkStarted) / 100) / 10;
   const hubRead = await hubReads.stop();
