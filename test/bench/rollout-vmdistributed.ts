@@ -26,7 +26,7 @@ const configReloaderPort = 8435;
 
 const agentNameOf = (zone: string, i: number) => (i === 0 ? vmagentName : `vmagent-${zone}`);
 
-async function vmdistributed(sandbox: Sandbox): Promise<object> {
+async function vmdistributed(sandbox: Sandbox, shippedDefaults: boolean): Promise<object> {
   const kube = sandboxKube(sandbox);
   const zones = await Promise.all(
     benchZones.map(async (z, i) => {
@@ -49,8 +49,12 @@ async function vmdistributed(sandbox: Sandbox): Promise<object> {
     kind: 'VMDistributed',
     metadata: { name, namespace: ns },
     spec: {
-      // updatePause 0 (the issue's setting); readyTimeout, traffic modes and everything else at their defaults.
-      zoneCommon: { updatePause: '0s', vmagent: { spec: { image: agent.image } } },
+      // Equal pauses: updatePause 0; with its shipped defaults, the operator's own updatePause. readyTimeout, traffic
+      // modes and everything else at their defaults either way.
+      zoneCommon: {
+        ...(shippedDefaults ? {} : { updatePause: '0s' }),
+        vmagent: { spec: { image: agent.image } },
+      },
       vmauth: {
         name,
         spec: {
@@ -170,7 +174,11 @@ function readRouted(auth: KubeObject | undefined): string[] {
   return (read?.crd?.objects ?? []).map((o) => o.name);
 }
 
-export async function runVmdistributed(sandbox: Sandbox, log: (line: string) => void): Promise<RunFigures> {
+export async function runVmdistributed(
+  sandbox: Sandbox,
+  log: (line: string) => void,
+  shippedDefaults = false,
+): Promise<RunFigures> {
   const kube = sandboxKube(sandbox);
   const vmdRef = {
     apiVersion: 'operator.victoriametrics.com/v1alpha1',
@@ -180,7 +188,7 @@ export async function runVmdistributed(sandbox: Sandbox, log: (line: string) => 
   };
   const authRef = { apiVersion: vmApiVersion, kind: 'VMAuth', namespace: ns, name };
   const slices = new Set<string>();
-  await sandbox.kubectl.apply([await vmdistributed(sandbox)]);
+  await sandbox.kubectl.apply([await vmdistributed(sandbox, shippedDefaults)]);
   log('VMDistributed: created; waiting for it to be operational');
   let reloader: Awaited<ReturnType<typeof startConfigReloader>>;
   try {
@@ -245,8 +253,7 @@ export async function runVmdistributed(sandbox: Sandbox, log: (line: string) => 
     const lost = await samplesLost(sandbox, benchZones, seqBefore, seqAfter);
     return {
       product: 'VMDistributed',
-      settings:
-        'operator v0.74.1; zoneCommon.updatePause 0s; readyTimeout 5m (default); own VMAuth with waitForConfigReload (forced by the operator), real config-reloader; one VMAgent per zone (zone-a: the sandbox vmagent fed by the load generator)',
+      settings: `operator v0.74.1; ${shippedDefaults ? 'zoneCommon.updatePause its default' : 'zoneCommon.updatePause 0s'}; readyTimeout 5m (default); own VMAuth with waitForConfigReload (forced by the operator), real config-reloader; one VMAgent per zone (zone-a: the sandbox vmagent fed by the load generator)`,
       zones: windows.map(({ zone, startMs, endMs }) => ({ zone, startMs, endMs })),
       totalS: seconds(finishedAt - changedAt),
       reads,

@@ -22,6 +22,7 @@ import type { Sandbox } from '../sandbox/helper.ts';
 import { loadgenStatus } from '../sandbox/loadgen-client.ts';
 import { readUser, vmagentName, vmauthName } from '../sandbox/manifests.ts';
 import { repoRoot } from '../sandbox/sandbox.ts';
+import { type RssFigures, sampleRss } from './plugin-processes.ts';
 import { type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
 import type { TimelineRecords, ZoneObservations } from './rollout-timeline.ts';
 
@@ -45,11 +46,18 @@ function benchSpec(overrideSpec: object): SpecDocument {
 export async function runVmzones(
   sandbox: Sandbox,
   log: (line: string) => void,
-): Promise<{ figures: RunFigures; records: TimelineRecords }> {
+  /** With vmzones' shipped defaults (render's pause between zones) instead of no pause between zones. */
+  shippedDefaults = false,
+): Promise<{ figures: RunFigures; records: TimelineRecords; rss: RssFigures }> {
   const kube = sandboxKube(sandbox);
+  const controllerPid = sandbox.state.daemons.find((d) => d.name === 'rollouts-controller')?.pid;
+  if (controllerPid === undefined) throw new Error('the sandbox runs no rollouts-controller');
   await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
   const name = 'bench';
-  const steps = renderSteps(parseSpecDocument(stringify(benchSpec({}))), { pauseBetweenZones: 'none' });
+  const steps = renderSteps(
+    parseSpecDocument(stringify(benchSpec({}))),
+    shippedDefaults ? {} : { pauseBetweenZones: 'none' },
+  );
   await sandbox.kubectl.apply([rolloutObject(name, benchSpec({}), steps)]);
   const first = await waitFor(async () => {
     const s = await rolloutState(kube, name).catch(() => undefined);
@@ -60,6 +68,9 @@ export async function runVmzones(
   const seqBefore = (await loadgenStatus(sandbox)).lastSeq;
   const prober = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
   const observer = observeZones(sandbox);
+  // The product's processes as deployed (the sandbox runs the bundle with the manifests' Node flags): sampled from
+  // the commit to the end of the walk, both roles (the gates process starts with the first AnalysisRun).
+  const rssSampler = sampleRss(controllerPid);
   const changedAt = Date.now();
   await sandbox.kubectl.apply([rolloutObject(name, benchSpec(benchChange), steps)]);
   log(`vmzones: change committed; ${steps.length} steps`);
@@ -77,6 +88,7 @@ export async function runVmzones(
     return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
   }, 30 * 60_000);
   const finishedAt = Date.now();
+  const rss = await rssSampler.stop();
   const observed = await observer.stop();
   const reads = await prober.stop();
   const seqAfter = (await loadgenStatus(sandbox)).lastSeq - 3;
@@ -101,8 +113,7 @@ export async function runVmzones(
   return {
     figures: {
       product: 'vmzones',
-      settings:
-        'default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 10s), pauseBetweenZones none, drainGracePeriod 30s (default), readyTimeout 15m (default)',
+      settings: `default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 10s), pauseBetweenZones ${shippedDefaults ? 'its default' : 'none'}, drainGracePeriod 30s (default), readyTimeout 15m (default)`,
       zones,
       totalS: seconds(finishedAt - changedAt),
       reads,
@@ -118,6 +129,7 @@ export async function runVmzones(
       analysisRuns,
       events,
     },
+    rss,
   };
 }
 

@@ -14,7 +14,6 @@
 // analysisrun_* sizes and the drain gate's stored readings per round.
 // Flags: --rollouts N (default 50), --phase-seconds S (default 60).
 
-import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
@@ -29,6 +28,7 @@ import { startSandbox } from '../sandbox/helper.ts';
 import { namespace } from '../sandbox/manifests.ts';
 import { freePort } from '../sandbox/ports.ts';
 import { repoRoot } from '../sandbox/sandbox.ts';
+import { pluginRss } from './plugin-processes.ts';
 import { fixed } from './rollout-sandbox.ts';
 import { waitFor } from './rollout-vmzones.ts';
 
@@ -198,27 +198,6 @@ async function scrape(url: string): Promise<Histograms> {
   } catch {
     return new Map();
   }
-}
-
-/** RSS of the controller's children (the two plugin processes), by their role in the command line. */
-function pluginRss(controllerPid: number): Record<string, number> {
-  const rss: Record<string, number> = {};
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== controllerPid) continue;
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const role = cmd[0]?.endsWith('/step') ? 'step' : cmd[0]?.endsWith('/gates') ? 'gates' : undefined;
-      if (role === undefined) continue;
-      const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
-      rss[role] = Number(kb) / 1024;
-    } catch {
-      // the process went away
-    }
-  }
-  return rss;
 }
 
 // ---- the run ----

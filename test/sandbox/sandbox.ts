@@ -16,6 +16,7 @@ import {
 import { Agent, request } from 'node:https';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pluginNodeFlags } from '../../scripts/package.ts';
 import { type BuiltBinaries, buildAll, cacheDir, moduleDir } from '../env/build.ts';
 import { versions } from '../env/versions.ts';
 import { addressViolations } from './addresses.ts';
@@ -299,12 +300,13 @@ export function kubeconfigYaml(server: string, pkiDir: string): string {
   });
 }
 
-/** The plugin as the controller runs it: Node 24 (copied into plugin-bin/) with the bundle as argument. */
+/** The plugin as the controller runs it: Node 24 (copied into plugin-bin/) with the Node flags the manifests deploy
+ *  (scripts/package.ts) and the bundle as arguments, so every sandbox test runs the process users run. */
 export function pluginLocation(): PluginLocation | undefined {
   const bundle = join(repoRoot, 'dist', 'vmzones.mjs');
   const node = join(repoRoot, 'node_modules', 'node', 'bin', 'node');
   if (!existsSync(bundle) || !existsSync(node)) return undefined;
-  return { location: realpathSync(node), args: [bundle] };
+  return { location: realpathSync(node), args: [...pluginNodeFlags, bundle] };
 }
 
 /**

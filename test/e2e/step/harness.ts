@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { z } from 'zod';
 import { type KubeObject, type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion, vmclusterReadiness, vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
@@ -150,9 +151,30 @@ export interface RolloutState {
   };
 }
 
+/** Only what the tests read is checked; a Rollout the controller has not given a status yet has an empty one
+ *  (a poll right after the apply must see "not Healthy yet", not crash on `status.phase`). */
+const rolloutStateSchema = z.looseObject({
+  metadata: z.looseObject({ uid: z.string(), generation: z.number() }),
+  status: z
+    .looseObject({
+      phase: z.string().optional(),
+      message: z.string().optional(),
+      abort: z.boolean().optional(),
+      currentStepIndex: z.number().optional(),
+      currentPodHash: z.string().optional(),
+      stableRS: z.string().optional(),
+      canary: z
+        .looseObject({
+          stepPluginStatuses: z.array(z.custom<StepPluginStatus>((v) => typeof v === 'object')).optional(),
+        })
+        .optional(),
+    })
+    .default({}),
+});
+
 export async function rolloutState(kube: KubeObjects, name: string): Promise<RolloutState> {
   const object = await kube.get({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', namespace: ns, name });
-  return object as unknown as RolloutState;
+  return rolloutStateSchema.parse(object);
 }
 
 export function pluginStatuses(state: RolloutState): StepPluginStatus[] {
