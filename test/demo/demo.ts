@@ -15,8 +15,10 @@ import { renderSteps } from '../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../plugin/zones/spec.ts';
 import {
   cluster,
+  eventually,
   ns,
   pluginStatuses,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   routedZones,
@@ -142,6 +144,7 @@ try {
   console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
 } finally {
   if (values.keep) {
+    sandbox.keep();
     say(
       `sandbox left running: export KUBECONFIG=${sandbox.state.kubeconfig}; ` +
         `stop it with VMZONES_SANDBOX_DIR=${sandbox.state.stateDir} npm run sandbox -- down`,
@@ -159,11 +162,9 @@ async function waitForPhase(
   phase: string,
   seconds: number,
 ) {
-  const until = Date.now() + seconds * 1000;
-  for (;;) {
-    const state = await rolloutState(kube, name).catch(() => undefined);
-    if (state?.status.phase === phase) return;
-    if (Date.now() > until) throw new Error(`Rollout ${name} did not become ${phase} within ${seconds} s`);
-    await sleep(1000);
-  }
+  await eventually(
+    `Rollout ${name} to become ${phase}`,
+    async () => ((await rolloutState(kube, name)).status.phase === phase ? true : undefined),
+    { timeoutMs: seconds * 1000, intervalMs: 1000, unless: rolloutCanProgress(kube, name) },
+  );
 }

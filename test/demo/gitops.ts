@@ -124,6 +124,7 @@ export async function gitopsDemo(options: { keep: boolean }): Promise<number> {
     console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     if (options.keep) {
+      sandbox.keep();
       say(
         `sandbox left running (Argo CD ${sandbox.state.argocd?.url}); stop it with ` +
           `VMZONES_SANDBOX_DIR=${sandbox.state.stateDir} npm run sandbox -- down`,

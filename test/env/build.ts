@@ -241,7 +241,14 @@ function log(message: string): void {
   process.stderr.write(`[sandbox build] ${message}\n`);
 }
 
-function buildTarget(target: Target, out: string): void {
+/** What bounds a build: `timeoutMs` kills `go build` and fails naming the binary and the time it took. */
+export interface BuildBound {
+  timeoutMs?: number;
+  /** Says where the bound comes from, for the error (e.g. the environment variable that sets it). */
+  boundBy?: string;
+}
+
+function buildTarget(target: Target, out: string, bound: BuildBound = {}): void {
   const moduleDir = join(envDir, target.module);
   const tmp = `${out}.tmp-${process.pid}`;
   const started = Date.now();
@@ -254,15 +261,25 @@ function buildTarget(target: Target, out: string): void {
       env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(bound.timeoutMs === undefined ? {} : { timeout: bound.timeoutMs, killSignal: 'SIGKILL' as const }),
     },
   );
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if ((result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT') {
+    rmSync(tmp, { force: true });
+    throw new BuildError(
+      target.name,
+      `go build ${target.pkg} stopped after ${seconds} s: over the bound of ${(bound.timeoutMs ?? 0) / 1000} s` +
+        `${bound.boundBy === undefined ? '' : ` (${bound.boundBy})`}; run "node test/env/build.ts" first to build it outside a test`,
+    );
+  }
   if (result.status !== 0) {
     rmSync(tmp, { force: true });
     const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n').slice(-30).join('\n');
     throw new BuildError(target.name, output || String(result.error ?? `exit ${result.status}`));
   }
   renameSync(tmp, out);
-  log(`built ${target.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(`built ${target.name} in ${seconds} s`);
 }
 
 /** `apt-get update && apt-get install PACKAGE`; undefined when it worked, else the tail of apt's stderr. */
@@ -281,23 +298,36 @@ function aptGetInstall(pkg: string): string | undefined {
 }
 
 /**
- * tmux, the terminal the `vmzones status --watch` test (test/e2e/cli/status.test.ts) draws in: installed with apt
- * if missing. Where apt cannot, the build goes on and that test fails saying tmux is missing.
+ * A command some tests need, installed with apt (Debian package `pkg`) if missing; `needs` says which tests, for the
+ * log line. Where apt cannot, the build goes on and those tests fail saying the command is missing.
  */
-export function ensureTmux(): boolean {
-  const present = () => spawnSync('tmux', ['-V'], { encoding: 'utf8' }).status === 0;
+function ensureAptCommand(command: string, versionArgs: string[], pkg: string, needs: string): boolean {
+  const present = () => spawnSync(command, versionArgs, { encoding: 'utf8' }).status === 0;
   if (present()) return true;
   if (process.env.VMZONES_SKIP_APT === '1' || process.getuid?.() !== 0) {
-    log('tmux is not installed and apt is not usable here: the status --watch test will fail until it is');
+    log(`${command} is not installed and apt is not usable here: ${needs} will fail until it is`);
     return false;
   }
-  log('apt-get install tmux (the terminal of the status --watch test) ...');
-  const failed = aptGetInstall('tmux');
+  log(`apt-get install ${pkg} (${command}, for ${needs}) ...`);
+  const failed = aptGetInstall(pkg);
   if (failed !== undefined || !present()) {
-    log(`apt-get install tmux failed; the status --watch test will fail:\n${failed ?? ''}`);
+    log(`apt-get install ${pkg} failed; ${needs} will fail:\n${failed ?? ''}`);
     return false;
   }
   return true;
+}
+
+/** tmux, the terminal the `vmzones status --watch` test (test/e2e/cli/status.test.ts) draws in. */
+export function ensureTmux(): boolean {
+  return ensureAptCommand('tmux', ['-V'], 'tmux', 'the status --watch test');
+}
+
+/**
+ * iproute2's `ip`, which makes the sandbox's pod network namespace (test/sandbox/pod-network.ts; as root) for the
+ * tests that reach Pods through kube-apiserver's pod proxy (test/e2e/multicluster/walk.test.ts).
+ */
+export function ensureIproute2(): boolean {
+  return ensureAptCommand('ip', ['-V'], 'iproute2', 'the tests with a pod network (zonePodNetwork)');
 }
 
 /**
@@ -371,18 +401,19 @@ export function ensureBuilt(name: BinaryName): string {
  * the one test file that starts it, so the other files need not wait for it); their paths are returned all the
  * same, and may not exist.
  */
-export function buildAll(options: { except?: readonly BinaryName[] } = {}): BuiltBinaries {
+export function buildAll(options: { except?: readonly BinaryName[] } & BuildBound = {}): BuiltBinaries {
   const binDir = join(cacheDir(), 'bin');
   mkdirSync(binDir, { recursive: true });
   const built = {} as Record<BinaryName, string>;
   for (const target of targets) {
     const out = binaryPath(target);
     if (existsSync(out)) touch(out);
-    else if (!options.except?.includes(target.name)) buildTarget(target, out);
+    else if (!options.except?.includes(target.name)) buildTarget(target, out, options);
     built[target.name] = out;
   }
   const debian = ensureDebianVictoriaMetrics();
   ensureTmux();
+  ensureIproute2();
   const redisServer = ensureRedis();
   return {
     ...built,

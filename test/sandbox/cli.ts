@@ -12,8 +12,8 @@ const usage = `usage: sandbox up [--argocd] [--zone-clusters N [--zone-pod-netwo
   --argocd: also start Argo CD v3.2.11 and a Git server on loopback (or VMZONES_SANDBOX_ARGOCD=1)
   --zone-clusters N: the last N zones each in a Kubernetes cluster of its own (etcd + kube-apiserver +
                operator; docs/multicluster.md), registered as cluster-b, cluster-c, ...; zones default N + 1
-  --zone-pod-network: the zone clusters' Pods get this machine's non-loopback IPv4 address, so that their API
-               servers' pod proxy reaches them (docs/testing.md, "The simulated kubelet")
+  --zone-pod-network: the zone clusters' Pods get an address inside a network namespace the sandbox makes (root,
+               iproute2), so that their API servers' pod proxy reaches them (docs/testing.md, "The simulated kubelet")
   --zone-kind KIND: what each zone is: ${sandboxZoneKinds.join(' | ')} (default VMCluster; docs/zone-kinds.md)
   environment: VMZONES_CACHE (build cache, default ~/.cache/vmzones),
                VMZONES_SANDBOX_DIR (state dir, default $VMZONES_CACHE/sandbox/default),

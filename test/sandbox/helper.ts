@@ -5,18 +5,21 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from '../env/build.ts';
+import { checkDuringEveryWait } from './eventually.ts';
 import { Kubectl } from './kubectl.ts';
-import { isAlive } from './processes.ts';
+import { deadDaemon, isAlive } from './processes.ts';
 import {
   crashAndRestartController,
   type DownReport,
   down,
   type Endpoint,
   endpointOf,
+  readOwner,
   readState,
   type SandboxOptions,
   type SandboxState,
   up,
+  writeOwner,
 } from './sandbox.ts';
 
 export interface Sandbox {
@@ -30,29 +33,69 @@ export interface Sandbox {
   ): Endpoint;
   /** SIGKILL of the Argo Rollouts controller with the plugins it started, then the same controller again. */
   crashController(): Promise<void>;
+  /**
+   * Leaves the sandbox running after this process ends (the demo's --keep): its owner becomes its own etcd, so
+   * the prune keeps it while it runs.
+   */
+  keep(): void;
   stop(): Promise<DownReport>;
 }
 
-/** Removes the state dirs of earlier test sandboxes that no longer run (the newest is kept for its logs). */
-function pruneOldTestDirs(root: string): void {
+export interface PruneDeps {
+  isAlive: (pid: number) => boolean;
+  /** Takes down a sandbox whose owner is gone (its daemons, its pod network). */
+  down: (stateDir: string) => Promise<unknown>;
+  now: () => number;
+}
+
+/** A folder without an owner file younger than this may be one whose owner is being written (or from before). */
+const ownerlessGraceMs = 10 * 60_000;
+
+function stateOf(dir: string): SandboxState | undefined {
+  try {
+    return readState(dir);
+  } catch {
+    return undefined; // state.json being written
+  }
+}
+
+/**
+ * Removes the state folders of earlier test sandboxes that nobody owns any more; returns them. A folder whose owner
+ * (owner.pid: the test process that started it) is alive is never touched, however long its start takes (a cold
+ * Argo CD build ran 969 s before its state.json existed). A sandbox whose owner is gone (a killed test) is taken
+ * down first, its daemons and pod network with it. The newest folder is kept for its logs.
+ */
+export async function pruneOldTestDirs(
+  root: string,
+  deps: PruneDeps = { isAlive, down, now: Date.now },
+): Promise<string[]> {
   const dirs = readdirSync(root)
     .filter((name) => name.startsWith('test-'))
     .map((name) => join(root, name))
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  for (const dir of dirs.slice(1)) {
-    const state = readState(dir);
-    // A folder without state yet may be a sandbox another test process is starting right now (parallel lanes).
-    const starting = state === undefined && Date.now() - statSync(dir).mtimeMs < 10 * 60_000;
-    if (!starting && !state?.daemons.some((d) => isAlive(d.pid)))
-      rmSync(dir, { recursive: true, force: true });
+  const removed: string[] = [];
+  for (const [i, dir] of dirs.entries()) {
+    const owner = readOwner(dir);
+    if (owner !== undefined && deps.isAlive(owner)) continue;
+    const state = stateOf(dir);
+    if (owner === undefined && deps.now() - statSync(dir).mtimeMs < ownerlessGraceMs) continue;
+    if (state?.daemons.some((d) => deps.isAlive(d.pid))) {
+      if (owner === undefined) continue; // from before owner files: whoever runs it stops it
+      await deps.down(dir);
+    }
+    if (i === 0) continue;
+    rmSync(dir, { recursive: true, force: true });
+    removed.push(dir);
   }
+  return removed;
 }
 
 export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {}): Promise<Sandbox> {
   const root = join(cacheDir(), 'sandbox');
   mkdirSync(root, { recursive: true });
-  pruneOldTestDirs(root);
+  await pruneOldTestDirs(root);
   const stateDir = mkdtempSync(join(root, 'test-'));
+  writeOwner(stateDir, process.pid);
   let stopped: Promise<DownReport> | undefined;
   const stop = () => {
     stopped ??= down(stateDir);
@@ -70,6 +113,8 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
   process.once('SIGTERM', onSignal);
   const state = await starting;
   const kubectl = new Kubectl(state.binaries.kubectl, state.kubeconfig);
+  // Every wait of this process fails at once when a daemon of this sandbox dies (state.daemons follows restarts).
+  const stopWatching = checkDuringEveryWait(() => deadDaemon(state.daemons));
   return {
     state,
     kubectl,
@@ -90,7 +135,12 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
     crashController: async () => {
       Object.assign(state, await crashAndRestartController(stateDir));
     },
+    keep: () => {
+      const etcd = state.daemons.find((d) => d.name === 'etcd');
+      if (etcd !== undefined) writeOwner(stateDir, etcd.pid);
+    },
     stop: async () => {
+      stopWatching();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       return stop();

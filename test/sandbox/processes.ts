@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually, WaitError } from './eventually.ts';
 
 export interface DaemonRecord {
   name: string;
@@ -117,8 +118,27 @@ function groupMembers(pgid: number): number[] {
   return members;
 }
 
+/** Daemons this process ended on purpose (a stop, a crash a test makes): their death is no failure to report. */
+const endedOnPurpose = new Set<number>();
+
+/** Records that `pid` is about to be ended on purpose (deadDaemon does not report it). */
+export function expectEnd(pid: number): void {
+  endedOnPurpose.add(pid);
+}
+
+/**
+ * The first of `daemons` that died without this process ending it, as a reason naming it with its log's last
+ * lines; undefined while all live. test/sandbox/helper.ts makes it a check of every wait (test/sandbox/eventually.ts).
+ */
+export function deadDaemon(daemons: readonly DaemonRecord[]): string | undefined {
+  const dead = daemons.find((d) => !endedOnPurpose.has(d.pid) && !isAlive(d.pid));
+  if (dead === undefined) return undefined;
+  return `sandbox daemon ${dead.name} (pid ${dead.pid}) died\n--- last lines of ${dead.log} ---\n${tailLog(dead.log, 15)}`;
+}
+
 /** SIGTERM the whole process group, then SIGKILL what is left after the grace period. */
 export async function stopDaemon(record: DaemonRecord, graceMs = 15_000): Promise<void> {
+  expectEnd(record.pid);
   if (!groupAlive(record.pid)) return;
   try {
     process.kill(-record.pid, 'SIGTERM');
@@ -141,6 +161,7 @@ export async function stopDaemon(record: DaemonRecord, graceMs = 15_000): Promis
 
 /** SIGKILL of the whole process group at once (a crash: nothing gets to clean up), then waits until it is gone. */
 export async function killDaemon(record: DaemonRecord): Promise<void> {
+  expectEnd(record.pid);
   try {
     process.kill(-record.pid, 'SIGKILL');
   } catch {
@@ -180,25 +201,21 @@ export interface WaitOptions {
 
 /** Polls check() until it returns a value; fails naming the part when it times out or its process dies. */
 export async function waitFor<T>(check: () => Promise<T | undefined>, options: WaitOptions): Promise<T> {
-  const deadline = Date.now() + options.timeoutMs;
-  let lastError = 'not ready';
-  for (;;) {
-    if (options.pid !== undefined && !isAlive(options.pid)) {
-      throw new StartError(options.part, 'process exited', options.log);
-    }
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
-    }
-    if (Date.now() > deadline) {
-      throw new StartError(
-        options.part,
-        `not healthy after ${options.timeoutMs / 1000} s (${lastError})`,
-        options.log,
-      );
-    }
-    await sleep(options.intervalMs ?? 250);
+  const { pid } = options;
+  try {
+    return await eventually(options.part, check, {
+      timeoutMs: options.timeoutMs,
+      intervalMs: options.intervalMs ?? 250,
+      unless: () => (pid !== undefined && !isAlive(pid) ? 'process exited' : undefined),
+    });
+  } catch (error) {
+    if (!(error instanceof WaitError)) throw error;
+    throw new StartError(
+      options.part,
+      error.kind === 'impossible'
+        ? (error.detail ?? 'process exited')
+        : `not healthy after ${options.timeoutMs / 1000} s (${error.detail ?? 'not ready'})`,
+      options.log,
+    );
   }
 }

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { pluginNodeFlags } from '../../scripts/package.ts';
 import { type BuiltBinaries, buildAll, cacheDir, moduleDir } from '../env/build.ts';
 import { versions } from '../env/versions.ts';
+import { addressViolations } from './addresses.ts';
 import { type ArgoCdState, startArgoCd } from './argocd.ts';
 import { Kubectl } from './kubectl.ts';
 import {
@@ -42,7 +43,13 @@ import {
   type Zone,
   zonesFor,
 } from './manifests.ts';
-import { machinePodAddress } from './pod-network.ts';
+import {
+  createPodNetwork,
+  netnsPath,
+  type PodNetwork,
+  pruneStalePodNetworks,
+  removePodNetwork,
+} from './pod-network.ts';
 import { freePort, isPortFree } from './ports.ts';
 import {
   type DaemonRecord,
@@ -81,6 +88,8 @@ export interface SandboxOptions {
   log?: (line: string) => void;
   /** Aborting stops the start: what was started is torn down (Ctrl-C). */
   signal?: AbortSignal;
+  /** The process this sandbox belongs to (its state folder's owner.pid, test/sandbox/helper.ts); default this one. */
+  owner?: number;
   /**
    * Put the fault proxy (test/sandbox/fault-proxy.ts) between the plugin processes and the API server:
    * the controller's environment gets KUBECONFIG=<state>/plugin-kubeconfig (pointing at the proxy), which
@@ -113,9 +122,10 @@ export interface SandboxOptions {
    */
   zoneClusters?: number;
   /**
-   * The zone clusters' Pods get this machine's first non-loopback IPv4 address (test/sandbox/pod-network.ts) and
-   * their data planes listen there too, so that kube-apiserver, which refuses to proxy to loopback, reaches them
-   * through the pod proxy subresource. Start fails when the machine has no such address. Default off (127.0.0.1).
+   * The zone clusters' Pods get an address inside a network namespace the sandbox makes (test/sandbox/pod-network.ts:
+   * `ip netns` and a veth pair on a private /30) and their data planes' ports are forwarded there, so that
+   * kube-apiserver, which refuses to proxy to loopback, reaches them through the pod proxy subresource. Needs root
+   * and iproute2; start fails saying so otherwise. Default off (127.0.0.1).
    */
   zonePodNetwork?: boolean;
 }
@@ -160,6 +170,10 @@ export interface SandboxState {
   argocd?: ArgoCdState;
   /** With the zoneClusters option: the zone clusters, in zone order. */
   zoneClusters?: ZoneClusterState[];
+  /** With the zonePodNetwork option: the network namespace holding the zone clusters' Pod IP (removed by down). */
+  podNetwork?: PodNetwork;
+  /** Seconds this start spent building missing binaries (0 when the cache had them all). */
+  buildSeconds?: number;
   /** The process group of the process that started it: npm test stops a phase by its group, then takes down
    *  the sandboxes that group started (their daemons run in groups of their own). */
   processGroup?: number;
@@ -171,6 +185,44 @@ export function defaultStateDir(): string {
 
 function stateFile(stateDir: string): string {
   return join(stateDir, 'state.json');
+}
+
+const ownerFile = 'owner.pid';
+
+/** Records the process a sandbox belongs to: while it lives, nothing prunes the folder (test/sandbox/helper.ts). */
+export function writeOwner(stateDir: string, pid: number): void {
+  writeFileSync(join(stateDir, ownerFile), `${pid}\n`);
+}
+
+/** The owner's pid, or undefined when the folder has none (yet, or from before owner files). */
+export function readOwner(stateDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(stateDir, ownerFile), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const buildTimeoutVariable = 'VMZONES_SANDBOX_BUILD_TIMEOUT_SECONDS';
+const defaultBuildTimeoutSeconds = 1080;
+
+/**
+ * The bound of each binary's build inside a sandbox start: 18 minutes, above the slowest measured (a cold Argo CD
+ * build, 969 s on a loaded machine) and under npm test's 20-minute limit per test and hook (scripts/test.ts), so a
+ * starved build fails naming the binary and its time rather than as a bare test timeout.
+ */
+export function sandboxBuildTimeoutSeconds(): number {
+  const raw = process.env[buildTimeoutVariable];
+  if (raw === undefined || raw === '') return defaultBuildTimeoutSeconds;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new StartError(
+      'sandbox',
+      `${buildTimeoutVariable} must be a positive number of seconds, not "${raw}"`,
+    );
+  }
+  return seconds;
 }
 
 export function readState(stateDir = defaultStateDir()): SandboxState | undefined {
@@ -395,8 +447,11 @@ export interface ClusterDaemonOptions {
   kubeconfig: string;
   /** "sandbox" for the hub; else the cluster's name, which prefixes its daemons, logs and state. */
   name: string;
-  /** The address the simulated kubelet gives every Pod, where the data plane listens too; default 127.0.0.1. */
-  podIP?: string;
+  /**
+   * The pod network (test/sandbox/pod-network.ts): the simulated kubelet gives every Pod its address, and the data
+   * plane forwards each process's port there from inside the namespace. Default: Pods at 127.0.0.1.
+   */
+  podNetwork?: Pick<PodNetwork, 'podAddress' | 'netns'>;
 }
 
 function clusterPrefix(name: string): string {
@@ -465,7 +520,7 @@ export async function startNodeDaemons(
       `--kubeconfig=${kubeconfig}`,
       `--node=${nodeName}`,
       '--played-images=victoriametrics/operator:config-reloader',
-      ...(options.podIP === undefined ? [] : [`--pod-ip=${options.podIP}`]),
+      ...(options.podNetwork === undefined ? [] : [`--pod-ip=${options.podNetwork.podAddress}`]),
     ],
     log: join(logDir, `${prefix}kubelet-sim.log`),
   });
@@ -550,7 +605,9 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
       endpointsFile: options.endpointsFile,
       mode: operatorMode === 'real' ? 'dataplane' : 'operator',
       publish: options.publish ?? [],
-      ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
+      ...(options.podNetwork === undefined
+        ? {}
+        : { podIP: options.podNetwork.podAddress, podNetns: netnsPath(options.podNetwork) }),
     }),
   );
   if (operatorMode === 'real') {
@@ -627,11 +684,22 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const logDir = join(stateDir, 'logs');
   const pkiDir = join(stateDir, 'pki');
   mkdirSync(logDir, { recursive: true });
+  // First thing in the folder: the process starting this sandbox, so that a prune never takes a sandbox that is
+  // still starting (its state.json comes only after the build, which can take many minutes; test/sandbox/helper.ts).
+  writeOwner(stateDir, options.owner ?? process.pid);
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
   const withArgoCd = options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1';
-  // Argo CD is built only by a sandbox that starts it (npm test's build phase leaves it to the GitOps file).
-  const binaries = buildAll(withArgoCd ? {} : { except: ['argocd'] });
+  // Argo CD is built only by a sandbox that starts it (npm test's build phase leaves it to the GitOps file). A build
+  // here runs inside a test: bounded, so a stuck or starved build fails naming the binary and its time.
+  const buildStarted = Date.now();
+  const bound = {
+    timeoutMs: sandboxBuildTimeoutSeconds() * 1000,
+    boundBy: `${buildTimeoutVariable}, default ${defaultBuildTimeoutSeconds} s`,
+  };
+  const binaries = buildAll(withArgoCd ? bound : { ...bound, except: ['argocd'] });
+  const buildSeconds = (Date.now() - buildStarted) / 1000;
+  if (buildSeconds >= 1) log(`binaries built in ${buildSeconds.toFixed(1)} s`);
   const zoneClusters = options.zoneClusters ?? 0;
   const zones = zonesFor(options.zones ?? (zoneClusters > 0 ? zoneClusters + 1 : 2), options.zoneKind);
   if (zoneClusters > zones.length || (zoneClusters > 0 && operatorMode !== 'real')) {
@@ -684,6 +752,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     daemons: [],
     endpointsFile: join(stateDir, 'endpoints.json'),
     processGroup: processGroupOf(process.pid),
+    buildSeconds,
   };
   writeState(state);
 
@@ -789,7 +858,18 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       log(
         `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
       );
-      const podIP = options.zonePodNetwork === true ? machinePodAddress() : undefined;
+      let podNetwork: PodNetwork | undefined;
+      if (options.zonePodNetwork === true) {
+        // Owned by the hub's etcd, the first daemon a sandbox starts and the last it stops: a namespace whose owner
+        // is gone belongs to a sandbox that no longer runs, and the next start with a pod network removes it.
+        const owner = state.daemons.find((d) => d.name === 'etcd');
+        if (owner === undefined) throw new StartError('pod network', 'the hub etcd is not recorded');
+        for (const removed of pruneStalePodNetworks(isAlive)) log(`removed the stale pod network ${removed}`);
+        podNetwork = createPodNetwork(owner.pid);
+        state.podNetwork = podNetwork;
+        writeState(state);
+        log(`pod network ${podNetwork.netns}: Pods at ${podNetwork.podAddress} (${podNetwork.subnet})`);
+      }
       state.zoneClusters = await Promise.all(
         remoteZones.map((zone, i) =>
           startZoneCluster({
@@ -804,7 +884,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
             secretsNamespace: controllerNamespace,
             readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
             podRestartSeconds: options.podRestartSeconds ?? 10,
-            ...(podIP === undefined ? {} : { podIP }),
+            ...(podNetwork === undefined ? {} : { podNetwork }),
           }),
         ),
       );
@@ -874,6 +954,16 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         repoRoot,
       });
       writeState(state);
+    }
+    const stray = addressViolations(
+      [state, ...[state, ...(state.zoneClusters ?? [])].map((s) => readEndpoints(s))],
+      state.podNetwork === undefined ? [] : [state.podNetwork],
+    );
+    if (stray.length > 0) {
+      throw new StartError(
+        'sandbox',
+        `it hands out addresses outside loopback and its own network namespace: ${stray.join(', ')}`,
+      );
     }
     state.startSeconds = (Date.now() - started) / 1000;
     writeState(state);
@@ -949,6 +1039,7 @@ export async function crashAndRestartController(stateDir: string): Promise<Sandb
 async function stopAll(state: SandboxState): Promise<void> {
   // Reverse start order: the data plane and controllers go before the API server and etcd.
   for (const record of [...state.daemons].reverse()) await stopDaemon(record);
+  if (state.podNetwork !== undefined) removePodNetwork(state.podNetwork);
 }
 
 export interface DownReport {

@@ -16,6 +16,7 @@ import { versions } from '../env/versions.ts';
 import { clusterSecret } from '../unit/zones/memory-cluster.ts';
 import { Kubectl } from './kubectl.ts';
 import { namespace, vmCluster, vmNamespace, type Zone } from './manifests.ts';
+import type { PodNetwork } from './pod-network.ts';
 import { freePort } from './ports.ts';
 import type { DaemonRecord, DaemonSpec } from './processes.ts';
 import {
@@ -43,7 +44,7 @@ export interface ZoneClusterState {
   vminsertWriteUrl: string;
   /** The hub's VMUser reads the zone here (a static `targetRefs` URL). */
   vmselectUrl: string;
-  /** The address this cluster's Pods report, when not 127.0.0.1 (the zonePodNetwork option). */
+  /** The address this cluster's Pods report, when not 127.0.0.1: inside the sandbox's pod network namespace. */
   podIP?: string;
 }
 
@@ -63,8 +64,8 @@ export interface ZoneClusterOptions {
   secretsNamespace: string;
   readyTimeoutSeconds: number;
   podRestartSeconds: number;
-  /** The Pods' address (test/sandbox/pod-network.ts); default 127.0.0.1. */
-  podIP?: string;
+  /** The sandbox's pod network (test/sandbox/pod-network.ts); default: Pods at 127.0.0.1. */
+  podNetwork?: Pick<PodNetwork, 'podAddress' | 'netns'>;
 }
 
 export async function startZoneCluster(options: ZoneClusterOptions): Promise<ZoneClusterState> {
@@ -84,7 +85,7 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     logDir,
     kubeconfig,
     name,
-    ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
+    ...(options.podNetwork === undefined ? {} : { podNetwork: options.podNetwork }),
   };
   const node = await startNodeDaemons({ ...cluster, pkiDir });
   await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
@@ -127,6 +128,6 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     address,
     vminsertWriteUrl: `http://${address}:${insertPort}/insert/0/prometheus/api/v1/write`,
     vmselectUrl: `http://${address}:${selectPort}/`,
-    ...(options.podIP === undefined ? {} : { podIP: options.podIP }),
+    ...(options.podNetwork === undefined ? {} : { podIP: options.podNetwork.podAddress }),
   };
 }

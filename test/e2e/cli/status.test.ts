@@ -17,6 +17,7 @@ import {
   eventually,
   latencyOffset,
   ns,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   sandboxKube,
@@ -63,8 +64,10 @@ test('status --watch in a terminal follows a three-zone walk, marks the zone bei
   const name = 'walk';
   const initial = zoneSpec({});
   await sandbox.kubectl.apply([rolloutObject(name, initial, [{ pause: {} }])]);
-  await eventually(`${name}: the first revision to be Healthy`, async () =>
-    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    `${name}: the first revision to be Healthy`,
+    async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(kube, name) },
   );
 
   // zone-a 0..2, zone-b 3..4, a manual pause (5), zone-b's restoreReads (6), zone-c 7..9.

@@ -21,6 +21,7 @@ import {
   ns,
   pluginStatuses,
   type RolloutState,
+  rolloutCanProgress,
   rolloutState,
   routedZones,
   sandboxKube,
@@ -128,8 +129,7 @@ async function rolloutHealthy(revision: string): Promise<RolloutState> {
       const s = await rolloutState(kube, rolloutName);
       return s.status.phase === 'Healthy' && s.status.stableRS === revision ? s : undefined;
     },
-    300_000,
-    1000,
+    { timeoutMs: 300_000, intervalMs: 1000, unless: rolloutCanProgress(kube, rolloutName) },
   );
 }
 

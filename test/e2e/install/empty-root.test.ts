@@ -34,6 +34,7 @@ import {
   cluster,
   eventually,
   pluginStatuses,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   sandboxKube,
@@ -286,7 +287,7 @@ test('a three-zone change walks to Healthy under the chrooted controller, steps 
   await eventually(
     'revision 1 to be Healthy',
     async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
-    180_000,
+    { timeoutMs: 180_000, unless: rolloutCanProgress(kube, name) },
   );
   const first = (await rolloutState(kube, name)).status.currentPodHash;
   const change = { vmselect: { extraArgs: { 'search.maxQueryDuration': '45s' } } };

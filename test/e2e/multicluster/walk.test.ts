@@ -11,8 +11,8 @@
 //    zone-b are rolled back on their own clusters, zone-c never changes, every zone ends released, out of
 //    maintenance and serving reads.
 // 3. The drain gate of a zone whose vmagent runs in the zone's cluster (vmagent.cluster: cluster-b): the VMAgent
-//    reconciled by cluster-b's operator, its pod at the machine's non-loopback address (kube-apiserver will not
-//    proxy to loopback), scraped through cluster-b's API server pod proxy with the registered token; without
+//    reconciled by cluster-b's operator, its pod at an address inside the sandbox's own network namespace
+//    (test/sandbox/pod-network.ts: kube-apiserver will not proxy to loopback), scraped through cluster-b's API server pod proxy with the registered token; without
 //    `get` on `pods/proxy` it is not drained, naming the permission, and drained again once the grant is back.
 // 4. A read balancer in cluster-b beside the hub's (vmauth: [the hub's, {cluster: cluster-b, ...}]): zone-b leaves
 //    both and comes back to both, cluster-b's vmauth reload evidence fetched through its API server's pod proxy.
@@ -32,6 +32,7 @@ import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName, vminsertWriteUrl } from '../../sandbox/manifests.ts';
+import { inSubnet } from '../../sandbox/pod-network.ts';
 import { freePort } from '../../sandbox/ports.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 import { leftoversIn, samplesLost, specValue, zones } from '../reliability/support.ts';
@@ -40,6 +41,7 @@ import {
   eventually,
   ns,
   type RolloutState,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   runStatus,
@@ -143,8 +145,10 @@ async function leftovers(): Promise<string[]> {
 test('a commit walks zone-a (hub), zone-b and zone-c (zone clusters) to Healthy: reads never fail, no sample lost', async () => {
   const first = spec(undefined);
   await sandbox.kubectl.apply([rolloutObject(name, first, walkSteps(first))]);
-  await eventually('the first revision to be Healthy', async () =>
-    (await rolloutState(hub, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the first revision to be Healthy',
+    async () => ((await rolloutState(hub, name)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(hub, name) },
   );
   const finish = await probes();
   const doc = spec('6s');
@@ -166,8 +170,7 @@ test('a commit walks zone-a (hub), zone-b and zone-c (zone clusters) to Healthy:
         ? true
         : undefined;
     },
-    8 * 60_000,
-    500,
+    { timeoutMs: 8 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
   );
   const ended = Date.now();
   figures['walk (s)'] = Math.round((ended - started) / 100) / 10;
@@ -264,7 +267,15 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
   const started = Date.now();
   const zc = (sandbox.state.zoneClusters ?? []).find((c) => c.zone === 'zone-b');
   assert.ok(zc, 'zone-b is in a zone cluster');
-  assert.ok(zc.podIP, 'the zone clusters give their Pods a non-loopback address (zonePodNetwork)');
+  const podNetwork = sandbox.state.podNetwork;
+  assert.ok(
+    zc.podIP && podNetwork,
+    'the zone clusters give their Pods an address in the pod network (zonePodNetwork)',
+  );
+  assert.ok(
+    inSubnet(zc.podIP, podNetwork.subnet),
+    `Pod IP ${zc.podIP} inside ${podNetwork.netns} (${podNetwork.subnet})`,
+  );
   const b = new Kubectl(sandbox.kubectl.binary, zc.kubeconfig);
   // The registration is the plain one, in pod access `proxy` (the default: no annotation).
   const registration = await sandbox.kubectl.getJson<{ metadata: { annotations?: Record<string, string> } }>([
@@ -340,8 +351,10 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
   ];
   const proxyRollout = 'podproxy';
   await sandbox.kubectl.apply([rolloutObject(proxyRollout, doc, steps)]);
-  await eventually('the pod proxy Rollout’s first revision Healthy', async () =>
-    (await rolloutState(hub, proxyRollout)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the pod proxy Rollout’s first revision Healthy',
+    async () => ((await rolloutState(hub, proxyRollout)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(hub, proxyRollout) },
   );
 
   // Drained, with the evidence fetched through cluster-b's API server.
@@ -359,8 +372,7 @@ test('vmagentQueueDrained through cluster-b’s API server pod proxy: drained wi
         ? true
         : undefined;
     },
-    3 * 60_000,
-    1000,
+    { timeoutMs: 3 * 60_000, intervalMs: 1000, unless: rolloutCanProgress(hub, proxyRollout) },
   );
   figures['pod proxy: drained after (s)'] = Math.round((Date.now() - drainStarted) / 100) / 10;
   const after = await podProxyRequests(b);
@@ -504,8 +516,10 @@ test('a vmauth in cluster-b beside the hub’s: zone-b leaves both and comes bac
     stepsFor(doc, 'none').filter((s) => JSON.stringify(s).includes('"zone":"zone-b"'));
   const rollout = 'local-reads';
   await sandbox.kubectl.apply([rolloutObject(rollout, docOf(undefined), zoneBSteps(docOf(undefined)))]);
-  await eventually('the local-reads Rollout’s first revision Healthy', async () =>
-    (await rolloutState(hub, rollout)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the local-reads Rollout’s first revision Healthy',
+    async () => ((await rolloutState(hub, rollout)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(hub, rollout) },
   );
   const backends = readBackends(parseSpecDocument(JSON.stringify(docOf(undefined))), ns);
   const routedThere = async (kube: KubeObjects, user: string) =>
@@ -548,8 +562,7 @@ test('a vmauth in cluster-b beside the hub’s: zone-b leaves both and comes bac
       assert.notEqual(s.status.phase, 'Degraded', s.status.message);
       return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
     },
-    240_000,
-    1000,
+    { timeoutMs: 240_000, intervalMs: 1000, unless: rolloutCanProgress(hub, rollout) },
   );
   figures['local vmauth: zone-b walk (s)'] = Math.round((Date.now() - walkStarted) / 100) / 10;
   const hubRead = await hubReads.stop();

@@ -14,6 +14,7 @@ import { isAlive, tailLog } from '../../sandbox/processes.ts';
 import {
   eventually,
   type RolloutState,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   runStatus,
@@ -80,8 +81,10 @@ export async function stopProbes(): Promise<void> {
 export async function firstRevision(scene: Scene): Promise<unknown[]> {
   const first = zoneSpec({});
   await scene.sandbox.kubectl.apply([rolloutObject(rolloutName, first, stepsFor(first, 'none'))]);
-  await eventually('the first revision to be Healthy', async () =>
-    (await rolloutState(scene.kube, rolloutName)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the first revision to be Healthy',
+    async () => ((await rolloutState(scene.kube, rolloutName)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(scene.kube, rolloutName) },
   );
   return zoneValues(scene);
 }

@@ -18,6 +18,7 @@ import {
   eventually,
   latencyOffset,
   ns,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   routedZones,
@@ -145,7 +146,7 @@ async function healthyFirstRevision(name: string): Promise<object> {
   await eventually(
     `${name}: the first revision to be Healthy`,
     async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
-    controllerTimeoutMs,
+    { timeoutMs: controllerTimeoutMs, unless: rolloutCanProgress(kube, name) },
   );
   return first;
 }
@@ -166,7 +167,7 @@ test('promote --full during a pause after zone-a was changed: zone-a comes back 
           ? true
           : undefined;
       },
-      controllerTimeoutMs,
+      { timeoutMs: controllerTimeoutMs, unless: rolloutCanProgress(kube, name) },
     );
     report.push(
       `promote --full: every zone serving ${(await everyZoneServing(name)).toFixed(0)} s after Healthy`,

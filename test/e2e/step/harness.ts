@@ -16,10 +16,14 @@ import { type ZoneKindName, zoneKindOrDefault, zoneObjectRef } from '../../../pl
 import { type CanaryStep, renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
-import { eventually as waitUntil } from '../../sandbox/eventually.ts';
+import {
+  type EventuallyOptions,
+  type StillPossible,
+  eventually as waitUntil,
+} from '../../sandbox/eventually.ts';
 import type { Sandbox } from '../../sandbox/helper.ts';
 import { fetchFrom } from '../../sandbox/http.ts';
-import { type DaemonRecord, startDaemon } from '../../sandbox/processes.ts';
+import { type DaemonRecord, expectEnd, startDaemon } from '../../sandbox/processes.ts';
 
 export const ns = 'vm';
 
@@ -29,14 +33,28 @@ export function sandboxKube(sandbox: Sandbox): KubeObjects {
   return kubeObjects(kc);
 }
 
-/** The step tests wait longer by default: a zone walk includes restarts and vmauth reloads. */
+/** test/sandbox/eventually.ts's, waiting longer by default: a zone walk includes restarts and vmauth reloads. */
 export function eventually<T>(
   what: string,
   check: () => Promise<T | undefined>,
-  timeoutMs = 120_000,
-  intervalMs = 500,
+  timeoutOrOptions: number | EventuallyOptions = {},
+  intervalMs?: number,
 ) {
-  return waitUntil(what, check, timeoutMs, intervalMs);
+  const options = typeof timeoutOrOptions === 'number' ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
+  return waitUntil(what, check, { timeoutMs: 120_000, ...options }, intervalMs);
+}
+
+/**
+ * For a wait on a Rollout's progress (Healthy, a pause): it can no longer come once the Rollout is aborted or
+ * Degraded, and the wait fails at once naming the phase and the controller's message.
+ */
+export function rolloutCanProgress(kube: KubeObjects, name: string): StillPossible {
+  return async () => {
+    const s = await rolloutState(kube, name).catch(() => undefined);
+    if (s?.status.abort === true) return `Rollout ${name} was aborted: ${s.status.message ?? ''}`;
+    if (s?.status.phase === 'Degraded') return `Rollout ${name} is Degraded: ${s.status.message ?? ''}`;
+    return undefined;
+  };
 }
 
 /** The sandbox's three zones and their VMClusters (zoneSpec names the same). */
@@ -342,6 +360,7 @@ export async function crashController(sandbox: Sandbox, whileDown: () => Promise
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
   const cwd = readlinkSync(`/proc/${record.pid}/cwd`);
+  expectEnd(record.pid);
   process.kill(-record.pid, 'SIGKILL');
   await eventually(
     'the controller process group to die',
@@ -385,10 +404,14 @@ export async function parkedRollout(
   spec: SpecDocument,
 ): Promise<RolloutView> {
   await sandbox.kubectl.apply([rolloutObject(name, spec, [{ pause: {} }])]);
-  const first = await eventually(`${name}: first revision Healthy`, async () => {
-    const s = await rolloutState(kube, name);
-    return s.status.phase === 'Healthy' ? s : undefined;
-  });
+  const first = await eventually(
+    `${name}: first revision Healthy`,
+    async () => {
+      const s = await rolloutState(kube, name);
+      return s.status.phase === 'Healthy' ? s : undefined;
+    },
+    { unless: rolloutCanProgress(kube, name) },
+  );
   const zoneSteps = ['drainReads', 'apply', 'restoreReads'].map((action) => ({
     plugin: { name: 'vmzones/step', config: { zone, action } },
   }));

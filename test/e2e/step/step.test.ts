@@ -31,6 +31,7 @@ import {
   parkedRollout,
   pluginStatuses,
   type RolloutState,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   rolloutView,
@@ -96,8 +97,10 @@ test('bad input fails the step before anything changes: malformed spec, unknown 
   const name = 'refusals';
   const valid = zoneSpec({});
   await sandbox.kubectl.apply([rolloutObject(name, valid, [{ pause: {} }])]);
-  await eventually('the first revision to be Healthy', async () =>
-    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the first revision to be Healthy',
+    async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(kube, name) },
   );
   const drain = (zone: string) => [
     { plugin: { name: 'vmzones/step', config: { zone, action: 'drainReads' } } },
@@ -173,8 +176,10 @@ test('three zones walk drainReads → apply → restoreReads under the real cont
   const name = 'zones';
   const first = zoneSpec({});
   await sandbox.kubectl.apply([rolloutObject(name, first, stepsFor(first, 'none'))]);
-  await eventually('the first revision (no steps run) to be Healthy', async () =>
-    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    'the first revision (no steps run) to be Healthy',
+    async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(kube, name) },
   );
   const generations = await Promise.all(
     zones.map(async (z) => (await cluster(kube, z.vmcluster)).metadata.generation),
@@ -241,8 +246,7 @@ test('three zones walk drainReads → apply → restoreReads under the real cont
       const s = await rolloutState(kube, name);
       return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
     },
-    300_000,
-    1000,
+    { timeoutMs: 300_000, intervalMs: 1000, unless: rolloutCanProgress(kube, name) },
   );
   const walkSeconds = (Date.now() - walkStarted) / 1000;
   const reads = await prober.stop();
@@ -287,8 +291,10 @@ test('abort after zone two rolls zones one and two back and restores their reads
   const name = 'aborted';
   const initial = zoneSpec({});
   await sandbox.kubectl.apply([rolloutObject(name, initial, [{ pause: {} }])]);
-  await eventually(`${name}: the first revision to be Healthy`, async () =>
-    (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+  await eventually(
+    `${name}: the first revision to be Healthy`,
+    async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+    { unless: rolloutCanProgress(kube, name) },
   );
   const valuesBefore = await Promise.all(zones.map((z) => specValue(z.vmcluster)));
   const cBefore = await cluster(kube, 'vm-zone-c');

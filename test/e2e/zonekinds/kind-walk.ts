@@ -21,6 +21,7 @@ import {
   eventually,
   ns,
   pluginStatuses,
+  rolloutCanProgress,
   rolloutObject,
   rolloutState,
   routedZones,
@@ -102,10 +103,14 @@ export function kindWalkTests(k: KindWalk): void {
       renderSteps(parseSpecDocument(stringify(spec)), { pauseBetweenZones: 'none' });
     const first = specOf({});
     await sandbox.kubectl.apply([rolloutObject(name, first, steps(first))]);
-    const initial = await eventually('the first revision (no steps run) to be Healthy', async () => {
-      const s = await rolloutState(kube, name);
-      return s.status.phase === 'Healthy' ? s : undefined;
-    });
+    const initial = await eventually(
+      'the first revision (no steps run) to be Healthy',
+      async () => {
+        const s = await rolloutState(kube, name);
+        return s.status.phase === 'Healthy' ? s : undefined;
+      },
+      { unless: rolloutCanProgress(kube, name) },
+    );
     assert.deepEqual(
       await routedZones(kube, first),
       ['zone-a', 'zone-b', 'zone-c'],
@@ -130,8 +135,7 @@ export function kindWalkTests(k: KindWalk): void {
         if (s.status.phase === 'Degraded') throw new Error(`rollout Degraded: ${JSON.stringify(s.status)}`);
         return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
       },
-      600_000,
-      1000,
+      { timeoutMs: 600_000, intervalMs: 1000, unless: rolloutCanProgress(kube, name) },
     );
     const walkSeconds = (Date.now() - walkStarted) / 1000;
     const reads = await prober.stop();
@@ -190,8 +194,10 @@ export function kindWalkTests(k: KindWalk): void {
     const name = `${k.kind.toLowerCase()}-aborted`;
     const initial = specOf({});
     await sandbox.kubectl.apply([rolloutObject(name, initial, [{ pause: {} }])]);
-    await eventually(`${name}: the first revision to be Healthy`, async () =>
-      (await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined,
+    await eventually(
+      `${name}: the first revision to be Healthy`,
+      async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+      { unless: rolloutCanProgress(kube, name) },
     );
     const valuesBefore = await Promise.all(zones.map((z) => flagValue(z.vmcluster)));
     const cBefore = await cluster(kube, 'vm-zone-c', k.kind);

@@ -40,9 +40,10 @@ type Kubelet struct {
 	// operator's config-reloader: the sandbox's data plane reloads vmauth/vmagent); their
 	// readiness probes are not run.
 	PlayedImages []string
-	// PodIP, when set, is the address every Pod (and the Node) reports instead of DefaultPodIP: a
-	// non-loopback address of the machine, where the data plane also listens, so that kube-apiserver
-	// (which refuses to proxy to loopback) can reach the Pods through the pod proxy subresource.
+	// PodIP, when set, is the address every Pod (and the Node) reports instead of DefaultPodIP: the
+	// address inside the sandbox's pod network namespace (test/sandbox/pod-network.ts), where the data
+	// plane forwards its ports, so that kube-apiserver (which refuses to proxy to loopback) can reach
+	// the Pods through the pod proxy subresource.
 	PodIP        string
 	client       kubernetes.Interface
 	nodeName     string

@@ -38,10 +38,13 @@ type Config struct {
 	// Publish puts Services of this cluster on loopback addresses (published.go): the sandbox's stand-in for
 	// the LoadBalancer Services or Ingresses through which another cluster reaches a zone's vminsert and vmselect.
 	Publish []Published `json:"publish"`
-	// PodIP is the non-loopback address this cluster's simulated kubelet reports for every Pod (its --pod-ip):
-	// every process also listens there, so that a Pod's IP reaches the process it stands for, as kube-apiserver's
-	// pod proxy needs (it refuses loopback). Empty: loopback only.
-	PodIP string `json:"podIP"`
+	// PodIP is the address this cluster's simulated kubelet reports for every Pod (its --pod-ip), and PodNetns the
+	// network namespace it lives in (/run/netns/<name>, made by test/sandbox/pod-network.ts): every process's port
+	// is forwarded from PodIP inside that namespace to the process on loopback (podnet.go), so that a Pod's IP
+	// reaches the process it stands for, as kube-apiserver's pod proxy needs (it refuses loopback). Empty: loopback
+	// only. A PodIP without PodNetns is refused: the data plane listens nowhere outside loopback and the namespace.
+	PodIP    string `json:"podIP"`
+	PodNetns string `json:"podNetns"`
 }
 
 // Published is one Service on one address: requests to Address go to Service (e.g.
@@ -51,14 +54,10 @@ type Published struct {
 	Service string `json:"service"`
 }
 
-// listenArgs are a process's -httpListenAddr flags: loopback (where the simulator and the other processes reach
-// it), and the Pod IP when one is set (VictoriaMetrics takes the flag more than once).
+// listenArgs are a process's -httpListenAddr flags: loopback only (where the simulator and the other processes
+// reach it); the Pod IP reaches it through the pod network forwarder (podnet.go).
 func (c *Config) listenArgs(port int) []string {
-	args := []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port)}
-	if c.PodIP != "" {
-		args = append(args, fmt.Sprintf("-httpListenAddr=%s:%d", c.PodIP, port))
-	}
-	return args
+	return []string{fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port)}
 }
 
 func (c *Config) dataPlaneOnly() bool { return c.Mode == "dataplane" }
@@ -85,6 +84,9 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	if cfg.ReadyTimeoutSeconds <= 0 {
 		cfg.ReadyTimeoutSeconds = 80
+	}
+	if (cfg.PodIP == "") != (cfg.PodNetns == "") {
+		return nil, fmt.Errorf("%s: podIP and podNetns go together (the Pod IP exists only inside the namespace)", path)
 	}
 	if _, ok := cfg.Binaries[cfg.DefaultVersion]; !ok {
 		return nil, fmt.Errorf("defaultVersion %q has no binaries", cfg.DefaultVersion)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,8 @@ type Sim struct {
 	endpoints *endpoints
 
 	proxy *serviceProxy
+	// podNet forwards the Pod IP inside the pod network namespace to the processes (nil without Config.PodIP).
+	podNet *podNetwork
 
 	mu        sync.Mutex
 	processes map[string]*process // kind/key -> process
@@ -59,7 +62,12 @@ type Sim struct {
 }
 
 func New(cfg *Config, dyn dynamic.Interface, kube kubernetes.Interface) *Sim {
+	var podNet *podNetwork
+	if cfg.PodIP != "" {
+		podNet = &podNetwork{netns: cfg.PodNetns, ip: cfg.PodIP, listening: map[int]net.Listener{}}
+	}
 	return &Sim{
+		podNet:    podNet,
 		cfg:       cfg,
 		dyn:       dyn,
 		kube:      kube,
@@ -416,6 +424,11 @@ func (s *Sim) restart(ctx context.Context, gvr schema.GroupVersionResource, obj 
 	}
 	logPath := filepath.Join(s.cfg.LogDir, name+".log")
 	p := &process{name: name, binary: d.binary, args: d.args, logPath: logPath, health: fmt.Sprintf("http://127.0.0.1:%d/health", d.port), podUID: d.podUID}
+	if s.podNet != nil {
+		if err := s.podNet.forward(d.port); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.processes[procKey] = p
 	s.mu.Unlock()
