@@ -3,6 +3,8 @@
 // per walk, so the same seed draws the same plans (the timing of the sandbox still varies), and a history of what
 // was done, printed with every violation.
 
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { seededRandom } from '../fixtures/seeded-random.ts';
 import { type SoakRollout, soakRolloutNames, soakRollouts } from './topology.ts';
 
@@ -92,17 +94,39 @@ export function describePlan(plan: WalkPlan): string {
   return `walk ${plan.index}: ${plan.subject}${plan.contender ? ` with ${plan.contender} walking too` : ''}; ending ${plan.ending}${detail} at step ${plan.atStep} + ${(plan.delayMs / 1000).toFixed(1)} s`;
 }
 
-/** What happened, in order, with wall-clock times: printed with every violation so it can be read and replayed. */
+/**
+ * What happened, in order, with wall-clock times: each line printed as it happens and appended to a file (the whole
+ * history), so a violation can be read against it and replayed with the seed.
+ */
 export class History {
   readonly #lines: string[] = [];
+  readonly file: string;
+  /** Index of the first line of the current walk. */
+  #walkStart = 0;
+
+  constructor(file: string) {
+    this.file = file;
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, '');
+  }
 
   add(line: string): void {
     const entry = `${new Date().toISOString()} ${line}`;
     this.#lines.push(entry);
+    appendFileSync(this.file, `${entry}\n`);
     console.log(`[soak] ${entry}`);
+  }
+
+  startWalk(): void {
+    this.#walkStart = this.#lines.length;
   }
 
   get lines(): readonly string[] {
     return this.#lines;
+  }
+
+  /** The lines since the current walk started (earlier ones are printed above and kept in the file). */
+  get walkLines(): readonly string[] {
+    return this.#lines.slice(this.#walkStart);
   }
 }

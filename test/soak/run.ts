@@ -5,6 +5,7 @@
 //
 //   npm run soak -- --walks 10 --seed 7 [--minutes 30] [--budget 1]
 
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
@@ -15,6 +16,7 @@ import {
   startReadProber,
   startRoutingWatcher,
 } from '../e2e/step/harness.ts';
+import { cacheDir } from '../env/build.ts';
 import { type Sandbox, startSandbox } from '../sandbox/helper.ts';
 import { exportedSeqs, loadgenStatus } from '../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../sandbox/manifests.ts';
@@ -64,7 +66,9 @@ const leaseStallMs = readyTimeoutMs + 60_000;
 /** A zone out of reads under a dead holder's lease: the reconciler's pass (5 s) and watch caches, on a slow machine. */
 const deadHolderGraceMs = 60_000;
 
-const history = new History();
+const history = new History(
+  join(cacheDir(), 'soak', `seed-${seed}-${new Date().toISOString().replaceAll(':', '')}.log`),
+);
 const violations: (Violation & { walk: number })[] = [];
 let currentWalk = 0;
 
@@ -73,8 +77,8 @@ function report(v: Violation): void {
   console.log(
     [
       `[soak] VIOLATION ${new Date(v.at).toISOString()} seed ${seed} walk ${currentWalk} ${v.invariant}: ${v.detail}`,
-      '[soak] history so far:',
-      ...history.lines.map((l) => `[soak]   ${l}`),
+      `[soak] history so far (${history.lines.length} lines; earlier walks above and in ${history.file}), this walk:`,
+      ...history.walkLines.map((l) => `[soak]   ${l}`),
     ].join('\n'),
   );
 }
@@ -160,6 +164,7 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
     while (walks.length < maxWalks && Date.now() - started < maxMs) {
       const plan = planner.next();
       currentWalk = plan.index;
+      history.startWalk();
       history.add(describePlan(plan));
       const startSeq = (await loadgenStatus(sandbox)).lastSeq;
       const watcher = startRoutingWatcher(
@@ -272,6 +277,15 @@ async function podHash(kube: Injectors['kube'], rollout: SoakRollout): Promise<s
   return (object.status as { currentPodHash?: string } | undefined)?.currentPodHash;
 }
 
+/** `promise`, or an error naming what never came after `ms` (an ending's kubectl call, a restart). */
+function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not return within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 async function walk(
   plan: WalkPlan,
   injectors: Injectors,
@@ -303,81 +317,69 @@ async function walk(
   }
   const endedAt = Date.now();
   let faultsBefore: number | undefined;
-  let done = '';
-  switch (plan.ending) {
-    case 'finished':
-      done = 'left to finish';
-      break;
-    case 'abort':
-      await injectors.abort(plan.subject);
-      done = 'aborted';
-      break;
-    case 'promote-full':
-      await injectors.promoteFull(plan.subject);
-      done = 'promoted --full';
-      break;
-    case 'new-commit': {
-      const next = nextValue();
-      addKnown(plan.subject, next);
-      await injectors.commit(plan.subject, next);
-      done = `new commit → ${next}`;
-      break;
-    }
-    case 'revert-to-stable':
-      await injectors.revertToStable(plan.subject);
-      done = 'reverted to the stable template';
-      break;
-    case 'delete-recreate':
-      await injectors.deleteAndRecreate(plan.subject);
-      done = 'deleted and re-created from its stable template';
-      break;
-    case 'plugin-kill':
-      done = `step plugin SIGKILLed (${injectors.killPlugin()} processes)`;
-      break;
-    case 'controller-kill':
-      await injectors.crashController();
-      done = 'controller SIGKILLed and restarted';
-      break;
-    case 'vmauth-restart':
-      done = `vmauth SIGKILLed, answering again after ${((await injectors.restartVmauth()) / 1000).toFixed(1)} s`;
-      break;
-    case 'vmagent-restart':
-      done = `vmagent SIGKILLed, answering again after ${((await injectors.restartVmagent()) / 1000).toFixed(1)} s`;
-      break;
-    case 'foreign-edit': {
-      const foreignValue = nextValue();
-      const edited = await injectors.foreignEdit(plan.foreignOnWalkedField, foreignValue, () =>
-        routedZones(kube, observerSpec),
-      );
-      if (edited !== undefined && plan.foreignOnWalkedField) known[edited.zone]?.add(foreignValue);
-      done =
-        edited === undefined
+  const perform = async (): Promise<string> => {
+    switch (plan.ending) {
+      case 'finished':
+        return 'left to finish';
+      case 'abort':
+        await injectors.abort(plan.subject);
+        return 'aborted';
+      case 'promote-full':
+        await injectors.promoteFull(plan.subject);
+        return 'promoted --full';
+      case 'new-commit': {
+        const next = nextValue();
+        addKnown(plan.subject, next);
+        await injectors.commit(plan.subject, next);
+        return `new commit → ${next}`;
+      }
+      case 'revert-to-stable':
+        await injectors.revertToStable(plan.subject);
+        return 'reverted to the stable template';
+      case 'delete-recreate':
+        await injectors.deleteAndRecreate(plan.subject);
+        return 'deleted and re-created from its stable template';
+      case 'plugin-kill':
+        return `step plugin SIGKILLed (${injectors.killPlugin()} processes)`;
+      case 'controller-kill':
+        await injectors.crashController();
+        return 'controller SIGKILLed and restarted';
+      case 'vmauth-restart':
+        return `vmauth SIGKILLed, answering again after ${((await injectors.restartVmauth()) / 1000).toFixed(1)} s`;
+      case 'vmagent-restart':
+        return `vmagent SIGKILLed, answering again after ${((await injectors.restartVmagent()) / 1000).toFixed(1)} s`;
+      case 'foreign-edit': {
+        const foreignValue = nextValue();
+        const edited = await injectors.foreignEdit(plan.foreignOnWalkedField, foreignValue, () =>
+          routedZones(kube, observerSpec),
+        );
+        if (edited !== undefined && plan.foreignOnWalkedField) known[edited.zone]?.add(foreignValue);
+        return edited === undefined
           ? 'no zone out of reads within 60 s: nothing edited'
           : `someone else set ${plan.foreignOnWalkedField ? 'search.latencyOffset' : 'vmselect search.maxQueryDuration'}=${foreignValue} on ${edited.zone}`;
-      break;
+      }
+      case 'api-faults':
+        faultsBefore = (await injectors.control.stats()).faultsTotal;
+        await injectors.startApiFaults(plan.faultRate, plan.faultSeed);
+        return `API faults at ${(plan.faultRate * 100).toFixed(0)}% on`;
     }
-    case 'api-faults':
-      faultsBefore = (await injectors.control.stats()).faultsTotal;
-      await injectors.startApiFaults(plan.faultRate, plan.faultSeed);
-      done = `API faults at ${(plan.faultRate * 100).toFixed(0)}% on`;
-      break;
-  }
+  };
+  const done = await within(180_000, `the ending ${plan.ending} of walk ${plan.index}`, perform());
   history.add(`walk ${plan.index}: ${plan.ending} (${point}): ${done}`);
 
+  // The settle check reads the zones and Rollouts only (the invariants run on in the background).
+  const settleInputs = {
+    kube,
+    reads: { sent: 0, failed: 0, failures: [], backendErrors: 0 },
+    vmauthRestartingSince: () => false,
+    foreignGenerations: () => ({}),
+  };
   // Settled: every zone released, routed, operational, on a known value; both Rollouts Healthy or Degraded.
   let problems: string[] = ['not looked yet'];
   let settledAt: number | undefined;
   while (Date.now() - endedAt < settleBoundMs) {
     try {
-      const snapshot = await takeSnapshot(
-        {
-          kube,
-          reads: { sent: 0, failed: 0, failures: [], backendErrors: 0 },
-          vmauthRestartingSince: () => false,
-          foreignGenerations: () => ({}),
-        },
-        Date.now(),
-      );
+      const snapshot = await takeSnapshot(settleInputs, Date.now());
       problems = settleProblems(snapshot, known);
       const rolloutsDone = !problems.some((p) => p.startsWith(`${ns}/`));
       // API faults last until the walks end (or half the bound): the settling itself is watched without them.
@@ -409,15 +411,7 @@ async function walk(
     });
   }
   // The next walk starts from what the zones hold now: the value before its change, if it is rolled back.
-  const now = await takeSnapshot(
-    {
-      kube,
-      reads: { sent: 0, failed: 0, failures: [], backendErrors: 0 },
-      vmauthRestartingSince: () => false,
-      foreignGenerations: () => ({}),
-    },
-    Date.now(),
-  ).catch(() => undefined);
+  const now = await takeSnapshot(settleInputs, Date.now()).catch(() => undefined);
   for (const z of now?.zones ?? []) known[z.zone] = new Set([z.value]);
   return {
     outcome: `${outcome}; ${done}`,
