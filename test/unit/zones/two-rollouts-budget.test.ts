@@ -1,16 +1,8 @@
-// REPRODUCTION of a soak violation (issue 25), not part of `npm test`: it FAILS on today's code.
-//
-// Invariant `over-budget` (test/soak/invariants.ts): never more zones out of reads of one balancer than the budget,
-// today one per route. Two Rollouts whose zones overlap (the soak's soak-a walks zone-a, b, c; soak-b zone-c, d)
-// walk at the same time behind one VMUser: soak-b's drainReads takes zone-c out, then soak-a's drainReads takes
-// zone-a out as well, so the VMUser routes reads to fewer zones than the budget allows. drainReads checks the
-// disruption budget with `oneAtATime = false` (plugin/zones/drain-reads.ts → read-layer.ts layerDrainBlocker →
-// read-safety.ts drainBlocker): only that every other serving zone is healthy, not that no other zone is out.
-// Only the reconciler's rollbacks pass `oneAtATime = true` (plugin/zones/finish-zone.ts).
-//
-// Deterministic, on the in-memory API of the unit tests (no sandbox, no sleeps):
-//   node --test --test-reporter=spec test/soak/regressions/two-rollouts-over-budget.test.ts
-// Expected once fixed: soak-a's drainReads of zone-a waits (Running, "one zone at a time") while zone-c is out.
+// A soak finding (issue 25, docs/reliability.md "Randomized soak"): two Rollouts whose zones overlap walk at the
+// same time behind one VMUser. soak-b's drainReads took zone-c out, then soak-a's drainReads took zone-a out as well,
+// because drainReads checked the disruption budget without "one zone at a time" (only the reconciler's rollbacks
+// did). The budget is one zone out of reads per balancer, across Rollouts: the second drain waits, naming the zone
+// that holds it. Deterministic, on the in-memory API and the fake clock.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -20,16 +12,12 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
-import {
-  type MemoryCluster,
-  ns,
-  rolloutObject,
-  specDocument,
-  threeZones,
-  useVmauthFixture,
-} from '../../unit/zones/memory-cluster.ts';
+import { FakeClock } from '../fake-clock.ts';
+import type { MemoryKube } from '../kube/memory-kube.ts';
+import { ns, rolloutObject, specDocument, threeZones, useVmauthFixture } from './memory-cluster.ts';
 
-const vmauth = useVmauthFixture();
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
 
 /** The test spec document narrowed to `zones` (soak-b walks only the zones it names). */
 function specOf(zones: string[]): string {
@@ -38,7 +26,7 @@ function specOf(zones: string[]): string {
   return JSON.stringify(doc);
 }
 
-function routed(kube: MemoryCluster): string[] {
+function routed(kube: MemoryKube): string[] {
   const backends = readBackends(parseSpecDocument(specDocument()), ns);
   return zonesRoutedByVMUser(kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs, ns, backends);
 }
@@ -53,7 +41,13 @@ test('two Rollouts behind one VMUser: the second drainReads waits while another 
       specOf(['zone-b', 'zone-c']),
     ),
   );
-  const plugin = createZoneStepPlugin({ kube, reconciler: false, logger: silentLogger, inCallWaitMs: 1_000 });
+  const plugin = createZoneStepPlugin({
+    clock,
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs: 1_000,
+  });
   const drain = async (rollout: string, zone: string) => {
     const view = kube.getStored('Rollout', rollout, 'argoproj.io/v1alpha1') as unknown as RolloutView;
     let result = await plugin.run(view, {
