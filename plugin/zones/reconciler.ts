@@ -192,7 +192,7 @@ export class ZoneReconciler {
           await this.#refused(zone, err);
           continue;
         }
-        if (!this.#backoff.failed(id, errorMessage(err)).log) continue;
+        if (!this.#backoff.failed(id, errorMessage(err), false, isTransient(err)).log) continue;
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: id,
           error: errorMessage(err),
@@ -224,7 +224,8 @@ export class ZoneReconciler {
             await this.#refusals.report(kube, err, this.#clock.now());
             return [id, 'blocked'];
           }
-          if (!this.#backoff.failed(id, errorMessage(err), true).log) return [id, 'working'];
+          if (!this.#backoff.failed(id, errorMessage(err), true, isTransient(err)).log)
+            return [id, 'working'];
           (isTransient(err) ? this.#logger.info : this.#logger.warn).call(
             this.#logger,
             'reconciler: zone not advanced; retrying',

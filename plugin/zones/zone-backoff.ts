@@ -52,8 +52,21 @@ export class ZoneBackoff {
     reason: string,
     /** The failure was in advancing handed-over work (not in judging whether to take the zone over). */
     handedOver = false,
+    /** A transient fault (409, 429, 5xx, a timeout): the zone can progress, so it does not rest; only its reason
+     *  is kept, so that the warning is still said once per reason. */
+    transient = false,
   ): { log: boolean; failures: number; retryInMs: number } {
     const before = this.#failing.get(id);
+    if (transient) {
+      const failures = before?.failures ?? 0;
+      this.#failing.set(id, {
+        failures,
+        reason,
+        notBefore: before?.notBefore ?? this.#now(),
+        handedOver: before?.handedOver ?? handedOver,
+      });
+      return { log: before?.reason !== reason, failures, retryInMs: 0 };
+    }
     const failures = (before?.failures ?? 0) + 1;
     const retryInMs =
       failures === 1 ? 0 : Math.min(this.#maxDelayMs, this.#firstDelayMs * 2 ** Math.min(failures - 2, 30));

@@ -7,17 +7,14 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
-import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import {
   isLoopbackHost,
   minObserveCacheTtlMs,
   ObserveFlagError,
   parseObserveFlags,
 } from '../../../plugin/observe/flags.ts';
-import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
-import { rolloutObject, threeZones, useVmauthFixture } from '../zones/memory-cluster.ts';
+import { rolloutObject, stepPluginOf, threeZones, useVmauthFixture } from '../zones/memory-cluster.ts';
 
 const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
@@ -156,21 +153,9 @@ test('the zone-cluster role grants create on events.k8s.io Events only, the only
   // What a walk creates: drainReads and apply of one zone on the in-memory API.
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
-  const plugin = createZoneStepPlugin({
-    clock,
-    kube,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const step = (action: string) =>
-    plugin.run(kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
-      pluginName: 'vmzones/step',
-      config: { zone: 'zone-a', action },
-      status: undefined,
-    });
-  let drained = await step('drainReads');
-  for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step('drainReads');
+  const { run } = stepPluginOf(kube, clock);
+  const step = (action: string) => run('zone-a', action);
+  assert.equal((await step('drainReads')).phase, 'Successful');
   assert.equal((await step('apply')).phase, 'Successful');
   const created = kube.created.map((o) => `${o.apiVersion}/${o.kind}`);
   assert.ok(created.length > 0);

@@ -7,12 +7,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Logger, silentLogger } from '../../../plugin/goplugin/index.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
-import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { ZoneBackoff } from '../../../plugin/zones/zone-backoff.ts';
 import { FakeClock } from '../fake-clock.ts';
-import { rolloutObject, threeZones, useVmauthFixture } from './memory-cluster.ts';
+import { rolloutObject, stepPluginOf, threeZones, useVmauthFixture } from './memory-cluster.ts';
 
 const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
@@ -49,21 +47,9 @@ test('the backoff: next pass, then 10, 20, 40, 60, 60 s; a warning on the first 
 test('the reconciler rests a zone whose balancer it may not patch, warns once per reason, and finishes it later', async () => {
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
-  const plugin = createZoneStepPlugin({
-    clock,
-    kube,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const step = (action: string) =>
-    plugin.run(kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
-      pluginName: 'vmzones/step',
-      config: { zone: 'zone-a', action },
-      status: undefined,
-    });
-  let drained = await step('drainReads');
-  for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step('drainReads');
+  const { run } = stepPluginOf(kube, clock);
+  const step = (action: string) => run('zone-a', action);
+  const drained = await step('drainReads');
   assert.equal(drained.phase, 'Successful', drained.message);
   assert.equal((await step('apply')).phase, 'Successful');
   // promote --full with zone-a out of reads: the reconciler must put it back, which patches the VMUser.
@@ -168,4 +154,19 @@ test('a pass that keeps failing (the zones cannot be listed) is warned about onc
     ['403', '503'],
     warnings.join('\n'),
   );
+});
+
+test('a transient fault (409, 429, 5xx, timeout) never rests a zone; its warning is still said once per reason', () => {
+  let now = 0;
+  const backoff = new ZoneBackoff({ now: () => now });
+  for (let pass = 0; pass < 6; pass++) {
+    const { log, retryInMs } = backoff.failed('z', 'HTTP 503 from the API server', true, true);
+    assert.equal(retryInMs, 0, `pass ${pass}`);
+    assert.equal(log, pass === 0, `pass ${pass}: said once`);
+    now += 5_000;
+    assert.ok(backoff.due('z'), `pass ${pass}: tried at the next pass`);
+  }
+  // A lasting fault after them still rests the zone as before.
+  assert.equal(backoff.failed('z', 'forbidden', true).retryInMs, 0);
+  assert.equal(backoff.failed('z', 'forbidden', true).retryInMs, 10_000);
 });

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
 import { type Clock, silentLogger, systemClock } from '../../../plugin/goplugin/index.ts';
 import type { ClusterClients } from '../../../plugin/kube/cluster-registry.ts';
+import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
@@ -195,4 +196,36 @@ export async function untilSettled(reconciler: ZoneReconciler, passes = 10): Pro
     if (Object.values(progress).every((p) => p === 'done')) break;
   }
   return progress;
+}
+
+/**
+ * The step plugin of one Rollout (default `walk`) over `kube`, as the controller calls it: `call` one operation of
+ * a zone's action (with the previous status, as the controller passes it), `run` an action again while it says
+ * Running (up to 5 more calls, each given the status before it).
+ */
+export function stepPluginOf(
+  kube: MemoryKube,
+  clock: Clock,
+  { rollout = 'walk', inCallWaitMs = 1_000 }: { rollout?: string; inCallWaitMs?: number } = {},
+) {
+  const plugin = createZoneStepPlugin({ clock, kube, reconciler: false, logger: silentLogger, inCallWaitMs });
+  const view = () => kube.getStored('Rollout', rollout, 'argoproj.io/v1alpha1') as unknown as RolloutView;
+  const call = (
+    operation: 'run' | 'abort' | 'terminate',
+    zone: string,
+    action: string,
+    previous?: StepResult,
+  ): Promise<StepResult> =>
+    plugin[operation](view(), {
+      pluginName: 'vmzones/step',
+      config: { zone, action },
+      status: previous?.status,
+    });
+  const run = async (zone: string, action: string): Promise<StepResult> => {
+    let result = await call('run', zone, action);
+    for (let i = 0; i < 5 && result.phase === 'Running'; i++)
+      result = await call('run', zone, action, result);
+    return result;
+  };
+  return { plugin, call, run };
 }

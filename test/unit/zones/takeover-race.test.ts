@@ -5,13 +5,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
-import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
+import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { restoreZone } from '../../../plugin/vm/read-routing.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends, readBalancerConfigs } from '../../../plugin/zones/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
@@ -19,6 +18,7 @@ import {
   ns,
   rolloutObject,
   specDocument,
+  stepPluginOf,
   threeZones,
   untilSettled,
   useVmauthFixture,
@@ -35,32 +35,20 @@ function routed(kube: MemoryKube): string[] {
 function setup() {
   const kube = threeZones(vmauth.port);
   kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
-  const plugin = createZoneStepPlugin({
-    clock,
-    kube,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const step = (zone: string, action: string): Promise<StepResult> =>
-    plugin.run(kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView, {
-      pluginName: 'vmzones/step',
-      config: { zone, action },
-      status: undefined,
-    });
-  return { kube, step };
+  const { call, run } = stepPluginOf(kube, clock);
+  const step = (zone: string, action: string): Promise<StepResult> => call('run', zone, action);
+  return { kube, step, run };
 }
 
-async function drainAndApply(step: ReturnType<typeof setup>['step'], zone: string): Promise<void> {
-  let drained = await step(zone, 'drainReads');
-  for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step(zone, 'drainReads');
+async function drainAndApply(run: ReturnType<typeof setup>['run'], zone: string): Promise<void> {
+  const drained = await run(zone, 'drainReads');
   assert.equal(drained.phase, 'Successful', drained.message);
-  assert.equal((await step(zone, 'apply')).phase, 'Successful');
+  assert.equal((await run(zone, 'apply')).phase, 'Successful');
 }
 
 test("a new revision's drainReads takes the zone back while the reconciler checks its queues: the reconciler's restore loses, the zone stays out of reads and the walk goes on", async () => {
-  const { kube, step } = setup();
-  await drainAndApply(step, 'zone-c');
+  const { kube, step, run } = setup();
+  await drainAndApply(run, 'zone-c');
   // A new revision mid-walk: the reconciler finishes the zone the old walk left in hand.
   kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
   let takeover: StepResult | undefined;
@@ -95,8 +83,8 @@ test("a new revision's drainReads takes the zone back while the reconciler check
 });
 
 test('the reconciler started putting reads back first: the new walk waits for it instead of taking the zone', async () => {
-  const { kube, step } = setup();
-  await drainAndApply(step, 'zone-c');
+  const { kube, step, run } = setup();
+  await drainAndApply(run, 'zone-c');
   kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
   // vmauth never proves the restore in this pass: the reconciler stops after its guarded restore write.
   const reconciler = new ZoneReconciler({ clock, kube, logger: silentLogger });
@@ -117,8 +105,8 @@ test('the reconciler started putting reads back first: the new walk waits for it
 });
 
 test('drainReads never reports drained on a proof of another routing: the zone put back while vmauth was checked keeps the step Running', async () => {
-  const { kube, step } = setup();
-  await drainAndApply(step, 'zone-c');
+  const { kube, step, run } = setup();
+  await drainAndApply(run, 'zone-c');
   kube.setStatus('Rollout', 'walk', { currentPodHash: 'rev-r3', currentStepIndex: 0 });
   kube.heldBack.add(`VMCluster ${ns}/vm-zone-c`);
   kube.setStatus('VMCluster', 'vm-zone-c', { updateStatus: 'expanding' });
