@@ -2,23 +2,10 @@
 // named. Each against vmauthReloadEvidence with /metrics pages served on loopback.
 
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { vmauthReloadEvidence } from '../../../plugin/vm/vmauth-reload.ts';
 import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
-
-const servers: Server[] = [];
-after(async () => {
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-});
-
-async function serve(page: string): Promise<number> {
-  const server = createServer((_request, response) => response.end(page));
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
+import { servePage } from './page-server.ts';
 
 const since = new Date('2026-05-01T12:00:00.400Z');
 const sinceSeconds = Math.floor(since.getTime() / 1000);
@@ -39,7 +26,7 @@ async function kubeWith(pages: string[]): Promise<MemoryKube> {
   const kube = new MemoryKube();
   let index = 0;
   for (const text of pages) {
-    kube.put(readyPod('vm', `vmauth-${index++}`, { app: 'vmauth' }, { http: await serve(text) }));
+    kube.put(readyPod('vm', `vmauth-${index++}`, { app: 'vmauth' }, { http: await servePage(text) }));
   }
   return kube;
 }

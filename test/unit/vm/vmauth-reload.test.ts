@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { crc32 } from 'node:zlib';
 import type { ClusterRegistration } from '../../../plugin/kube/cluster-registry.ts';
 import { vmauthReloadEvidence, vmauthReloadStamps } from '../../../plugin/vm/vmauth-reload.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
-
-const servers: Server[] = [];
-after(async () => {
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-});
-
-/** Serves a fixed /metrics page; returns its port. */
-async function serve(page: string): Promise<number> {
-  const server = createServer((_request, response) => response.end(page));
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
+import { pageServers, servePage } from './page-server.ts';
 
 const since = new Date('2026-05-01T12:00:00.400Z');
 const sinceSeconds = Math.floor(since.getTime() / 1000);
@@ -44,7 +32,7 @@ async function kubeWith(pages: string[], extra: (kube: MemoryKube) => void = () 
   const kube = new MemoryKube();
   let index = 0;
   for (const page of pages) {
-    kube.put(readyPod('vm', `vmauth-${index++}`, labels, { http: await serve(page) }));
+    kube.put(readyPod('vm', `vmauth-${index++}`, labels, { http: await servePage(page) }));
   }
   extra(kube);
   return kube;
@@ -185,8 +173,8 @@ test('unreachable: a pod not Ready or not answering, or no pod at all, is never 
     /1 of 2 vmauth pods could not be checked: vm\/vmauth-9: pod vm\/vmauth-9 is not Ready/,
   );
 
-  const closedPort = await serve('');
-  servers.pop()?.close();
+  const closedPort = await servePage('');
+  pageServers.pop()?.close();
   const silent = new MemoryKube().put(readyPod('vm', 'vmauth-0', labels, { http: closedPort }));
   const second = await vmauthReloadEvidence(silent, selection, since);
   assert.equal(second.state, 'unreachable');
@@ -204,8 +192,8 @@ test("the config-reloader's content hash: equal to the Secret's CRC32 is evidenc
     const kube = new MemoryKube().put(secret('vm', 'vmauth-config-main', { 'config.yaml.gz': config }));
     kube.put(
       readyPod('vm', 'vmauth-0', labels, {
-        http: await serve(vmauthPage('v1.151.0', { successful: 1, at: vmauthAt })),
-        'reloader-http': await serve(`configreloader_reload_content_hash{key="main"} ${reloaderHash}\n`),
+        http: await servePage(vmauthPage('v1.151.0', { successful: 1, at: vmauthAt })),
+        'reloader-http': await servePage(`configreloader_reload_content_hash{key="main"} ${reloaderHash}\n`),
       }),
     );
     return kube;
@@ -252,7 +240,7 @@ async function podProxyServer(
     }
     response.end(pages[match[1] as string] ?? '');
   });
-  servers.push(server);
+  pageServers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
@@ -287,7 +275,7 @@ test("a vmauth in a registered cluster in pod access proxy is scraped through th
   const direct = Object.assign(new MemoryKube(), {
     registration: { ...zoneCluster(proxy.server), podAccess: 'direct' as const },
   });
-  direct.put(readyPod('vm', 'vmauth-0', labels, { http: await serve(page) }));
+  direct.put(readyPod('vm', 'vmauth-0', labels, { http: await servePage(page) }));
   assert.equal((await vmauthReloadEvidence(direct, selection, since)).state, 'reloaded');
   assert.equal(proxy.seen.length, 2, 'the direct scrape did not go through the API server');
 });

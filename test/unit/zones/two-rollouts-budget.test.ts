@@ -6,15 +6,19 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { silentLogger } from '../../../plugin/goplugin/index.ts';
-import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
-import { ns, rolloutObject, specDocument, threeZones, useVmauthFixture } from './memory-cluster.ts';
+import {
+  ns,
+  rolloutObject,
+  specDocument,
+  stepPluginOf,
+  threeZones,
+  useVmauthFixture,
+} from './memory-cluster.ts';
 
 const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
@@ -41,33 +45,9 @@ test('two Rollouts behind one VMUser: the second drainReads waits while another 
       specOf(['zone-b', 'zone-c']),
     ),
   );
-  const plugin = createZoneStepPlugin({
-    clock,
-    kube,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-  });
-  const drain = async (rollout: string, zone: string) => {
-    const view = kube.getStored('Rollout', rollout, 'argoproj.io/v1alpha1') as unknown as RolloutView;
-    let result = await plugin.run(view, {
-      pluginName: 'vmzones/step',
-      config: { zone, action: 'drainReads' },
-      status: undefined,
-    });
-    for (
-      let i = 0;
-      i < 5 && result.phase === 'Running' && !/one zone at a time/.test(result.message ?? '');
-      i++
-    ) {
-      result = await plugin.run(view, {
-        pluginName: 'vmzones/step',
-        config: { zone, action: 'drainReads' },
-        status: undefined,
-      });
-    }
-    return result;
-  };
+  // Each Rollout's drainReads, called again while Running as the controller would (stepPluginOf).
+  const drain = (rollout: string, zone: string) =>
+    stepPluginOf(kube, clock, { rollout }).run(zone, 'drainReads');
 
   const first = await drain('soak-b', 'zone-c');
   assert.equal(first.phase, 'Successful', first.message);
