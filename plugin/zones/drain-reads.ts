@@ -99,9 +99,6 @@ export async function drainReads(
         reads: target.reads,
         by,
         graceMs: target.drainGraceMs,
-        // One zone out of reads per balancer, across Rollouts (two Rollouts whose zones share a vmauth must not take
-        // two zones away at once: found by the soak, docs/reliability.md).
-        oneAtATime: true,
         mark: needsLease ? stepLeasePatch(target, now, by) : undefined,
       },
       cluster,

@@ -107,7 +107,6 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         reads,
         by: `rollback of ${describeHolder(handoff.holder)}`,
         graceMs: parseGoDurationMs(handoff.drainGracePeriod),
-        oneAtATime: true,
         mark:
           cluster.state.maintenance === undefined
             ? maintenancePatch(maintenanceRecord(zone, deps.now(), `rollback (${handoff.by})`))

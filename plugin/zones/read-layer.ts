@@ -108,16 +108,9 @@ export async function layerDrainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   layer: ReadLayer,
   zone: string,
-  oneAtATime: boolean,
 ): Promise<string | undefined> {
   for (const b of routingTo(layer, zone)) {
-    const blocker = await drainBlocker(
-      clusters,
-      b.config,
-      { ...b.routing, describe: b.describe },
-      zone,
-      oneAtATime,
-    );
+    const blocker = await drainBlocker(clusters, b.config, { ...b.routing, describe: b.describe }, zone);
     if (blocker !== undefined) return blocker;
   }
   return undefined;

@@ -7,23 +7,21 @@ import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { zoneKindOrDefault, zoneObjectRef } from '../vm/zone-kinds.ts';
 
 /**
- * Why `zone` must not leave the balancer now, or undefined. A zone disruption budget: every other zone that serves
- * reads must be operational (draining beside a broken zone would leave only broken ones serving), and with
- * `oneAtATime` no other zone may be out of reads already (the reconciler's rollbacks never take more zones away
- * than the rollout did). The last serving zone is refused by drainZone itself.
+ * Why `zone` must not leave the balancer now, or undefined. A zone disruption budget: no other zone may be out of
+ * reads already — whoever took it out, a step of any Rollout or the reconciler's rollback (two Rollouts whose zones
+ * share a vmauth must not take two zones away at once: found by the soak, docs/reliability.md) — and every other
+ * zone that serves reads must be operational (draining beside a broken zone would leave only broken ones serving).
+ * The last serving zone is refused by drainZone itself.
  */
 export async function drainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   reads: ReadBalancerConfig,
   routing: ReadRouting,
   zone: string,
-  oneAtATime: boolean,
 ): Promise<string | undefined> {
-  if (oneAtATime) {
-    const out = Object.keys(routing.drained).filter((z) => z !== zone);
-    if (out.length > 0) {
-      return `zone ${out.join(', ')} is already out of reads through ${routing.describe}; one zone at a time`;
-    }
+  const out = Object.keys(routing.drained).filter((z) => z !== zone);
+  if (out.length > 0) {
+    return `zone ${out.join(', ')} is already out of reads through ${routing.describe}; one zone at a time`;
   }
   for (const backend of reads.zones) {
     if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;

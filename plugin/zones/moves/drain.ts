@@ -43,8 +43,6 @@ export interface ZoneReads {
 
 export interface DrainRequest extends ZoneReads {
   graceMs: number;
-  /** The reconciler drains a zone only while no other zone is out of reads. */
-  oneAtATime: boolean;
   /** The guarded write that holds the zone before anything is drained (lease and/or maintenance mark), made
    *  only once the drain budget allows the drain; undefined when the zone is held already. */
   mark: ClusterPatch | undefined;
@@ -97,7 +95,7 @@ export async function drainReadsMove(
         layer,
       };
     }
-    const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.oneAtATime);
+    const blocker = await layerDrainBlocker(deps.clusters, layer, zone);
     if (blocker !== undefined) return { ...blocked(blocker, 'otherZones'), layer };
   }
   // A restore that was started and given up (its step failed, the walk was aborted) leaves its mark: a new drain
