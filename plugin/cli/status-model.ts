@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import type { KubeObject } from '../kube/objects.ts';
-import { deriveZoneStates, type ZoneStateName } from '../observe/zone-states.ts';
+import { deriveZoneStates, type ZoneDrift, type ZoneStateName } from '../observe/zone-states.ts';
 import {
   type RolloutObject,
   rolloutObjectSchema,
@@ -113,6 +113,8 @@ export interface ZoneStatus {
   message: string | undefined;
   /** After `promote --full`: the stable revision is not the one whose change the zone holds. */
   notChangedBy: string | undefined;
+  /** Serving, but not carrying the Rollout's stable spec (plugin/observe/zone-states.ts decides it). */
+  drift: ZoneDrift | undefined;
 }
 
 export type WalkOutcome = 'progressing' | 'paused' | 'healthy' | 'degraded' | 'aborted';
@@ -406,6 +408,7 @@ export function buildStatus(input: StatusInput): RolloutStatus {
           ? `${kind.kind} ${namespace}/${vmcluster} does not exist${registered === undefined ? '' : ` in cluster ${registered}`}`
           : message),
       notChangedBy,
+      drift: row?.drift,
     };
   });
 

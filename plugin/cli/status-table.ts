@@ -3,6 +3,7 @@
 // The zone being walked is marked `>>` with a progress bar of its steps (and, under --watch on a terminal, a
 // spinner); walked zones `ok`, zones whose steps were passed over (promote --full) `--`, zones no step walks `!!`.
 
+import { driftMessage } from '../observe/zone-states.ts';
 import type { RolloutStatus, ZoneStatus } from './status-model.ts';
 
 export interface TableOptions {
@@ -80,8 +81,14 @@ function gateCell(zone: ZoneStatus): string {
 
 function messageCell(zone: ZoneStatus): string {
   const text = (zone.message ?? '').replace(/\s+/g, ' ').trim();
-  if (zone.notChangedBy === undefined) return text || '-';
-  const note = `not changed by revision ${zone.notChangedBy}`;
+  // A drifted zone says what it lacks and how to walk it, which says more than whose change it holds.
+  const note =
+    zone.drift !== undefined
+      ? driftMessage(zone.drift)
+      : zone.notChangedBy === undefined
+        ? undefined
+        : `not changed by revision ${zone.notChangedBy}`;
+  if (note === undefined) return text || '-';
   return text === '' ? note : `${note}; ${text}`;
 }
 

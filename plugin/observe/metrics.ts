@@ -126,6 +126,13 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
     registers,
     collect,
   });
+  const drifted = new Gauge({
+    name: 'vmzones_zone_drifted',
+    help: "Does the serving zone's object differ from the stable spec of a Rollout naming it (1): no step changes it until a new revision walks it",
+    labelNames: zoneLabels,
+    registers,
+    collect,
+  });
   const snapshotOk = new Gauge({
     name: 'vmzones_zone_snapshot_success',
     help: 'Whether the latest listing of Rollouts and VMClusters succeeded (0: the zone metrics are absent)',
@@ -144,6 +151,7 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
     maintenance.reset();
     state.reset();
     since.reset();
+    drifted.reset();
     snapshotOk.set(snapshot.ok ? 1 : 0);
     snapshotAt.set(snapshot.takenAt.getTime() / 1000);
     if (!snapshot.ok) return;
@@ -159,6 +167,7 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
         rollout: row.rollout,
       };
       maintenance.set(labels, row.maintenance ? 1 : 0);
+      drifted.set(labels, row.drift === undefined ? 0 : 1);
       for (const name of zoneStateNames) state.set({ ...labels, state: name }, name === row.state ? 1 : 0);
       const at = row.since === undefined ? Number.NaN : Date.parse(row.since);
       if (row.state !== 'serving' && !Number.isNaN(at)) since.set(labels, at / 1000);

@@ -13,8 +13,9 @@ import {
 } from '../rollouts/rollout-object.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKindName, zoneKindOf } from '../vm/zone-kinds.ts';
-import { parseSpecDocument, specAnnotation, zoneWorkload } from '../zones/spec.ts';
+import { parseSpecDocument, specAnnotation, type ZoneSpecDocument, zoneWorkload } from '../zones/spec.ts';
 import { maintenanceOf } from '../zones/state/maintenance.ts';
+import { fieldsNotCarried } from '../zones/state/spec-drift.ts';
 import {
   handoffAnnotation,
   maintenanceAnnotation,
@@ -63,6 +64,28 @@ export interface ZoneRow {
     | undefined;
   /** Every Rollout whose spec document names this VMCluster. */
   rollouts: string[];
+  /** A serving zone whose object does not carry the stable spec of a Rollout that names it (driftMessage). */
+  drift: ZoneDrift | undefined;
+}
+
+/** The zone serves reads, but its object does not carry what the Rollout's stable revision says. */
+export interface ZoneDrift {
+  /** `namespace/name` of the Rollout, settled at its stable revision. */
+  rollout: string;
+  revision: string;
+  /** The fields (`spec.a.b`) that differ from its spec document; names only. */
+  fields: string[];
+}
+
+/** The one wording of a drifted zone, with how to walk it: for `vmzones status`, /status readers and docs. */
+export function driftMessage(drift: ZoneDrift): string {
+  const shown = drift.fields.slice(0, 3).join(', ');
+  const more = drift.fields.length > 3 ? ` and ${drift.fields.length - 3} more` : '';
+  return (
+    `drifted from the stable spec of Rollout ${drift.rollout} (revision ${drift.revision}): ${shown}${more} ` +
+    'not as its spec document says; no step brings it there until a new revision walks the zone (a change of ' +
+    'the Rollout\'s pod template, e.g. a commit to the spec document: docs/step-plugin.md, "Drifted from the stable spec")'
+  );
 }
 
 export interface ZoneStatesInput {
@@ -85,6 +108,7 @@ export interface ZoneStates {
 interface Named {
   zone: string;
   rollout: string;
+  spec: ZoneSpecDocument;
 }
 
 // `Kind/namespace/name`, after `cluster/` for a registered cluster: a VMSingle and a VMCluster of one name in one
@@ -120,7 +144,7 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
       for (const [zone, entry] of Object.entries(spec.zones)) {
         const { kind, name } = zoneWorkload(entry);
         const key = objectKey(kind.kind, spec.namespace ?? rollout.metadata.namespace, name, entry.cluster);
-        named.set(key, [...(named.get(key) ?? []), { zone, rollout: id }]);
+        named.set(key, [...(named.get(key) ?? []), { zone, rollout: id, spec }]);
       }
     } catch (err) {
       problems.push(
@@ -181,6 +205,37 @@ function classify(
   return { state: 'drained', since: maintenance.since, reason };
 }
 
+/** The Rollout is at its stable revision, as the controller saw its latest spec: its pod template's spec
+ *  document is the stable spec (mid-walk or aborted it is the new revision's, which zones not yet walked lack). */
+function settledAtStable(rollout: RolloutObject): boolean {
+  const status = rollout.status;
+  if (status === undefined || status.abort === true) return false;
+  const observed = status.observedGeneration;
+  const seen = observed !== undefined && String(observed) === String(rollout.metadata.generation ?? observed);
+  return (
+    seen &&
+    status.stableRS !== undefined &&
+    status.stableRS !== '' &&
+    status.currentPodHash === status.stableRS
+  );
+}
+
+/** The first Rollout naming the zone, settled at its stable revision, whose spec the zone's object does not carry. */
+function driftOf(
+  names: readonly Named[],
+  byId: ReadonlyMap<string, RolloutObject>,
+  object: KubeObject,
+): ZoneDrift | undefined {
+  for (const named of names) {
+    const rollout = byId.get(named.rollout);
+    if (rollout === undefined || !settledAtStable(rollout)) continue;
+    const fields = fieldsNotCarried(named.spec, named.zone, rollout.metadata.namespace, object);
+    if (fields.length > 0)
+      return { rollout: named.rollout, revision: rollout.status?.stableRS ?? '', fields };
+  }
+  return undefined;
+}
+
 function vmclusterReadinessAt(readiness: VMClusterReadiness, generation: number): string {
   if (readiness.state !== 'ready') return readiness.state;
   return (readiness.observedGeneration ?? 0) >= generation ? 'ready' : 'progressing';
@@ -231,6 +286,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
       rollback: undefined,
       handoff: undefined,
       vmclusterStatus: undefined,
+      drift: undefined,
     };
     const unread = where === undefined ? undefined : input.unreadClusters?.[where];
     if (cluster === undefined) {
@@ -294,6 +350,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
       rollout: holderId ?? referencing[0] ?? '',
       ...classified,
       maintenance: classified.state !== 'serving',
+      drift: classified.state === 'serving' ? driftOf(names, byId, cluster) : undefined,
       lease: state.lease && {
         rollout: state.lease.rollout,
         revision: state.lease.revision,
