@@ -3,6 +3,7 @@
 // Everything is validated before anything is read; a problem names the field.
 
 import { z } from 'zod';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import {
   dns1123Label,
@@ -21,10 +22,10 @@ export const gatesProviderType = 'vmzones/gates';
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
 
-export class GateConfigError extends Error {
+export class GateConfigError extends CodedError {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
-    super(`invalid vmzones/gates config: ${problems.join('; ')}`);
+    super('GateConfigInvalid', `invalid vmzones/gates config: ${problems.join('; ')}`);
     this.name = 'GateConfigError';
     this.problems = problems;
   }

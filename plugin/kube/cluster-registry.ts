@@ -9,6 +9,7 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
 import { dns1123Label } from './names.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
@@ -36,9 +37,9 @@ export function clusterSecretsNamespace(args: readonly string[]): string | undef
 }
 
 /** A cluster name that is not registered, or a registration that cannot be used: a final failure of the step. */
-export class ClusterRegistryError extends Error {
+export class ClusterRegistryError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('ClusterUnusable', message);
     this.name = 'ClusterRegistryError';
   }
 }

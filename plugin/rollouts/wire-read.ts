@@ -1,6 +1,7 @@
 // Typed reads from decoded gob values. Absent fields are Go zero values (gob omits them); a field that is
 // present with an unexpected shape is a protocol error that names the Go path, never a silent default.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import {
   civilFromDays,
   decodeGoTime,
@@ -10,9 +11,9 @@ import {
   type GobValue,
 } from '../goplugin/gob/index.ts';
 
-export class WireShapeError extends Error {
+export class WireShapeError extends CodedError {
   constructor(path: string, expected: string, got: GobValue | undefined) {
-    super(`unexpected value at ${path}: expected ${expected}, got ${describe(got)}`);
+    super('ProtocolError', `unexpected value at ${path}: expected ${expected}, got ${describe(got)}`);
     this.name = 'WireShapeError';
   }
 }

@@ -473,7 +473,7 @@ describe('encoder state and errors', () => {
     for (const [schema, value, pattern] of bad) {
       assert.throws(
         () => e.encode(schema, value),
-        (err: unknown) => err instanceof GobError && err.code === 'encode' && pattern.test(err.message),
+        (err: unknown) => err instanceof GobError && err.kind === 'encode' && pattern.test(err.message),
         `${JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? String(v) : v))} should fail with ${pattern}`,
       );
     }
