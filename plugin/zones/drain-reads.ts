@@ -73,7 +73,6 @@ export async function drainReads(
           reason: 'ZoneLeaseRefused',
           action: 'DrainReads',
           note: refused,
-          warning: true,
           holder: target.who,
           zone,
           cluster: target.cluster,

@@ -338,7 +338,6 @@ export class RefusalReporter {
         reason: 'ZoneRecordRefused',
         action: 'Reconcile',
         note: refusal.message,
-        warning: true,
         holder: refusal.holder,
         zone: refusal.zone,
         cluster: refusal.place.ref,
