@@ -116,7 +116,10 @@ export class WireStruct {
     try {
       return JSON.parse(text);
     } catch (err) {
-      throw new Error(`invalid JSON at ${this.path}.${name}: ${(err as Error).message}`);
+      throw new CodedError(
+        'ProtocolError',
+        `invalid JSON at ${this.path}.${name}: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -170,7 +173,10 @@ function two(n: number): string {
 export function formatKubernetesTime(unixSeconds: bigint): string {
   const t = Number(unixSeconds);
   if (t < minKubernetesSeconds || t > maxKubernetesSeconds) {
-    throw new Error(`time out of the range Kubernetes can represent: ${unixSeconds} s since 1970`);
+    throw new CodedError(
+      'ProtocolError',
+      `time out of the range Kubernetes can represent: ${unixSeconds} s since 1970`,
+    );
   }
   // Computed directly: a Date object and toISOString per time were a tenth of a field-heavy Run.
   const days = Math.floor(t / 86400);
@@ -185,7 +191,10 @@ export function formatKubernetesTime(unixSeconds: bigint): string {
 export function unwrapInterface(body: GobValue, expectedName: string): WireStruct {
   if (!(body instanceof GobInterface)) throw new WireShapeError('args', `interface ${expectedName}`, body);
   if (body.name !== expectedName) {
-    throw new Error(`unexpected argument type ${JSON.stringify(body.name)} (expected ${expectedName})`);
+    throw new CodedError(
+      'ProtocolError',
+      `unexpected argument type ${JSON.stringify(body.name)} (expected ${expectedName})`,
+    );
   }
   return new WireStruct(body.value, expectedName);
 }
