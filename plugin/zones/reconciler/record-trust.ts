@@ -328,6 +328,7 @@ export class RefusalReporter {
       vmcluster: namespacedName(refusal.place.ref),
       ...(refusal.place.cluster === undefined ? {} : { cluster: refusal.place.cluster }),
       zone: refusal.zone,
+      code: refusal.code,
       problem: refusal.message,
     });
     if (kube === undefined) return;
