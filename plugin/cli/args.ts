@@ -2,9 +2,13 @@
 // `-o yaml|json` where the output is data, and the kubectl flags for commands that talk to Kubernetes.
 
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { CodedError } from '../goplugin/failure-codes.ts';
 
 /** A command line the CLI cannot run: exit 2, with the command's usage. */
-export class UsageError extends Error {
+export class UsageError extends CodedError {
+  constructor(message: string) {
+    super('UsageInvalid', message);
+  }
   override readonly name = 'UsageError';
 }
 

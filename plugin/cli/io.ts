@@ -2,6 +2,7 @@
 
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { CodedError } from '../goplugin/failure-codes.ts';
 
 export interface CliIo {
   out(text: string): void;
@@ -54,6 +55,9 @@ export function readInput(io: CliIo, path: string): string {
 }
 
 /** A file that cannot be read or written, or holds nothing the command can use: exit 1, one line. */
-export class InputError extends Error {
+export class InputError extends CodedError {
+  constructor(message: string) {
+    super('InputInvalid', message);
+  }
   override readonly name = 'InputError';
 }

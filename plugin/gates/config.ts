@@ -3,6 +3,7 @@
 // Everything is validated before anything is read; a problem names the field.
 
 import { z } from 'zod';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import {
   dns1123Label,
@@ -19,10 +20,10 @@ import { clusterNameSchema } from '../zones/spec.ts';
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
 
-export class GateConfigError extends Error {
+export class GateConfigError extends CodedError {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
-    super(`invalid ${gatesPluginName} config: ${problems.join('; ')}`);
+    super('GateConfigInvalid', `invalid ${gatesPluginName} config: ${problems.join('; ')}`);
     this.name = 'GateConfigError';
     this.problems = problems;
   }

@@ -3,6 +3,7 @@
 // VMAgent spec lists at that index. A pod whose process was started with another -remoteWrite.url order (the
 // spec was reordered, the pods still run the old args) is "not drained", saying that the order changed.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import type { ClusterRegistration } from '../kube/cluster-registry.ts';
 import { namespacedName } from '../kube/objects.ts';
 import { podScrapeFailure, podScrapeTarget } from '../vm/pod-proxy.ts';
@@ -16,9 +17,9 @@ import type { AgentTarget } from './drain-targets.ts';
 import type { GateContext } from './gate-reading.ts';
 import type { PodScrape } from './queue-drain.ts';
 
-class MalformedMetricsError extends Error {
+class MalformedMetricsError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('MetricsMalformed', message);
     this.name = 'MalformedMetricsError';
   }
 }

@@ -2,13 +2,14 @@
 // `vmzones.io/spec` document. The run the controller hands over carries no owner references, so the
 // AnalysisRun is read from the API server (the controller's service account may read it).
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import type { AnalysisRunView } from '../rollouts/types.ts';
 import { specFromAnnotations, type ZoneSpecDocument } from '../zones/spec.ts';
 
-export class GateSetupError extends Error {
+export class GateSetupError extends CodedError {
   constructor(problem: string) {
-    super(problem);
+    super('GateSetupInvalid', problem);
     this.name = 'GateSetupError';
   }
 }

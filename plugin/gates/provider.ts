@@ -13,6 +13,7 @@
 // Inconclusive with its last figures — the gate never said yes, so it must not count as a success.
 
 import type { z } from 'zod';
+import { type FailureCode, failureCodeOf } from '../goplugin/failure-codes.ts';
 import type { Logger } from '../goplugin/index.ts';
 import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
@@ -25,7 +26,13 @@ import type {
   MetricProvider,
   MetricView,
 } from '../rollouts/types.ts';
-import { type GateConfig, GateConfigError, gateTlsWarning, parseGateConfig } from './config.ts';
+import {
+  type GateConfig,
+  GateConfigError,
+  type GateName,
+  gateTlsWarning,
+  parseGateConfig,
+} from './config.ts';
 import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
 import type { GateContext, GateReading } from './gate-reading.ts';
@@ -43,7 +50,16 @@ export const metadataKeys = {
   readings: 'vmzones.io/readings',
   /** The gate's own state between readings (JSON), only while Running. */
   state: 'vmzones.io/state',
+  /** Why a measurement Failed or ended in Error, as a failure code (plugin/goplugin/failure-codes.ts). */
+  failureCode: 'vmzones.io/failure-code',
 } as const;
+
+/** What each gate's own `fail` verdict and its timeout mean, as failure codes. */
+const gateFailureCodes = {
+  vmclusterReady: { fail: 'ZoneFailed', timeout: 'ReadyTimeout' },
+  vmagentQueueDrained: { fail: 'DataLost', timeout: 'QueueNotDrained' },
+  vmauthReloaded: { fail: 'ReloadUnproven', timeout: 'ReloadUnproven' },
+} as const satisfies Record<GateName, { fail: FailureCode; timeout: FailureCode }>;
 
 /** Retry delay after a transient API error while waiting. */
 const transientRetryMs = 10_000;
@@ -181,22 +197,37 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
           phase: 'Failed',
           message: `timed out at ${knownDeadline} without an answer; the last reading failed: ${errorText(error)}`,
           value: previous.value ?? '',
-          metadata: { ...metadata, ...pick(previous.metadata, metadataKeys.gate) },
+          metadata: {
+            ...metadata,
+            ...pick(previous.metadata, metadataKeys.gate),
+            [metadataKeys.failureCode]: failureCodeOf(error),
+          },
         };
       }
-      return { ...started, phase: 'Error', message: errorMessage(error), metadata };
+      return {
+        ...started,
+        phase: 'Error',
+        message: errorMessage(error),
+        metadata: { ...metadata, [metadataKeys.failureCode]: errorCode(error) },
+      };
     }
 
     const deadline = startedAtMs + reading.timeoutMs;
     metadata[metadataKeys.deadline] = iso(deadline);
     const value = JSON.stringify(reading.figures);
-    const finished = (phase: MeasurementResult['phase'], message: string): MeasurementResult => ({
+    /** `code`: why a Failed or Error measurement ended (none for Successful and Inconclusive). */
+    const finished = (
+      phase: MeasurementResult['phase'],
+      message: string,
+      code?: FailureCode,
+    ): MeasurementResult => ({
       ...started,
       phase,
       message,
       value,
-      metadata,
+      metadata: code === undefined ? metadata : { ...metadata, [metadataKeys.failureCode]: code },
     });
+    const codes = gateFailureCodes[config.gate];
     const running = (message: string): MeasurementResult => ({
       ...started,
       phase: 'Running',
@@ -215,13 +246,19 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     const failureCondition = metric.failureCondition ?? '';
     if (successCondition === '' && failureCondition === '') {
       if (reading.verdict === 'pass') return finished('Successful', reading.message);
-      if (reading.verdict === 'fail') return finished('Failed', reading.message);
-      return timedOut ? finished('Failed', timeoutNote + reading.message) : running(reading.message);
+      if (reading.verdict === 'fail') return finished('Failed', reading.message, codes.fail);
+      return timedOut
+        ? finished('Failed', timeoutNote + reading.message, codes.timeout)
+        : running(reading.message);
     }
 
     const outcome = evaluateMetricConditions(reading.figures, { successCondition, failureCondition });
     if (outcome.phase === 'Error')
-      return finished('Error', outcome.message ?? 'the conditions could not be evaluated');
+      return finished(
+        'Error',
+        outcome.message ?? 'the conditions could not be evaluated',
+        'ConditionInvalid',
+      );
     if (outcome.phase === 'Successful') {
       return finished(
         'Successful',
@@ -231,13 +268,15 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     const failureHolds =
       failureCondition !== '' &&
       evaluateMetricConditions(reading.figures, { failureCondition }).phase === 'Failed';
-    if (failureHolds) return finished('Failed', `failureCondition is true: ${reading.message}`);
+    if (failureHolds)
+      return finished('Failed', `failureCondition is true: ${reading.message}`, 'ConditionFailed');
     if (reading.verdict !== 'fail' && !timedOut) {
       return running(`waiting for successCondition: ${reading.message}`);
     }
     return finished(
       outcome.phase,
       `${timedOut ? timeoutNote : ''}the conditions did not hold${outcome.phase === 'Inconclusive' ? ' (neither is true)' : ''}: ${reading.message}`,
+      outcome.phase !== 'Failed' ? undefined : reading.verdict === 'fail' ? codes.fail : 'ConditionFailed',
     );
   }
 
@@ -298,6 +337,10 @@ function storedState<T>(previous: MeasurementView | undefined, schema: z.ZodType
     throw new GateSetupError('the measurement carries no gate state this plugin version understands');
   }
   return parsed.data;
+}
+
+function errorCode(error: unknown): FailureCode {
+  return error instanceof SyntaxError ? 'GateSetupInvalid' : failureCodeOf(error);
 }
 
 function errorMessage(error: unknown): string {

@@ -15,6 +15,7 @@
 // Rounds are judged as given; the caller decides which rounds count (e.g. only those after the zone became
 // ready, via `notBefore`).
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { type QueueFigureName, type QueueMetricNames, queueSeriesName } from '../vm/remote-write.ts';
 import type { PodScrape } from './drain-state.ts';
 
@@ -105,9 +106,9 @@ export interface QueueDrainVerdict {
   readonly figures: QueueDrainFigures;
 }
 
-export class QueueDrainConfigError extends Error {
+export class QueueDrainConfigError extends CodedError {
   constructor(problem: string) {
-    super(`queue drain config: ${problem}`);
+    super('GateConfigInvalid', `queue drain config: ${problem}`);
     this.name = 'QueueDrainConfigError';
   }
 }

@@ -3,6 +3,8 @@
 // (exactly six fractional digits), or the whole line is treated as plain text at Debug level.
 // stdout is reserved for the handshake line, so nothing here ever touches it.
 
+import { CodedError } from './failure-codes.ts';
+
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -27,9 +29,9 @@ export interface LoggerOptions {
   readonly now?: () => Date;
 }
 
-export class LoggerConfigError extends Error {
+export class LoggerConfigError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('FlagInvalid', message);
     this.name = 'LoggerConfigError';
   }
 }

@@ -5,6 +5,7 @@
 // A corrupt gob stream or a malformed header makes the whole channel unusable: onFatal is called and the
 // server stops reading, because the host's rpc.Client for this channel is dead from then on anyway.
 
+import { CodedError } from './failure-codes.ts';
 import { GobDecoder, GobEncoder } from './gob/index.ts';
 import type { GobIgnoredFields, GobSchema, GobValue } from './gob/types.ts';
 import { GobInterface, GobOpaque } from './gob/types.ts';
@@ -12,17 +13,17 @@ import type { Logger } from './hclog.ts';
 import { silentLogger } from './hclog.ts';
 
 /** Thrown by a handler to answer with Response.Error = message (the Go method returned an error). */
-export class RpcServerError extends Error {
+export class RpcServerError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('ProtocolError', message);
     this.name = 'RpcServerError';
   }
 }
 
 /** The peer sent something that is valid gob but not a net/rpc request. */
-export class RpcProtocolError extends Error {
+export class RpcProtocolError extends CodedError {
   constructor(message: string) {
-    super(`net/rpc: ${message}`);
+    super('ProtocolError', `net/rpc: ${message}`);
     this.name = 'RpcProtocolError';
   }
 }

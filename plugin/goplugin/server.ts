@@ -11,6 +11,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
+import { CodedError } from './failure-codes.ts';
 import type { GobIgnoredFields } from './gob/index.ts';
 import type { Logger } from './hclog.ts';
 import { createLogger } from './hclog.ts';
@@ -56,9 +57,9 @@ export interface ServePluginOptions {
 }
 
 /** Bad environment or listener setup: reported on stderr, exit code 1. */
-export class PluginStartError extends Error {
+export class PluginStartError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('PluginStartFailed', message);
     this.name = 'PluginStartError';
   }
 }

@@ -5,6 +5,7 @@
 // multiplexer would wedge the host's calls.
 
 import type { Duplex } from 'node:stream';
+import { CodedError } from './failure-codes.ts';
 import type { Logger } from './hclog.ts';
 import { silentLogger } from './hclog.ts';
 
@@ -56,17 +57,17 @@ export function decodeFrameHeader(bytes: Uint8Array): FrameHeader {
 }
 
 /** The peer broke the yamux protocol; the session answers with GoAway(protocol error) and closes. */
-export class YamuxProtocolError extends Error {
+export class YamuxProtocolError extends CodedError {
   constructor(message: string) {
-    super(`yamux: ${message}`);
+    super('ProtocolError', `yamux: ${message}`);
     this.name = 'YamuxProtocolError';
   }
 }
 
 /** A write or read on a stream or session that is no longer usable. */
-export class YamuxClosedError extends Error {
+export class YamuxClosedError extends CodedError {
   constructor(message: string) {
-    super(`yamux: ${message}`);
+    super('ConnectionClosed', `yamux: ${message}`);
     this.name = 'YamuxClosedError';
   }
 }

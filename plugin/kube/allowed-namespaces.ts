@@ -6,6 +6,7 @@
 //   args: [..., /opt/vmzones/vmzones.mjs, --allowed-namespaces=monitoring,vm-shared]   (docs/deploy.md: all)
 //   args: [..., --allowed-namespaces=*]        # every namespace (the cluster-wide RBAC variant)
 
+import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
 import { dns1123Label } from './names.ts';
 
 const allowedNamespacesFlag = '--allowed-namespaces';
@@ -15,9 +16,9 @@ export type NamespaceAllowance =
   | { readonly all: true }
   | { readonly all: false; readonly extra: readonly string[] };
 
-export class NamespaceAllowanceError extends Error {
-  constructor(message: string) {
-    super(message);
+export class NamespaceAllowanceError extends CodedError {
+  constructor(message: string, code: FailureCode = 'NamespaceNotAllowed') {
+    super(code, message);
     this.name = 'NamespaceAllowanceError';
   }
 }
@@ -30,6 +31,7 @@ export function parseNamespaceAllowance(args: readonly string[]): NamespaceAllow
       if (!arg.includes('=')) {
         throw new NamespaceAllowanceError(
           `${allowedNamespacesFlag} needs a value: ${allowedNamespacesFlag}=ns1,ns2 or =*`,
+          'FlagInvalid',
         );
       }
       return arg.slice(arg.indexOf('=') + 1);
@@ -40,6 +42,7 @@ export function parseNamespaceAllowance(args: readonly string[]): NamespaceAllow
   if (bad.length > 0) {
     throw new NamespaceAllowanceError(
       `${allowedNamespacesFlag}: ${bad.map((name) => JSON.stringify(name)).join(', ')} is not a namespace name`,
+      'FlagInvalid',
     );
   }
   return { all: false, extra: [...new Set(names)].sort() };
@@ -84,6 +87,7 @@ export function parseWatchNamespaces(args: readonly string[]): string[] | undefi
   if (bad.length > 0 || names.length === 0) {
     throw new NamespaceAllowanceError(
       `${watchNamespacesFlag}: ${bad.length > 0 ? `${bad.map((n) => JSON.stringify(n)).join(', ')} is not a namespace name` : 'needs at least one namespace'}`,
+      'FlagInvalid',
     );
   }
   return names;
@@ -105,6 +109,7 @@ export function reconcilerNamespaces(
       `${allowedNamespacesFlag}=* lets steps act in every namespace, but ${watchNamespacesFlag}=${watch.join(',')} makes ` +
         `the reconciler look only there, so an ending elsewhere would never be finished: drop ${watchNamespacesFlag}, or ` +
         `list the namespaces in ${allowedNamespacesFlag}`,
+      'FlagInvalid',
     );
   }
   return [...new Set([...watch, ...allowance.extra])].sort();

@@ -8,6 +8,7 @@
 // them (errors name the cluster and the Secret, never a value).
 
 import { KubeConfig } from '@kubernetes/client-node';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { type ClusterRegistration, clusterConfigSchema } from './cluster-registration.ts';
 import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
 import { dns1123Label } from './names.ts';
@@ -37,9 +38,9 @@ export function clusterSecretsNamespace(args: readonly string[]): string | undef
 }
 
 /** A cluster name that is not registered, or a registration that cannot be used: a final failure of the step. */
-export class ClusterRegistryError extends Error {
+export class ClusterRegistryError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('ClusterUnusable', message);
     this.name = 'ClusterRegistryError';
   }
 }

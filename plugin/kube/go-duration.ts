@@ -1,6 +1,8 @@
 // Go's time.ParseDuration / Duration.String: Kubernetes and Argo Rollouts objects (metav1.Duration) and VictoriaMetrics
 // users write durations in Go's syntax ("30s", "1m30s", "500ms"), and the controller parses what we return the same way.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
+
 const unitNanos: Readonly<Record<string, bigint>> = {
   ns: 1n,
   us: 1_000n,
@@ -14,9 +16,9 @@ const unitNanos: Readonly<Record<string, bigint>> = {
 
 const maxNanos = (1n << 63n) - 1n;
 
-export class GoDurationError extends Error {
+export class GoDurationError extends CodedError {
   constructor(input: string, why: string) {
-    super(`invalid duration ${JSON.stringify(input)}: ${why}`);
+    super('SpecInvalid', `invalid duration ${JSON.stringify(input)}: ${why}`);
     this.name = 'GoDurationError';
   }
 }

@@ -2,6 +2,7 @@
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
 import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
 import type { ClusterRegistration } from './cluster-registration.ts';
 import { redactText } from './redact.ts';
 
@@ -48,12 +49,21 @@ export function describeRef(ref: ObjectRef): string {
 
 export type KubeErrorKind = 'notFound' | 'conflict' | 'forbidden' | 'invalid' | 'unavailable';
 
+/** The failure code of each kind of failed API call (plugin/goplugin/failure-codes.ts). */
+export const kubeErrorCodes = {
+  notFound: 'ObjectMissing',
+  conflict: 'ApiTransient',
+  forbidden: 'Forbidden',
+  invalid: 'ApiRejected',
+  unavailable: 'ApiTransient',
+} as const satisfies Record<KubeErrorKind, FailureCode>;
+
 /** A failed API call: `kind` says whether retrying can help (conflict, unavailable) or not. */
-export class KubeError extends Error {
+export class KubeError extends CodedError {
   readonly kind: KubeErrorKind;
   readonly status: number | undefined;
   constructor(kind: KubeErrorKind, message: string, status?: number) {
-    super(message);
+    super(kubeErrorCodes[kind], message);
     this.name = 'KubeError';
     this.kind = kind;
     this.status = status;

@@ -1,5 +1,7 @@
 // Kubernetes label selectors (metav1.LabelSelector) evaluated locally, and formatted for list calls.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
+
 export interface LabelSelectorRequirement {
   key: string;
   operator: string;
@@ -11,9 +13,9 @@ export interface LabelSelector {
   matchExpressions?: LabelSelectorRequirement[];
 }
 
-export class LabelSelectorError extends Error {
+export class LabelSelectorError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('SpecInvalid', message);
     this.name = 'LabelSelectorError';
   }
 }

@@ -6,6 +6,7 @@
 //                                   default 10s, at least 1s).
 // Other arguments are left to their owners.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { defaultSnapshotTtlMs } from './zone-snapshot.ts';
 
@@ -15,9 +16,9 @@ export interface ObserveFlags {
   cacheTtlMs: number;
 }
 
-export class ObserveFlagError extends Error {
+export class ObserveFlagError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('FlagInvalid', message);
     this.name = 'ObserveFlagError';
   }
 }

@@ -18,6 +18,8 @@ export interface ObserveMetrics {
   registry: Registry;
   rpcDuration: Histogram<'service' | 'method' | 'outcome'>;
   stepDuration: Histogram<'action' | 'phase'>;
+  stepFailures: Counter<'action' | 'method' | 'phase' | 'code'>;
+  gateFailures: Counter<'gate' | 'phase' | 'code'>;
   gateDuration: Histogram<'gate' | 'phase'>;
   vmauthReloadWait: Histogram<'source'>;
   queuePendingBytes: Gauge<'namespace' | 'zone' | 'vmagent'>;
@@ -54,6 +56,18 @@ export function createMetrics(role: ObserveRole): ObserveMetrics {
       ['action', 'phase'],
       walkBuckets,
     ),
+    stepFailures: new Counter({
+      name: 'vmzones_step_failures_total',
+      help: 'vmzones/step calls that failed, by failure code (docs/step-plugin.md "Failure codes"): phase Failed ends the step, Error is retried by the controller',
+      labelNames: ['action', 'method', 'phase', 'code'],
+      registers,
+    }),
+    gateFailures: new Counter({
+      name: 'vmzones_gate_failures_total',
+      help: 'vmzones/gates measurements that ended Failed or Error, by failure code (docs/step-plugin.md "Failure codes")',
+      labelNames: ['gate', 'phase', 'code'],
+      registers,
+    }),
     gateDuration: histogram(
       'vmzones_gate_duration_seconds',
       'vmzones/gates measurements that ended, from the measurement start, by gate and phase',

@@ -5,6 +5,7 @@
 
 import { gateNames } from '../gates/config.ts';
 import { metadataKeys } from '../gates/provider.ts';
+import { isFailureCode } from '../goplugin/failure-codes.ts';
 import type {
   MeasurementCallEvent,
   RpcCallEvent,
@@ -35,7 +36,26 @@ function bounded(value: unknown, known: ReadonlySet<string>): string {
 
 const knownGates = new Set<string>(gateNames);
 
+/** A failure code from a status or metadata field; anything that is not a declared code (a bounded label) is
+ *  `Unexpected`. */
+function failureCode(value: unknown): string {
+  return isFailureCode(value) ? value : 'Unexpected';
+}
+
+function onStepFailure(metrics: ObserveMetrics, event: StepCallEvent): void {
+  const { result } = event;
+  if (result !== undefined && result.phase !== 'Failed') return;
+  const action = bounded(record(event.context.config)?.action, stepActions);
+  metrics.stepFailures.inc({
+    action,
+    method: event.method,
+    phase: result === undefined ? 'Error' : 'Failed',
+    code: failureCode(result === undefined ? event.thrown : result.status?.code),
+  });
+}
+
 function onStep(metrics: ObserveMetrics, event: StepCallEvent): void {
+  onStepFailure(metrics, event);
   const result = event.result;
   if (event.method !== 'Run' || result === undefined || result.phase === 'Running') return;
   const action = bounded(record(event.context.config)?.action, stepActions);
@@ -90,6 +110,13 @@ function onMeasurement(metrics: ObserveMetrics, event: MeasurementCallEvent): vo
   }
 
   if (!completedPhases.has(result.phase)) return;
+  if (result.phase === 'Failed' || result.phase === 'Error') {
+    metrics.gateFailures.inc({
+      gate,
+      phase: result.phase,
+      code: failureCode(result.metadata?.[metadataKeys.failureCode]),
+    });
+  }
   const started = metadata[metadataKeys.startedAt] ?? event.previous?.startedAt ?? result.startedAt;
   const whole = started === undefined ? Number.NaN : (event.endedAt - Date.parse(started)) / 1000;
   metrics.gateDuration.observe(

@@ -2,6 +2,7 @@
 // what the call decoded and returned. The observe layer turns these into RPC, step and gate metrics; the services
 // stay unaware of metrics. A listener that throws is ignored (an observer never changes a reply).
 
+import type { FailureCode } from '../goplugin/failure-codes.ts';
 import type {
   AnalysisRunView,
   MeasurementResult,
@@ -31,6 +32,8 @@ export interface StepCallEvent extends CallBase {
   rollout: RolloutView;
   context: StepContext;
   result: StepResult | undefined;
+  /** When the plugin threw (the controller records Error and retries): the error's failure code. */
+  thrown?: FailureCode;
 }
 
 /** A measurement Run/Resume/Terminate whose arguments decoded. */

@@ -1,6 +1,7 @@
 // net/rpc service "Plugin" of a dispensed RpcStepPlugin: decodes the controller's arguments into views,
 // calls the StepPlugin, and encodes replies in the Go shapes the controller's client expects.
 
+import { type FailureCode, failureCodeOf } from '../goplugin/failure-codes.ts';
 import type { GobValue } from '../goplugin/gob/index.ts';
 import type { RpcReply, RpcService } from '../goplugin/index.ts';
 import { notify, observed, type RpcObserver } from './rpc-observer.ts';
@@ -21,6 +22,7 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks, observer?: 
       const started = performance.now();
       let result: StepResult | undefined;
       let decoded: { rollout: RolloutView; context: StepContext } | undefined;
+      let thrown: FailureCode | undefined;
       const report = () => {
         if (observer === undefined) return;
         const base = {
@@ -32,7 +34,9 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks, observer?: 
         };
         notify(
           observer,
-          decoded === undefined ? { ...base, kind: 'other' } : { ...base, kind: 'step', ...decoded, result },
+          decoded === undefined
+            ? { ...base, kind: 'other' }
+            : { ...base, kind: 'step', ...decoded, result, ...(thrown === undefined ? {} : { thrown }) },
         );
       };
       try {
@@ -48,6 +52,7 @@ export function stepService(plugin: StepPlugin, hooks: ServiceHooks, observer?: 
         validateStepResult(value);
         result = value;
       } catch (err) {
+        thrown = failureCodeOf(err);
         report();
         return {
           schema: stepResponseSchema,

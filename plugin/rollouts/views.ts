@@ -1,6 +1,7 @@
 // Go field names → Kubernetes JSON views. This file is the one place that knows how Argo Rollouts' Go types
 // are laid out on the wire.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import type { GobIgnoredFields } from '../goplugin/gob/index.ts';
 import type {
   AnalysisRunView,
@@ -112,12 +113,12 @@ export function metricView(m: WireStruct): MetricView {
     plugin = {};
     for (const [name, raw] of pluginConfigs) {
       if (typeof name !== 'string' || !(raw instanceof Uint8Array)) {
-        throw new Error(`${provider.path}.Plugin: expected map[string]json.RawMessage`);
+        throw new CodedError('ProtocolError', `${provider.path}.Plugin: expected map[string]json.RawMessage`);
       }
       plugin[name] = raw.length === 0 ? undefined : JSON.parse(new TextDecoder().decode(raw));
     }
   } else if (pluginConfigs !== undefined) {
-    throw new Error(`${provider.path}.Plugin: expected map[string]json.RawMessage`);
+    throw new CodedError('ProtocolError', `${provider.path}.Plugin: expected map[string]json.RawMessage`);
   }
   return {
     name: m.string('Name'),

@@ -1,6 +1,7 @@
 // Typed reads from decoded gob values. Absent fields are Go zero values (gob omits them); a field that is
 // present with an unexpected shape is a protocol error that names the Go path, never a silent default.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import {
   civilFromDays,
   decodeGoTime,
@@ -10,9 +11,9 @@ import {
   type GobValue,
 } from '../goplugin/gob/index.ts';
 
-export class WireShapeError extends Error {
+export class WireShapeError extends CodedError {
   constructor(path: string, expected: string, got: GobValue | undefined) {
-    super(`unexpected value at ${path}: expected ${expected}, got ${describe(got)}`);
+    super('ProtocolError', `unexpected value at ${path}: expected ${expected}, got ${describe(got)}`);
     this.name = 'WireShapeError';
   }
 }
@@ -115,7 +116,10 @@ export class WireStruct {
     try {
       return JSON.parse(text);
     } catch (err) {
-      throw new Error(`invalid JSON at ${this.path}.${name}: ${(err as Error).message}`);
+      throw new CodedError(
+        'ProtocolError',
+        `invalid JSON at ${this.path}.${name}: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -169,7 +173,10 @@ function two(n: number): string {
 export function formatKubernetesTime(unixSeconds: bigint): string {
   const t = Number(unixSeconds);
   if (t < minKubernetesSeconds || t > maxKubernetesSeconds) {
-    throw new Error(`time out of the range Kubernetes can represent: ${unixSeconds} s since 1970`);
+    throw new CodedError(
+      'ProtocolError',
+      `time out of the range Kubernetes can represent: ${unixSeconds} s since 1970`,
+    );
   }
   // Computed directly: a Date object and toISOString per time were a tenth of a field-heavy Run.
   const days = Math.floor(t / 86400);
@@ -184,7 +191,10 @@ export function formatKubernetesTime(unixSeconds: bigint): string {
 export function unwrapInterface(body: GobValue, expectedName: string): WireStruct {
   if (!(body instanceof GobInterface)) throw new WireShapeError('args', `interface ${expectedName}`, body);
   if (body.name !== expectedName) {
-    throw new Error(`unexpected argument type ${JSON.stringify(body.name)} (expected ${expectedName})`);
+    throw new CodedError(
+      'ProtocolError',
+      `unexpected argument type ${JSON.stringify(body.name)} (expected ${expectedName})`,
+    );
   }
   return new WireStruct(body.value, expectedName);
 }

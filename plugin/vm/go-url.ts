@@ -6,11 +6,12 @@
 // not model (escapes inside IPv6 zones), is a RemoteWriteUrlError rather than a guessed hash.
 
 import { isIPv6 } from 'node:net';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { redactUrl } from '../kube/redact.ts';
 
-export class RemoteWriteUrlError extends Error {
+export class RemoteWriteUrlError extends CodedError {
   constructor(url: string, problem: string) {
-    super(`remote-write URL ${JSON.stringify(redactUrl(url))}: ${problem}`);
+    super('VmagentSpecInvalid', `remote-write URL ${JSON.stringify(redactUrl(url))}: ${problem}`);
     this.name = 'RemoteWriteUrlError';
   }
 }

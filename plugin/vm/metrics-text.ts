@@ -7,6 +7,8 @@
 // the problem. Lines of other metrics are not parsed at all; the only ones counted as malformed are those
 // whose first character cannot begin a metric name (checking more would mean parsing every line).
 
+import { CodedError } from '../goplugin/failure-codes.ts';
+
 export interface MetricSample {
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
@@ -38,7 +40,7 @@ export interface MetricsTextResult {
   readonly maxBufferedBytes: number;
 }
 
-export class MetricsTextError extends Error {
+export class MetricsTextError extends CodedError {
   readonly line: number;
   readonly metric: string | undefined;
   readonly problem: string;
@@ -46,7 +48,10 @@ export class MetricsTextError extends Error {
   readonly overLimit: boolean;
 
   constructor(line: number, metric: string | undefined, problem: string, overLimit = false) {
-    super(`metrics text line ${line}${metric === undefined ? '' : ` (${metric})`}: ${problem}`);
+    super(
+      'MetricsMalformed',
+      `metrics text line ${line}${metric === undefined ? '' : ` (${metric})`}: ${problem}`,
+    );
     this.name = 'MetricsTextError';
     this.line = line;
     this.metric = metric;

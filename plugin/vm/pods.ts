@@ -4,6 +4,7 @@
 // that have finished for good (phase Succeeded or Failed, e.g. evicted) are left out, and said so.
 
 import type { V1Pod } from '@kubernetes/client-node';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 
 export interface DiscoveredPod {
@@ -17,9 +18,9 @@ export interface DiscoveredPod {
   readonly problem?: string;
 }
 
-export class PodSelectionError extends Error {
+export class PodSelectionError extends CodedError {
   constructor(problem: string) {
-    super(problem);
+    super('PodSelectionInvalid', problem);
     this.name = 'PodSelectionError';
   }
 }

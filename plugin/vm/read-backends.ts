@@ -2,6 +2,7 @@
 // VMCluster (for VMUser CRD references) or a URL whose host is the vmselect Service of that VMCluster (for
 // static URLs and raw vmauth configs).
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { namespacedName, type ObjectRef } from '../kube/objects.ts';
 import type { VmauthPods } from './vmauth-reload.ts';
 import { vmApiVersion } from './vmcluster.ts';
@@ -78,9 +79,9 @@ export function urlBelongsTo(url: string, backend: ZoneReadBackend): boolean {
 }
 
 /** A typed refusal to edit a read balancer: nothing was changed, and retrying will not help. */
-export class ReadRoutingError extends Error {
+export class ReadRoutingError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('ReadRoutingRefused', message);
     this.name = 'ReadRoutingError';
   }
 }

@@ -1,6 +1,7 @@
 // TLS material and credentials for scraping, read from Secrets named in the configuration. Values never
 // appear in errors or results: a problem names the Secret and key, not what they hold.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { KubeError, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import type { ScrapeAuth, ScrapeTls } from './scrape.ts';
 
@@ -27,11 +28,12 @@ export interface ScrapeAccess {
   readonly auth?: ScrapeAuth;
 }
 
-export class SecretRefError extends Error {
+export class SecretRefError extends CodedError {
   readonly ref: SecretKeyRef;
   readonly namespace: string;
   constructor(namespace: string, ref: SecretKeyRef, problem: string) {
     super(
+      'SecretRefInvalid',
       `Secret ${namespacedName({ namespace, name: ref.name })} key ${JSON.stringify(ref.key)}: ${problem}`,
     );
     this.name = 'SecretRefError';

@@ -4,6 +4,7 @@
 // never carry a credential: the URL is built from a pod address and holds none, and headers are not echoed.
 
 import { Agent, request } from 'undici';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import {
   MetricsTextError,
   type MetricsTextOptions,
@@ -53,12 +54,12 @@ const defaultMaxBodyBytes = 128 * 1024 * 1024;
  *  malformed: a kept line is not valid text format. */
 export type ScrapeErrorKind = 'connect' | 'timeout' | 'status' | 'tooLarge' | 'malformed';
 
-export class ScrapeError extends Error {
+export class ScrapeError extends CodedError {
   readonly kind: ScrapeErrorKind;
   readonly url: string;
   readonly status: number | undefined;
   constructor(kind: ScrapeErrorKind, url: string, detail: string, status?: number) {
-    super(`scraping ${url}: ${detail}`);
+    super(kind === 'malformed' ? 'MetricsMalformed' : 'ScrapeFailed', `scraping ${url}: ${detail}`);
     this.name = 'ScrapeError';
     this.kind = kind;
     this.url = url;

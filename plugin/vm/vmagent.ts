@@ -3,13 +3,14 @@
 // -remoteWrite.url flags) feeds a zone. Both kinds list `spec.remoteWrite[].url` the same way.
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { type KubeObject, namespacedName } from '../kube/objects.ts';
 import { redactUrl } from '../kube/redact.ts';
 import { defaultZoneKind, type ZoneKind } from './zone-kinds.ts';
 
-export class VmagentSpecError extends Error {
+export class VmagentSpecError extends CodedError {
   constructor(agent: KubeObject, problem: string) {
-    super(`${agent.kind ?? 'VMAgent'} ${namespacedName(agent.metadata)}: ${problem}`);
+    super('VmagentSpecInvalid', `${agent.kind ?? 'VMAgent'} ${namespacedName(agent.metadata)}: ${problem}`);
     this.name = 'VmagentSpecError';
   }
 }

@@ -1,6 +1,7 @@
 // `vmzones render`: the Rollout canary steps that walk the zones of a spec document, one zone at a time, so
 // that nobody writes (or mistypes) the per-zone step list by hand.
 
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { stepPluginName } from '../rollouts/plugin-names.ts';
 import type { ZoneSpecDocument } from './spec.ts';
@@ -30,7 +31,10 @@ export type CanaryStep =
   | { pause: { duration?: string } };
 
 /** A zone list that would walk a zone twice, an unknown zone, or (without `only`) not every zone. */
-export class ZoneOrderError extends Error {
+export class ZoneOrderError extends CodedError {
+  constructor(message: string) {
+    super('SpecInvalid', message);
+  }
   override readonly name = 'ZoneOrderError';
 }
 

@@ -5,6 +5,7 @@
 
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
 import { type WriterKind, type WriterKindName, writerKinds } from '../vm/writer-kinds.ts';
@@ -279,10 +280,10 @@ export function zoneWriters(
 
 export type ZoneSpecDocument = z.infer<typeof specSchema>;
 
-export class SpecError extends Error {
+export class SpecError extends CodedError {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
-    super(`invalid ${specAnnotation}: ${problems.join('; ')}`);
+    super('SpecInvalid', `invalid ${specAnnotation}: ${problems.join('; ')}`);
     this.name = 'SpecError';
     this.problems = problems;
   }

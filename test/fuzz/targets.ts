@@ -40,7 +40,7 @@ function gobRun(parts: readonly Uint8Array[]): unknown[] {
     out.push({ buffered: d.bufferedBytes });
   } catch (err) {
     if (!(err instanceof GobError)) throw new Finding(`gob decoder threw a non-GobError: ${String(err)}`);
-    out.push({ error: err.code });
+    out.push({ error: err.kind });
   }
   return out;
 }

@@ -3,6 +3,8 @@
 // (struct field names, type names) and nothing else; mapping them to Kubernetes JSON shape
 // is the rollouts/ layer's job.
 
+import { CodedError } from '../failure-codes.ts';
+
 /** A Go struct: exported fields by Go field name. Fields that Go omitted (zero values) are absent. */
 export interface GobStruct {
   readonly [field: string]: GobValue;
@@ -75,12 +77,13 @@ export interface GobField {
  */
 export type GobIgnoredFields = Readonly<Record<string, readonly string[]>>;
 
-/** Errors of the codec carry a code so callers can tell corrupt input from misuse. */
-export class GobError extends Error {
-  readonly code: 'corrupt' | 'limit' | 'unsupported' | 'encode';
-  constructor(code: GobError['code'], message: string) {
-    super(`gob: ${message}`);
+/** Errors of the codec carry a kind so callers can tell corrupt input from misuse; to users all of them are a
+ *  ProtocolError (plugin/goplugin/failure-codes.ts). */
+export class GobError extends CodedError {
+  readonly kind: 'corrupt' | 'limit' | 'unsupported' | 'encode';
+  constructor(kind: GobError['kind'], message: string) {
+    super('ProtocolError', `gob: ${message}`);
     this.name = 'GobError';
-    this.code = code;
+    this.kind = kind;
   }
 }

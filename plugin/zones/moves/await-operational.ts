@@ -22,7 +22,7 @@ export async function awaitOperational(
     async () => vmclusterReadiness(await deps.kube.get(ref), generation),
     (r) => r.state !== 'progressing',
   );
-  if (readiness.state === 'failed') return failedMove(readiness.message, 'zoneFailed');
+  if (readiness.state === 'failed') return failedMove(readiness.message, 'ZoneFailed');
   if (readiness.state !== 'ready') return waiting(readiness.message, 'operational');
   return done(readiness.message);
 }
@@ -60,6 +60,6 @@ export async function awaitQueueDrained(
   );
   if (reading.verdict === 'pass') return done(reading.message);
   const outcome =
-    reading.verdict === 'fail' ? failedMove(reading.message, 'dataLost') : waiting(reading.message, 'queues');
+    reading.verdict === 'fail' ? failedMove(reading.message, 'DataLost') : waiting(reading.message, 'queues');
   return { ...outcome, state: reading.state };
 }

@@ -41,7 +41,7 @@ export async function changeMove(
   if (serving.length > 0) {
     return failedMove(
       `zone ${zone} serves reads again through ${serving.map((b) => b.describe).join(', ')} (was it put back by hand or by a sync?); refusing to change ${name} while it serves reads`,
-      'servesReads',
+      'ServesReads',
     );
   }
   const spec = (cluster.object.spec ?? {}) as JsonObject;
@@ -72,7 +72,7 @@ export async function changeMove(
       if (err instanceof KubeError && (err.kind === 'invalid' || err.kind === 'forbidden')) {
         return failedMove(
           `the API server rejects the overrides for ${name} (zone ${zone}): ${err.message}; nothing was changed`,
-          'rejected',
+          'OverridesRejected',
         );
       }
       throw err;
@@ -83,7 +83,7 @@ export async function changeMove(
     if (dropped.length > 0) {
       return failedMove(
         `the API server would not keep ${dropped.map((c) => fieldName(c.path)).join(', ')} of the overrides for ${name} (zone ${zone}): not in the VMCluster schema, or changed by a defaulting webhook; check the field names. Nothing was changed`,
-        'pruned',
+        'OverridesPruned',
       );
     }
   }

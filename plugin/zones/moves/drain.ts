@@ -82,7 +82,7 @@ export async function drainReadsMove(
     return {
       ...failedMove(
         `${layer.describe} ${request.reads.length === 1 ? 'does' : 'do'} not route reads to zone ${zone}`,
-        'notRouted',
+        'NotRouted',
       ),
       layer,
     };
@@ -91,12 +91,12 @@ export async function drainReadsMove(
     const last = lastZoneThrough(layer, zone);
     if (last !== undefined) {
       return {
-        ...blocked(`it is the last zone that serves reads through ${last.describe}`, 'lastZone'),
+        ...blocked(`it is the last zone that serves reads through ${last.describe}`, 'LastServingZone'),
         layer,
       };
     }
     const blocker = await layerDrainBlocker(deps.clusters, layer, zone);
-    if (blocker !== undefined) return { ...blocked(blocker, 'otherZones'), layer };
+    if (blocker !== undefined) return { ...blocked(blocker, 'DrainBudget'), layer };
   }
   // A restore that was started and given up (its step failed, the walk was aborted) leaves its mark: a new drain
   // clears it, so that the next restore starts with its own guarded write again.

@@ -57,7 +57,7 @@ export async function restoreReadsMove(
     return {
       ...failedMove(
         `what the drain removed is back in ${after.describe}, yet no balancer routes reads to zone ${zone}`,
-        'notServing',
+        'RestoreUnrouted',
       ),
       restored,
       balancers: after.describe,

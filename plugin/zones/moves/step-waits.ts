@@ -26,6 +26,7 @@ export function waitForReconciler(
   const since = waitingSince(previous, 'waitingForHandoff', now);
   if (pastDeadline(since, handoffWaitFactor * target.readyTimeoutMs, now)) {
     throw new StepFailure(
+      'HandoffTimeout',
       `${message}; the reconciler did not finish within ${handoffWaitFactor} × readyTimeout ${target.spec.readyTimeout} (waiting since ${timestamp(since)}); check the reconciler's log and the zone's handoff annotation`,
     );
   }

@@ -115,10 +115,10 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
       cluster,
     );
     // Not routed anywhere and never drained: nothing to take out, the rollback goes on.
-    const nothingToDrain = drain.kind === 'failed' && drain.code === 'notRouted';
+    const nothingToDrain = drain.kind === 'failed' && drain.code === 'NotRouted';
     if (drain.kind === 'lost') return lostTo('drain');
     if (drain.kind === 'blocked') {
-      return drain.code === 'lastZone'
+      return drain.code === 'LastServingZone'
         ? note(
             `waiting: zone ${zone}: ${drain.message}; it cannot be rolled back until another zone serves reads`,
             'blocked',

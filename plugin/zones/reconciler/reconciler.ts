@@ -13,6 +13,7 @@
 // a zone is only handed over after its object and its holder's Rollout were read again from the API server and
 // still say so (docs/scale.md). Registered clusters are listed through their live clients.
 
+import { failureCodeOf } from '../../goplugin/failure-codes.ts';
 import { type Clock, type Logger, systemClock } from '../../goplugin/index.ts';
 import type { NamespaceAllowance } from '../../kube/allowed-namespaces.ts';
 import { type ClusterClients, hubOnly } from '../../kube/cluster-registry.ts';
@@ -145,7 +146,10 @@ export class ZoneReconciler {
           .catch((err: unknown) => {
             // Said once per reason too ('' is the pass itself; a pass that lists the zones forgets it).
             if (!this.#backoff.failed('', errorMessage(err)).log) return;
-            this.#logger.warn('reconciler pass failed; retrying', { error: errorMessage(err) });
+            this.#logger.warn('reconciler pass failed; retrying', {
+              code: failureCodeOf(err),
+              error: errorMessage(err),
+            });
           })
           .finally(() => {
             this.#running = undefined;
@@ -195,6 +199,7 @@ export class ZoneReconciler {
         if (!this.#backoff.failed(id, errorMessage(err), false, isTransient(err)).log) continue;
         this.#logger.warn('reconciler: could not judge a zone; retrying', {
           vmcluster: id,
+          code: failureCodeOf(err),
           error: errorMessage(err),
         });
       }
@@ -231,6 +236,7 @@ export class ZoneReconciler {
             'reconciler: zone not advanced; retrying',
             {
               vmcluster: id,
+              code: failureCodeOf(err),
               error: errorMessage(err),
             },
           );

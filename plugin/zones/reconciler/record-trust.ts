@@ -15,6 +15,7 @@
 // No MAC over the records: every field that grants anything is rebuilt or checked here, so a key to keep, rotate and
 // share between plugin replicas would add no protection.
 
+import { CodedError } from '../../goplugin/failure-codes.ts';
 import type { Logger } from '../../goplugin/index.ts';
 import {
   type NamespaceAllowance,
@@ -72,12 +73,13 @@ export interface ZonePlace {
 }
 
 /** A record the reconciler will not act on; the message says which field and why, never a Secret's value. */
-export class RecordRefusedError extends Error {
+export class RecordRefusedError extends CodedError {
   readonly place: ZonePlace;
   readonly zone: string;
   readonly holder: RolloutIdentity;
   constructor(place: ZonePlace, zone: string, holder: RolloutIdentity, problem: string) {
     super(
+      'RecordRefused',
       `${place.ref.kind} ${namespacedName(place.ref)}${place.cluster === undefined ? '' : ` in cluster ${place.cluster}`}: ` +
         `the vmzones record of zone ${zone} (holder ${describeHolder(holder)}) is refused: ${problem}; the zone is left as it is`,
     );
@@ -326,6 +328,7 @@ export class RefusalReporter {
       vmcluster: namespacedName(refusal.place.ref),
       ...(refusal.place.cluster === undefined ? {} : { cluster: refusal.place.cluster }),
       zone: refusal.zone,
+      code: refusal.code,
       problem: refusal.message,
     });
     if (kube === undefined) return;
@@ -336,7 +339,6 @@ export class RefusalReporter {
         reason: 'ZoneRecordRefused',
         action: 'Reconcile',
         note: refusal.message,
-        warning: true,
         holder: refusal.holder,
         zone: refusal.zone,
         cluster: refusal.place.ref,

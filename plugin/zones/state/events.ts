@@ -6,6 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { FailureCode } from '../../goplugin/failure-codes.ts';
 import type { Logger } from '../../goplugin/index.ts';
 import { KubeError, type KubeObjects, type ObjectRef } from '../../kube/objects.ts';
 import type { RolloutIdentity } from './zone-annotations.ts';
@@ -22,11 +23,28 @@ export type ZoneEventReason =
   | 'ZoneRolledBack'
   | 'ZoneRecordRefused';
 
+/** The reasons that report a failure, with its code (plugin/goplugin/failure-codes.ts): such an event is a Warning
+ *  and carries the code as the label `vmzones.io/failure-code`, so that `kubectl get events -l
+ *  vmzones.io/failure-code=LeaseHeld` and event exporters select on the code rather than on the note's words. */
+export const failureEventCodes = {
+  ZoneLeaseRefused: 'LeaseHeld',
+  ZoneRecordRefused: 'RecordRefused',
+} as const satisfies Partial<Record<ZoneEventReason, FailureCode>>;
+
+export const failureCodeLabel = 'vmzones.io/failure-code';
+
+function failureCodeOfReason(reason: ZoneEventReason): FailureCode | undefined {
+  return Object.hasOwn(failureEventCodes, reason)
+    ? failureEventCodes[reason as keyof typeof failureEventCodes]
+    : undefined;
+}
+
 export interface ZoneEvent {
   reason: ZoneEventReason;
   /** What it did, as a verb for `action` (e.g. DrainReads). */
   action: string;
   note: string;
+  /** Warning rather than Normal; a failure reason (failureEventCodes) is always a Warning. */
   warning?: boolean;
   holder: RolloutIdentity;
   zone: string;
@@ -66,6 +84,7 @@ export async function emitZoneEvent(
     event.reason,
     event.detail ?? '',
   ].join('|');
+  const failure = failureCodeOfReason(event.reason);
   const note = event.note.length > maxNoteChars ? `${event.note.slice(0, maxNoteChars - 1)}…` : event.note;
   const rollout = {
     apiVersion: 'argoproj.io/v1alpha1',
@@ -92,6 +111,7 @@ export async function emitZoneEvent(
         metadata: {
           name: eventName(target.base, `${key}|${target.regarding.kind}`),
           namespace: target.namespace,
+          ...(failure === undefined ? {} : { labels: { [failureCodeLabel]: failure } }),
         },
         eventTime: microTime(now),
         reportingController,
@@ -99,7 +119,7 @@ export async function emitZoneEvent(
         action: event.action,
         reason: event.reason,
         note,
-        type: event.warning ? 'Warning' : 'Normal',
+        type: event.warning || failure !== undefined ? 'Warning' : 'Normal',
         regarding: target.regarding,
         related: target.related,
       });

@@ -3,6 +3,7 @@
 // reconciler still has to finish. Every value is a compact JSON annotation that a human can read.
 
 import { z } from 'zod';
+import { CodedError } from '../../goplugin/failure-codes.ts';
 import type { KubeObject } from '../../kube/objects.ts';
 import type { RolloutView } from '../../rollouts/types.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
@@ -126,9 +127,9 @@ const handoffSchema = z.object({
 });
 export type Handoff = z.infer<typeof handoffSchema>;
 
-export class StateError extends Error {
+export class StateError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('StateInvalid', message);
     this.name = 'StateError';
   }
 }

@@ -5,6 +5,7 @@
 import { redactFieldValue, showFieldValue } from '../../kube/redact.ts';
 import type { StepResult } from '../../rollouts/types.ts';
 import { changeMove, fieldName } from '../moves/change.ts';
+import { outcomeFailureCode } from '../moves/outcome.ts';
 import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import type { FieldChange } from '../state/merge-patch.ts';
@@ -100,15 +101,17 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget, previous?: u
   }
   if (!sameRevision(state.lease, target.who)) {
     if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
-      throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
+      throw new StepFailure('LeaseHeld', leasedByOther(target.cluster, zone, state.lease));
     }
     throw new StepFailure(
+      'NotDrained',
       `drainReads for zone ${zone} has not run for this revision: ${name} holds no lease of ${describeHolder(target.who)}; nothing was changed`,
     );
   }
   const changed = await changeMove(deps, target, cluster);
   if (changed.kind === 'lost') return lostRace(zone, name);
-  if (changed.kind !== 'done' || changed.record === undefined) throw new StepFailure(changed.message);
+  if (changed.kind !== 'done' || changed.record === undefined)
+    throw new StepFailure(outcomeFailureCode(changed), changed.message);
   const record = changed.record;
   const now = deps.now();
   const result = appliedResult(target, record, false);

@@ -9,6 +9,7 @@ import { ReadRoutingError } from '../../vm/read-backends.ts';
 import { drainedFrom, readLayer } from '../../vm/read-layer.ts';
 import { drainReadsMove } from '../moves/drain.ts';
 import { readsCarry, stepLeasePatch, takeLease } from '../moves/lease.ts';
+import { outcomeFailureCode } from '../moves/outcome.ts';
 import { release } from '../moves/release.ts';
 import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
 import { pastDeadline, waitingSince, waitStatus } from '../moves/wait-deadline.ts';
@@ -72,7 +73,6 @@ export async function drainReads(
           reason: 'ZoneLeaseRefused',
           action: 'DrainReads',
           note: refused,
-          warning: true,
           holder: target.who,
           zone,
           cluster: target.cluster,
@@ -80,7 +80,7 @@ export async function drainReads(
         },
         deps.now(),
       );
-      throw new StepFailure(refused);
+      throw new StepFailure('LeaseHeld', refused);
     }
     tookOver = ` (took over the lease of ${describeHolder(lease)}, which no longer exists)`;
   }
@@ -125,14 +125,16 @@ export async function drainReads(
       return lostRace(zone, clusterName);
     case 'failed':
       throw new StepFailure(
+        outcomeFailureCode(outcome),
         `${outcome.message} (${clusterName}), so there is nothing to drain; check the zone's vmselectHosts`,
       );
     case 'blocked': {
-      if (outcome.code === 'lastZone')
-        throw new StepFailure(`refusing to drain zone ${zone}: ${outcome.message}`);
+      if (outcome.code === 'LastServingZone')
+        throw new StepFailure('LastServingZone', `refusing to drain zone ${zone}: ${outcome.message}`);
       const since = waitingSince(previous, 'waitingForOtherZones', deps.now());
       if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
         throw new StepFailure(
+          'DrainBudget',
           `zone ${zone}: not drained within readyTimeout ${target.spec.readyTimeout} (waiting since ${timestamp(since)}): ${outcome.message}. Nothing was changed`,
         );
       }
@@ -150,6 +152,7 @@ export async function drainReads(
     const since = outcome.since ?? now;
     if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
       throw new StepFailure(
+        'ReloadUnproven',
         `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${outcome.message}. The rollout aborts and vmzones puts the zone back`,
       );
     }

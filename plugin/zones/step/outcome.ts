@@ -1,6 +1,7 @@
 // Step results as the actions return them, and the failures that end a step (Failed) as opposed to the faults
 // that are worth retrying (thrown, so that the controller records Error and retries after 30 s).
 
+import { CodedError, type FailureCode } from '../../goplugin/failure-codes.ts';
 import { NamespaceAllowanceError } from '../../kube/allowed-namespaces.ts';
 import { ClusterRegistryError } from '../../kube/cluster-registry.ts';
 import { KubeError } from '../../kube/objects.ts';
@@ -18,10 +19,10 @@ const minimumRequeueMs = 11_000;
 
 export type StatusDocument = Record<string, unknown>;
 
-/** A real failure of the step: the rollout aborts with this message. */
-export class StepFailure extends Error {
-  constructor(message: string) {
-    super(message);
+/** A real failure of the step: the rollout aborts with this message; `code` goes into the step status. */
+export class StepFailure extends CodedError {
+  constructor(code: FailureCode, message: string) {
+    super(code, message);
     this.name = 'StepFailure';
   }
 }
@@ -34,8 +35,10 @@ export function successful(message: string, status: StatusDocument): StepResult 
   return { phase: 'Successful', message, status };
 }
 
-export function failed(message: string, status: StatusDocument): StepResult {
-  return { phase: 'Failed', message, status };
+/** A failed step's status carries the failure's code (`code`, docs/step-plugin.md "Failure codes"), a field users
+ *  can alert on, beside its words. */
+export function failed(message: string, status: StatusDocument, code: FailureCode): StepResult {
+  return { phase: 'Failed', message, status: { ...status, code } };
 }
 
 /** Errors that retrying will not fix: bad documents, refused edits, malformed state, missing objects we need,
@@ -61,7 +64,7 @@ export async function required<T>(read: Promise<T>, message: string): Promise<T>
   try {
     return await read;
   } catch (err) {
-    if (err instanceof KubeError && err.kind === 'notFound') throw new StepFailure(message);
+    if (err instanceof KubeError && err.kind === 'notFound') throw new StepFailure('ObjectMissing', message);
     throw err;
   }
 }

@@ -7,6 +7,7 @@
 import type { StepResult } from '../../rollouts/types.ts';
 import { drainedFrom, readLayer, routingTo } from '../../vm/read-layer.ts';
 import { awaitOperational } from '../moves/await-operational.ts';
+import { outcomeFailureCode } from '../moves/outcome.ts';
 import { release } from '../moves/release.ts';
 import { restoreReadsMove } from '../moves/restore.ts';
 import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
@@ -47,9 +48,10 @@ export async function restoreReads(
       );
     }
     if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
-      throw new StepFailure(leasedByOther(target.cluster, zone, state.lease));
+      throw new StepFailure('LeaseHeld', leasedByOther(target.cluster, zone, state.lease));
     }
     throw new StepFailure(
+      'NotDrained',
       `drainReads for zone ${zone} has not run for this revision: ${name} holds no lease of ${describeHolder(target.who)}`,
     );
   }
@@ -60,6 +62,7 @@ export async function restoreReads(
   status.generation = applied?.generation ?? cluster.generation;
   if (readiness.kind === 'failed') {
     throw new StepFailure(
+      outcomeFailureCode(readiness),
       `zone ${zone}: ${readiness.message}. Its reads stay drained; the rollout aborts and vmzones rolls the zone back, restoring its reads once it is operational again`,
     );
   }
@@ -67,6 +70,7 @@ export async function restoreReads(
     const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
     if (pastDeadline(new Date(started), target.readyTimeoutMs, deps.now())) {
       throw new StepFailure(
+        'ReadyTimeout',
         `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${readiness.message}. Its reads stay drained`,
       );
     }
@@ -88,6 +92,7 @@ export async function restoreReads(
   if (restore.kind === 'lost') return lostRace(zone, name);
   if (restore.kind === 'failed') {
     throw new StepFailure(
+      outcomeFailureCode(restore),
       `zone ${zone}: what drainReads removed is back in ${restore.balancers}, yet no balancer routes reads to ${name}; check the balancers by hand`,
     );
   }
@@ -99,6 +104,7 @@ export async function restoreReads(
       // The zone serves reads again; its lease and maintenance mark stay, so that the reconciler (after the
       // abort) or a retry of this step finishes it once vmauth proves it.
       throw new StepFailure(
+        'ReloadUnproven',
         `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${restore.message}`,
       );
     }

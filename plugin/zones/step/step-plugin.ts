@@ -2,6 +2,7 @@
 // validates everything it needs before it writes, is safe to replay, and keeps its state only in Kubernetes.
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
+import { failureCodeOf } from '../../goplugin/failure-codes.ts';
 import { type Clock, createLogger, type Logger, systemClock } from '../../goplugin/index.ts';
 import {
   type NamespaceAllowance,
@@ -138,21 +139,23 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       if (!isFinal(err)) {
         logger.warn(`${operation} failed; the controller retries`, {
           ...configSummary(context),
+          code: failureCodeOf(err),
           error: err instanceof Error ? err.message : String(err),
         });
         throw err;
       }
+      const code = failureCodeOf(err);
       const status = { ...configSummary(context), error: err.message.slice(0, 1000) };
       if (operation !== 'Run') {
         // Abort and Terminate are not retried. A document that cannot be read means this revision never acted;
         // anything else (a malformed annotation, a refusal) is said as a failure, never as "nothing to do".
         if (err instanceof SpecError)
           return successful(`nothing to ${operation.toLowerCase()}: ${err.message}`, status);
-        logger.warn(`${operation} failed`, { ...configSummary(context), error: err.message });
-        return failed(`${operation} could not hand the zone over: ${err.message}`, status);
+        logger.warn(`${operation} failed`, { ...configSummary(context), code, error: err.message });
+        return failed(`${operation} could not hand the zone over: ${err.message}`, status, code);
       }
-      logger.info('step failed', { ...configSummary(context), error: err.message });
-      return failed(err.message, status);
+      logger.info('step failed', { ...configSummary(context), code, error: err.message });
+      return failed(err.message, status, code);
     }
   };
 

@@ -60,8 +60,8 @@ test('gate-specific rules: one of vmagent/vmagents; the drain gate paces itself 
     () => parseGateConfig({ gate: 'vmauthReloaded', pods: { tls: { cert: { name: 'c', key: 'tls.crt' } } } }),
     /pods.tls: cert and key must be set together/,
   );
-  assert.throws(() => parseGateConfig('zone-a'), /\(config\): must be an object, got string/);
-  assert.throws(() => parseGateConfig({ zone: 'zone-a' }), /gate: required, one of vmclusterReady/);
+  assert.throws(() => parseGateConfig('zone-a'), { code: 'GateConfigInvalid', message: /\(config\)/ });
+  assert.throws(() => parseGateConfig({ zone: 'zone-a' }), { code: 'GateConfigInvalid', message: /gate:/ });
 });
 
 test('a gate names at most one zone object, of any kind', () => {

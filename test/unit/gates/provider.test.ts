@@ -119,6 +119,7 @@ test('a config that is missing, names an unknown gate or has bad fields is an Er
   for (const [config, expected] of cases) {
     const result = await provider.run(run, metric(config));
     assert.equal(result.phase, 'Error', JSON.stringify(config));
+    assert.equal(result.metadata?.[metadataKeys.failureCode], 'GateConfigInvalid');
     assert.match(result.message ?? '', expected);
   }
 });
@@ -161,7 +162,8 @@ test('vmclusterReady follows the VMCluster: expanding waits, operational passes,
   );
   const failed = await provider.run(run, metric(config));
   assert.equal(failed.phase, 'Failed');
-  assert.match(failed.message ?? '', /failed at generation 3: image not found/);
+  assert.equal(failed.metadata?.[metadataKeys.failureCode], 'ZoneFailed');
+  assert.match(failed.message ?? '', /image not found/, "says the operator's reason");
 });
 
 test('zone settings come from the owning Rollout; its readyTimeout bounds the wait', async () => {
@@ -187,7 +189,8 @@ test('zone settings come from the owning Rollout; its readyTimeout bounds the wa
   time.advance(1_000);
   const late = await provider.resume(run, metric(config), stored(near, stored(first)));
   assert.equal(late.phase, 'Failed');
-  assert.match(late.message ?? '', /^timed out after 2m: VMCluster vm\/vm-zone-b is not ready yet/);
+  assert.equal(late.metadata?.[metadataKeys.failureCode], 'ReadyTimeout');
+  assert.match(late.message ?? '', /VMCluster vm\/vm-zone-b/, 'names the zone object');
 });
 
 test('no Rollout owner, a Rollout without spec or an unknown zone is an Error that says what to do', async () => {
@@ -199,6 +202,7 @@ test('no Rollout owner, a Rollout without spec or an unknown zone is an Error th
   });
   const noOwner = await provider(bare).run(run, metric({ gate: 'vmclusterReady', zone: 'zone-a' }));
   assert.equal(noOwner.phase, 'Error');
+  assert.equal(noOwner.metadata?.[metadataKeys.failureCode], 'GateSetupInvalid');
   assert.match(noOwner.message ?? '', /is not owned by a Rollout.*name them in the metric config/);
 
   const noSpec = await provider(owned(new MemoryKube(), {})).run(
@@ -244,17 +248,18 @@ test('conditions judge the figures: true success passes, true failure fails, an 
     stored(waiting),
   );
   assert.equal(ended.phase, 'Failed');
-  assert.match(ended.message ?? '', /timed out after 30s: the conditions did not hold/);
+  assert.equal(ended.metadata?.[metadataKeys.failureCode], 'ConditionFailed');
 
   const failing = await provider.run(
     run,
     metric(config, { failureCondition: "result.updateStatus == 'expanding'" }),
   );
   assert.equal(failing.phase, 'Failed');
-  assert.match(failing.message ?? '', /^failureCondition is true/);
+  assert.equal(failing.metadata?.[metadataKeys.failureCode], 'ConditionFailed');
 
   const unsupported = await provider.run(run, metric(config, { successCondition: 'result.ready | not' }));
   assert.equal(unsupported.phase, 'Error');
+  assert.equal(unsupported.metadata?.[metadataKeys.failureCode], 'ConditionInvalid');
   assert.match(unsupported.message ?? '', /could not evaluate successCondition "result.ready \| not"/);
 
   const missingField = await provider.run(run, metric(config, { successCondition: 'result.nope > 1' }));
@@ -289,6 +294,18 @@ test('a transient API error while waiting keeps the measurement Running on its l
   assert.match(second.message ?? '', /could not take a reading, retrying: .*HTTP 503/);
   assert.equal(second.value, first.value);
   assert.equal(second.resumeAt, '2026-05-01T12:00:20.000Z');
+
+  // Past the deadline with the API server still failing: Failed, and the code says why.
+  time.set(Date.parse(first.metadata?.[metadataKeys.deadline] ?? ''));
+  kube.failNext.set('VMCluster', new KubeError('unavailable', 'reading VMCluster vm/vm-zone-a: HTTP 503'));
+  const late = await provider.resume(run, metric(config), stored(second, stored(first)));
+  assert.equal(late.phase, 'Failed');
+  assert.equal(late.metadata?.[metadataKeys.failureCode], 'ApiTransient');
+  // A refusal is no transient: an Error at once, with its code.
+  kube.failNext.set('VMCluster', new KubeError('forbidden', 'reading VMCluster vm/vm-zone-a: HTTP 403'));
+  const refused = await provider.run(run, metric(config));
+  assert.equal(refused.phase, 'Error');
+  assert.equal(refused.metadata?.[metadataKeys.failureCode], 'Forbidden');
 });
 
 // ---- vmagentQueueDrained ----

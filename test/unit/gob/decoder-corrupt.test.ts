@@ -69,10 +69,10 @@ function decodeAll(stream: Uint8Array, limits?: Partial<GobDecoderLimits>): GobV
   return out;
 }
 
-function assertGobError(fn: () => unknown, code: GobError['code'], pattern?: RegExp): void {
+function assertGobError(fn: () => unknown, code: GobError['kind'], pattern?: RegExp): void {
   assert.throws(fn, (err: unknown) => {
     assert.ok(err instanceof GobError, `expected GobError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
+    assert.equal(err.kind, code, err.message);
     if (pattern) assert.match(err.message, pattern);
     return true;
   });
@@ -120,7 +120,7 @@ describe('random byte flips', () => {
           else outcomes.pending++;
         } catch (err) {
           assert.ok(err instanceof GobError, `round ${round}: ${String(err)}`);
-          assert.ok(err.code === 'corrupt' || err.code === 'limit', err.message);
+          assert.ok(err.kind === 'corrupt' || err.kind === 'limit', err.message);
           assert.doesNotMatch(err.message, /internal decoder error/);
           outcomes.error++;
           assert.throws(() => d.next(), GobError, 'a dead stream stays dead');

@@ -18,10 +18,10 @@ function fromHex(hex: string): Uint8Array {
   return new Uint8Array(Buffer.from(hex, 'hex'));
 }
 
-function assertGobError(fn: () => unknown, code: GobError['code'], pattern: RegExp): void {
+function assertGobError(fn: () => unknown, code: GobError['kind'], pattern: RegExp): void {
   assert.throws(
     fn,
-    (err: unknown) => err instanceof GobError && err.code === code && pattern.test(err.message),
+    (err: unknown) => err instanceof GobError && err.kind === code && pattern.test(err.message),
   );
 }
 

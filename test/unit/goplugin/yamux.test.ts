@@ -262,7 +262,7 @@ describe('yamux stream close and reset', () => {
     const dataIndex = h.peer.frames.findIndex((f) => f.type === FrameType.Data);
     assert.ok(dataIndex >= 0 && dataIndex < h.peer.frames.indexOf(fin), 'data before FIN');
     assert.equal(fin.type, FrameType.WindowUpdate);
-    await assert.rejects(stream.write(bytes(1)), /closed for writing/);
+    await assert.rejects(stream.write(bytes(1)), { code: 'ConnectionClosed' });
     assert.equal(h.session.openStreamCount, 1, 'still open for reading');
     h.peer.send(FrameType.WindowUpdate, Flag.FIN, 1, 0);
     await h.peer.settle();
@@ -292,7 +292,7 @@ describe('yamux stream close and reset', () => {
     assert.ok(stream);
     const pending = stream.write(bytes(INITIAL_STREAM_WINDOW + 1));
     h.peer.send(FrameType.WindowUpdate, Flag.RST, 1, 0);
-    await assert.rejects(pending, /reset by the peer/);
+    await assert.rejects(pending, { code: 'ConnectionClosed', message: /reset by the peer/ });
     assert.deepEqual(h.events, ['reset 1']);
     assert.equal(h.session.openStreamCount, 0);
     assert.equal(h.session.closed, false);

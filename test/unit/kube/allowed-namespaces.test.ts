@@ -23,7 +23,7 @@ test('without the flag only the own namespace is allowed; the flag adds names or
 });
 
 test('a bad flag is an error naming it; a refusal names both namespaces and the way to allow it', () => {
-  assert.throws(() => parseNamespaceAllowance(['--allowed-namespaces']), /needs a value/);
+  assert.throws(() => parseNamespaceAllowance(['--allowed-namespaces']), { code: 'FlagInvalid' });
   assert.throws(
     () => parseNamespaceAllowance(['--allowed-namespaces=Bad_Name']),
     (error: unknown) =>

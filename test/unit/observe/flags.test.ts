@@ -29,7 +29,16 @@ test('bad values and unknown observe flags are errors naming the flag', () => {
       bad,
     );
   }
-  assert.throws(() => parseObserveFlags(['--observe-address']), /--observe-address: missing value/);
-  assert.throws(() => parseObserveFlags(['--observe-cache-ttl', '10']), /--observe-cache-ttl "10"/);
-  assert.throws(() => parseObserveFlags(['--observe-port', '1']), /--observe-port: unknown flag/);
+  assert.throws(() => parseObserveFlags(['--observe-address']), {
+    code: 'FlagInvalid',
+    message: /--observe-address/,
+  });
+  assert.throws(() => parseObserveFlags(['--observe-cache-ttl', '10']), {
+    code: 'FlagInvalid',
+    message: /--observe-cache-ttl/,
+  });
+  assert.throws(() => parseObserveFlags(['--observe-port', '1']), {
+    code: 'FlagInvalid',
+    message: /--observe-port/,
+  });
 });

@@ -169,3 +169,44 @@ test('an observer that throws never fails the call', () => {
     ),
   );
 });
+
+test('failures are counted by their code: a Failed step by its status code, a thrown one by its error, a gate by its metadata', async () => {
+  const metrics = createMetrics('step');
+  const observer = rpcMetrics(metrics);
+  const failed = (code: unknown) =>
+    stepEvent({ outcome: 'Failed', result: { phase: 'Failed', status: { zone: 'zone-a', code } } });
+  observer.call(failed('LeaseHeld'));
+  observer.call(failed('LeaseHeld'));
+  observer.call(failed('no such code'));
+  observer.call(stepEvent({ method: 'Abort', outcome: 'error', result: undefined, thrown: 'ApiTransient' }));
+  observer.call(stepEvent({})); // a success counts nowhere
+  observer.call({
+    kind: 'measurement',
+    service: 'metricprovider',
+    method: 'Resume',
+    outcome: 'Failed',
+    durationMs: 5,
+    endedAt,
+    run: { metadata: {}, spec: {}, status: {} },
+    metric: { provider: {} },
+    previous: undefined,
+    result: {
+      phase: 'Failed',
+      metadata: { [metadataKeys.gate]: 'vmclusterReady', [metadataKeys.failureCode]: 'ZoneFailed' },
+    },
+  });
+  const steps = await values(metrics, 'vmzones_step_failures_total');
+  assert.deepEqual(
+    steps.map((v) => [v.labels, v.value]),
+    [
+      [{ action: 'drainReads', method: 'Run', phase: 'Failed', code: 'LeaseHeld' }, 2],
+      [{ action: 'drainReads', method: 'Run', phase: 'Failed', code: 'Unexpected' }, 1],
+      [{ action: 'drainReads', method: 'Abort', phase: 'Error', code: 'ApiTransient' }, 1],
+    ],
+  );
+  const gates = await values(metrics, 'vmzones_gate_failures_total');
+  assert.deepEqual(
+    gates.map((v) => [v.labels, v.value]),
+    [[{ gate: 'vmclusterReady', phase: 'Failed', code: 'ZoneFailed' }, 1]],
+  );
+});

@@ -13,8 +13,8 @@ test('formatKubernetesTime matches Date.toISOString over the whole Kubernetes ra
   const samples = [...edges];
   for (let i = 0; i < 50_000; i++) samples.push(BigInt(Math.floor(-62135596800 + random() * span)));
   for (const s of samples) assert.equal(formatKubernetesTime(s), viaDate(s), `${s}`);
-  assert.throws(() => formatKubernetesTime(-62135596801n), /out of the range/);
-  assert.throws(() => formatKubernetesTime(253402300800n), /out of the range/);
+  assert.throws(() => formatKubernetesTime(-62135596801n), { code: 'ProtocolError' });
+  assert.throws(() => formatKubernetesTime(253402300800n), { code: 'ProtocolError' });
 });
 
 test('decodeGoTime reads back every encoded second, sign and offset', () => {

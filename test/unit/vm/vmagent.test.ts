@@ -73,7 +73,10 @@ test('a zone no URL points at, or several do, is an error listing the URLs witho
     () => zoneQueueOf(vmagent([zoneA, `${zoneA}?x=1`]), 'vm-zone-a', 'vm'),
     /2 spec.remoteWrite URLs/,
   );
-  assert.throws(() => zoneQueueOf(vmagent([]), 'vm-zone-a', 'vm'), /spec.remoteWrite is empty/);
+  assert.throws(() => zoneQueueOf(vmagent([]), 'vm-zone-a', 'vm'), {
+    code: 'VmagentSpecInvalid',
+    message: /spec\.remoteWrite/,
+  });
 });
 
 test('an explicit remoteWriteUrl or remoteWriteIndex must name an entry that exists', () => {
@@ -131,7 +134,7 @@ test('pods: not Ready, no IP or no such port are reported with the reason; finis
     describePod(readyPod('vm', 'v6', labels, { http: 1 }, { ip: 'fd00::1' }), 'http').address,
     '[fd00::1]:1',
   );
-  await assert.rejects(listSelectedPods(kube, 'vm', ' '), /empty: it would match every pod/);
+  await assert.rejects(listSelectedPods(kube, 'vm', ' '), { code: 'PodSelectionInvalid' });
 });
 
 test('the queue of a VMSingle zone is the URL of its vmsingle Service', () => {

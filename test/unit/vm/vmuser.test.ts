@@ -125,8 +125,14 @@ test('restoring into a targetRef that someone removed meanwhile is an error, not
 });
 
 test('malformed targetRefs are a ReadRoutingError', () => {
-  assert.throws(() => zonesRoutedByVMUser({ not: 'a list' }, 'vm', zones), /spec\.targetRefs is not a list/);
-  assert.throws(() => zonesRoutedByVMUser(['x'], 'vm', zones), /spec\.targetRefs\[0\] is not an object/);
+  assert.throws(() => zonesRoutedByVMUser({ not: 'a list' }, 'vm', zones), {
+    code: 'ReadRoutingRefused',
+    message: /spec\.targetRefs /,
+  });
+  assert.throws(() => zonesRoutedByVMUser(['x'], 'vm', zones), {
+    code: 'ReadRoutingRefused',
+    message: /spec\.targetRefs\[0\]/,
+  });
 });
 
 test('a VMUser change is taken up when operational at the current generation', () => {

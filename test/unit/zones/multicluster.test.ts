@@ -286,6 +286,7 @@ test('an unregistered cluster fails the step naming it, and nothing is written a
   const { hub, remotes, step } = setup({ spec: spec({ 'zone-b': 'us-east-1a', 'zone-c': 'eu-c' }) });
   const result = await step('zone-b', 'drainReads');
   assert.equal(result.phase, 'Failed');
+  assert.equal(result.status?.code, 'ClusterUnusable');
   assert.match(result.message ?? '', /cluster "us-east-1a" is not registered.*registered: eu-b, eu-c/);
   assert.equal(hub.patches.length + (remotes['eu-b'] as MemoryKube).patches.length, 0);
 });

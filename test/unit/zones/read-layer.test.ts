@@ -147,7 +147,8 @@ test('apply refuses while any one balancer routes reads to the zone again', asyn
   remote.put(localVMUser(zoneNames));
   const applied = await step('zone-a', 'apply');
   assert.equal(applied.phase, 'Failed');
-  assert.match(applied.message ?? '', /serves reads again through VMUser vm\/vmauth-read in cluster eu-b/);
+  assert.equal(applied.status?.code, 'ServesReads');
+  assert.match(applied.message ?? '', /VMUser vm\/vmauth-read in cluster eu-b/, 'names the balancer');
   assert.equal(
     hub.getStored('VMCluster', 'vm-zone-a').spec?.clusterVersion,
     'v1.151.0-cluster',
@@ -160,10 +161,8 @@ test('the last zone of one balancer is refused before any balancer is touched', 
   const { hub, remote, step, routed } = setup(['zone-b']);
   const drained = await step('zone-b', 'drainReads');
   assert.equal(drained.phase, 'Failed');
-  assert.match(
-    drained.message ?? '',
-    /last zone that serves reads through VMUser vm\/vmauth-read in cluster eu-b/,
-  );
+  assert.equal(drained.status?.code, 'LastServingZone');
+  assert.match(drained.message ?? '', /VMUser vm\/vmauth-read in cluster eu-b/, 'names the balancer');
   assert.deepEqual(routed(hub), ['zone-a', 'zone-b', 'zone-c'], 'the hub vmauth is untouched');
   assert.deepEqual(routed(remote), ['zone-b']);
   assert.equal(zoneState(remote.getStored('VMCluster', 'vm-zone-b')).lease, undefined, 'no lease taken');

@@ -98,6 +98,7 @@ test('a Rollout outside the reconciled namespaces acting in its own namespace fa
     status: undefined,
   });
   assert.equal(result.phase, 'Failed');
+  assert.equal(result.status?.code, 'NamespaceNotAllowed');
   assert.match(result.message ?? '', /namespace team-x/);
   assert.match(result.message ?? '', /--watch-namespaces/);
   assert.match(result.message ?? '', /--allowed-namespaces/);
@@ -107,6 +108,9 @@ test('a Rollout outside the reconciled namespaces acting in its own namespace fa
 test('--allowed-namespaces=* with --watch-namespaces is refused at init, naming both flags', async () => {
   const kube = threeZones(vmauth.port);
   const step = plugin(kube, { all: true }, ['apps']);
-  await assert.rejects(step.init(), /--allowed-namespaces=\* .*--watch-namespaces=apps/);
+  await assert.rejects(step.init(), {
+    code: 'FlagInvalid',
+    message: /--allowed-namespaces=\* .*--watch-namespaces=apps/,
+  });
   await step.stop();
 });

@@ -148,7 +148,7 @@ test("each zone kind's writers must be named, and writers no zone needs are refu
 });
 
 test('the annotation must be present', () => {
-  assert.throws(() => specFromAnnotations({}), /has no vmzones\.io\/spec/);
+  assert.throws(() => specFromAnnotations({}), { code: 'SpecInvalid', message: /vmzones\.io\/spec/ });
   assert.equal(specFromAnnotations({ 'vmzones.io/spec': valid }).vmagent?.vmagent, 'vmagent');
 });
 
