@@ -1,6 +1,6 @@
-// `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests, the sandbox build
-// (cached), each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default
-// 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
+// `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests alone beside the
+// sandbox build (cached), then each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel
+// lanes (default 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
 // ports), and most of a sandbox phase's time is waiting on controllers, so three lanes share the 2 cores well.
 // The longest phases (by the durations the previous run on this machine recorded, else by the committed figures
 // of scripts/phase-durations.json) start first. A parallel
@@ -108,8 +108,13 @@ const sandboxBuild: Phase = {
   gate: true,
   unlimited: true,
 };
+/**
+ * Runs first, beside only the sandbox build (a cache hit in a second when warm), before any lane starts: beside
+ * three sandboxes it took 105 s of its ~50, and issue 22 asks ≤ 60 s for it in this table. The lanes start when it
+ * ends; a cold sandbox build goes on beside them.
+ */
+const unitTests: Phase = { name: 'unit tests', command: npm, args: ['run', '--silent', 'test:unit'] };
 const parallel: Phase[] = [
-  { name: 'unit tests', command: npm, args: ['run', '--silent', 'test:unit'] },
   ...testFiles('test/sandbox').map(nodeTest),
   ...testFiles('test/e2e').map(nodeTest),
   { name: 'conformance', command: node, args: ['test/conformance/run.ts'] },
@@ -347,6 +352,10 @@ if (gatesPassed) {
   });
   sandboxReady = built;
   if (lanes === 1) await built;
+  // The unit tests alone (beside the build), then the lanes.
+  if (pastDeadline)
+    outcomes.push({ name: unitTests.name, seconds: 0, ok: false, passed: 0, failed: 0, notRun: true });
+  else outcomes.push(await run(unitTests, lanes > 1, durations[unitTests.name]));
   const workers = [lane()];
   for (let i = 2; i <= lanes; i++) workers.push(built.then(() => lane()));
   await Promise.all([built, ...workers]);
@@ -376,7 +385,7 @@ console.log(
 );
 const passed = outcomes.reduce((sum, o) => sum + o.passed, 0);
 const failedTests = outcomes.reduce((sum, o) => sum + o.failed, 0);
-const expected = gates.length + (gatesPassed ? parallel.length + 1 : 0);
+const expected = gates.length + (gatesPassed ? parallel.length + 2 : 0);
 const failedPhases = outcomes.filter((o) => !o.ok).length + (gatesPassed ? 0 : expected - outcomes.length);
 console.log(
   `npm test: ${passed} passed, ${failedTests + (failedTests === 0 && failedPhases > 0 ? failedPhases : 0)} failed`,
