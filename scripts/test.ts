@@ -1,7 +1,9 @@
 // `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests alone beside the
-// sandbox build (cached), then each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel
-// lanes (default 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
-// ports), and most of a sandbox phase's time is waiting on controllers, so three lanes share the 2 cores well.
+// sandbox build (cached), then each end-to-end phase (a file, or a part of one of the longest files:
+// scripts/test-files.ts) and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default 4). The
+// sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and ports), and
+// most of a sandbox phase's time is waiting on controllers and timers (a sandbox past its start uses a sixth of a
+// core), so four lanes share the 2 cores.
 // The longest phases (by the durations the previous run on this machine recorded, else by the committed figures
 // of scripts/phase-durations.json) start first. A parallel
 // phase's output is kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so
@@ -24,7 +26,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
 import { failureDigest } from './failure-digest.ts';
-import { testFiles } from './test-files.ts';
+import { type FilePhase, filePhases } from './test-files.ts';
 
 interface Phase {
   name: string;
@@ -71,7 +73,7 @@ const testTimeoutMs = 20 * 60_000;
 const heartbeatMs = 5 * 60_000;
 const deadline = Number(process.env.VMZONES_TEST_DEADLINE ?? '') * 1000 || Number.POSITIVE_INFINITY;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '3') || 1);
+const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '4') || 1);
 const logDir = '.cache/test-logs';
 // Kept beside the build cache, so a fresh clone on the same machine still starts the longest phases first.
 const durationsFile = join(
@@ -79,8 +81,8 @@ const durationsFile = join(
   'test-durations.json',
 );
 
-const nodeTest = (file: string): Phase => ({
-  name: file,
+const nodeTest = ({ name, file, select }: FilePhase): Phase => ({
+  name,
   command: node,
   // --test-force-exit: a file whose tests have all ended exits even if a handle (a socket, a timer, a child's
   // pipe) would keep its event loop alive — without it such a file waits forever after its last test.
@@ -90,6 +92,7 @@ const nodeTest = (file: string): Phase => ({
     `--test-timeout=${testTimeoutMs}`,
     '--test-force-exit',
     '--test-reporter=spec',
+    ...select,
     file,
   ],
   sandbox: true,
@@ -115,8 +118,8 @@ const sandboxBuild: Phase = {
  */
 const unitTests: Phase = { name: 'unit tests', command: npm, args: ['run', '--silent', 'test:unit'] };
 const parallel: Phase[] = [
-  ...testFiles('test/sandbox').map(nodeTest),
-  ...testFiles('test/e2e').map(nodeTest),
+  ...filePhases('test/sandbox').map(nodeTest),
+  ...filePhases('test/e2e').map(nodeTest),
   { name: 'conformance', command: node, args: ['test/conformance/run.ts'] },
 ];
 
