@@ -844,11 +844,16 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       writeState(state);
     }
 
+    // The controller comes up (it copies the Node binary for each plugin first) while the operator creates the
+    // zones: its health is awaited after theirs, not before the operator starts.
+    let controllerReady: Promise<void> = Promise.resolve();
     if (options.rolloutsController !== false) {
       mkdirSync(join(stateDir, 'rollouts-controller'), { recursive: true });
       const spec = controllerSpec(state, pluginKubeconfig, await freePort(), await freePort());
       const controller = daemon(spec);
-      await controllerHealthy(controller, spec);
+      controllerReady = controllerHealthy(controller, spec);
+      // Awaited below; a failure meanwhile must not end the process as an unhandled rejection.
+      controllerReady.catch(() => undefined);
     }
 
     const builtVersion = versions.victoriaMetrics;
@@ -929,6 +934,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       `vmauth/${vmauthName}`,
     ];
     await resourcesOperational(kubectl, resources, operator);
+    await controllerReady;
     const agent = endpointOf(state, writer.kind, writer.name);
     if (!agent) throw new StartError(operator.name, `${writer.name} endpoint not published`, operator.log);
 
