@@ -21,10 +21,11 @@
 // phases still running are stopped the same way, those not started are NOT RUN, and the table is printed.
 
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
+import { startSlotsVariable } from '../test/sandbox/start-slots.ts';
 import { failureDigest } from './failure-digest.ts';
 import { type FilePhase, filePhases } from './test-files.ts';
 
@@ -316,6 +317,11 @@ if (Number.isFinite(deadline)) {
 }
 
 mkdirSync(logDir, { recursive: true });
+// Sandbox starts of this run take turns, two at a time (test/sandbox/start-slots.ts): the lanes' first phases all
+// start at once, and four kube-apiservers booting together on two cores timed kubectl out.
+const startSlots = join(process.cwd(), '.cache', 'sandbox-start-slots');
+rmSync(startSlots, { recursive: true, force: true });
+process.env[startSlotsVariable] ??= `${startSlots}:2`;
 const outcomes: Outcome[] = [];
 let gatesPassed = true;
 for (const phase of gates) {

@@ -62,6 +62,7 @@ import {
   stopDaemon,
   waitFor,
 } from './processes.ts';
+import { takeStartSlot } from './start-slots.ts';
 import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -778,6 +779,8 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     return record;
   };
 
+  // Starts of one npm test run take turns (test/sandbox/start-slots.ts); the build above does not need a turn.
+  const releaseStartSlot = await takeStartSlot();
   try {
     execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
     writeBinDir(stateDir, binaries);
@@ -991,6 +994,8 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     log('start failed: tearing down what was started ...');
     await stopAll(state);
     throw error;
+  } finally {
+    releaseStartSlot();
   }
 }
 
