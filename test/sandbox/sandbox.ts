@@ -574,6 +574,12 @@ export interface DataPlaneOptions extends ClusterDaemonOptions {
 }
 
 /**
+ * How long the CRDs (the Argo Rollouts ones and all 25 of the operator's) may take to be established: a few seconds
+ * alone, past 60 s in a zone cluster started beside three other sandboxes at a load average of 35 (2026-12-03).
+ */
+export const crdEstablishedTimeout = '180s';
+
+/**
  * The real operator's own poll intervals (its config, `internal/config/config.go` of v0.74.1): how often it looks
  * whether a Pod it replaced is ready (`VM_PODWAITREADYINTERVALCHECK`, default 5 s, also slept once before every
  * StatefulSet rolling update) and whether a VM object it waits on is operational (`VM_WAIT_READY_INTERVAL`, 5 s).
@@ -811,7 +817,13 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
     await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
-    await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
+    await kubectl.run([
+      'wait',
+      '--for=condition=established',
+      `--timeout=${crdEstablishedTimeout}`,
+      'crd',
+      '--all',
+    ]);
 
     await nodeDaemonsReady(node, kubectl);
 
