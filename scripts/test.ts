@@ -1,7 +1,9 @@
-// `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests, the sandbox build
-// (cached), each end-to-end file and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default
-// 3). The sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and
-// ports), and most of a sandbox phase's time is waiting on controllers, so three lanes share the 2 cores well.
+// `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests alone beside the
+// sandbox build (cached), then each end-to-end phase (a file, or a part of one of the longest files:
+// scripts/test-files.ts) and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default 4). The
+// sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and ports), and
+// most of a sandbox phase's time is waiting on controllers and timers (a sandbox past its start uses a sixth of a
+// core), so four lanes share the 2 cores.
 // The longest phases (by the durations the previous run on this machine recorded, else by the committed figures
 // of scripts/phase-durations.json) start first. A parallel
 // phase's output is kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so
@@ -19,12 +21,13 @@
 // phases still running are stopped the same way, those not started are NOT RUN, and the table is printed.
 
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
+import { startSlotsVariable } from '../test/sandbox/start-slots.ts';
 import { failureDigest } from './failure-digest.ts';
-import { testFiles } from './test-files.ts';
+import { type FilePhase, filePhases } from './test-files.ts';
 
 interface Phase {
   name: string;
@@ -71,7 +74,7 @@ const testTimeoutMs = 20 * 60_000;
 const heartbeatMs = 5 * 60_000;
 const deadline = Number(process.env.VMZONES_TEST_DEADLINE ?? '') * 1000 || Number.POSITIVE_INFINITY;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '3') || 1);
+const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '4') || 1);
 const logDir = '.cache/test-logs';
 // Kept beside the build cache, so a fresh clone on the same machine still starts the longest phases first.
 const durationsFile = join(
@@ -79,8 +82,8 @@ const durationsFile = join(
   'test-durations.json',
 );
 
-const nodeTest = (file: string): Phase => ({
-  name: file,
+const nodeTest = ({ name, file, select }: FilePhase): Phase => ({
+  name,
   command: node,
   // --test-force-exit: a file whose tests have all ended exits even if a handle (a socket, a timer, a child's
   // pipe) would keep its event loop alive — without it such a file waits forever after its last test.
@@ -90,6 +93,7 @@ const nodeTest = (file: string): Phase => ({
     `--test-timeout=${testTimeoutMs}`,
     '--test-force-exit',
     '--test-reporter=spec',
+    ...select,
     file,
   ],
   sandbox: true,
@@ -108,10 +112,15 @@ const sandboxBuild: Phase = {
   gate: true,
   unlimited: true,
 };
+/**
+ * Runs first, beside only the sandbox build (a cache hit in a second when warm), before any lane starts: beside
+ * three sandboxes it took 105 s of its ~50, and issue 22 asks ≤ 60 s for it in this table. The lanes start when it
+ * ends; a cold sandbox build goes on beside them.
+ */
+const unitTests: Phase = { name: 'unit tests', command: npm, args: ['run', '--silent', 'test:unit'] };
 const parallel: Phase[] = [
-  { name: 'unit tests', command: npm, args: ['run', '--silent', 'test:unit'] },
-  ...testFiles('test/sandbox').map(nodeTest),
-  ...testFiles('test/e2e').map(nodeTest),
+  ...filePhases('test/sandbox').map(nodeTest),
+  ...filePhases('test/e2e').map(nodeTest),
   { name: 'conformance', command: node, args: ['test/conformance/run.ts'] },
 ];
 
@@ -308,6 +317,11 @@ if (Number.isFinite(deadline)) {
 }
 
 mkdirSync(logDir, { recursive: true });
+// Sandbox starts of this run take turns, two at a time (test/sandbox/start-slots.ts): the lanes' first phases all
+// start at once, and four kube-apiservers booting together on two cores timed kubectl out.
+const startSlots = join(process.cwd(), '.cache', 'sandbox-start-slots');
+rmSync(startSlots, { recursive: true, force: true });
+process.env[startSlotsVariable] ??= `${startSlots}:2`;
 const outcomes: Outcome[] = [];
 let gatesPassed = true;
 for (const phase of gates) {
@@ -347,6 +361,10 @@ if (gatesPassed) {
   });
   sandboxReady = built;
   if (lanes === 1) await built;
+  // The unit tests alone (beside the build), then the lanes.
+  if (pastDeadline)
+    outcomes.push({ name: unitTests.name, seconds: 0, ok: false, passed: 0, failed: 0, notRun: true });
+  else outcomes.push(await run(unitTests, lanes > 1, durations[unitTests.name]));
   const workers = [lane()];
   for (let i = 2; i <= lanes; i++) workers.push(built.then(() => lane()));
   await Promise.all([built, ...workers]);
@@ -376,7 +394,7 @@ console.log(
 );
 const passed = outcomes.reduce((sum, o) => sum + o.passed, 0);
 const failedTests = outcomes.reduce((sum, o) => sum + o.failed, 0);
-const expected = gates.length + (gatesPassed ? parallel.length + 1 : 0);
+const expected = gates.length + (gatesPassed ? parallel.length + 2 : 0);
 const failedPhases = outcomes.filter((o) => !o.ok).length + (gatesPassed ? 0 : expected - outcomes.length);
 console.log(
   `npm test: ${passed} passed, ${failedTests + (failedTests === 0 && failedPhases > 0 ? failedPhases : 0)} failed`,

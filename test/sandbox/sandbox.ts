@@ -62,6 +62,7 @@ import {
   stopDaemon,
   waitFor,
 } from './processes.ts';
+import { takeStartSlot } from './start-slots.ts';
 import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -572,6 +573,24 @@ export interface DataPlaneOptions extends ClusterDaemonOptions {
   publish?: { address: string; service: string }[];
 }
 
+/**
+ * How long the CRDs (the Argo Rollouts ones and all 25 of the operator's) may take to be established: a few seconds
+ * alone, past 60 s in a zone cluster started beside three other sandboxes at a load average of 35 (2026-12-03).
+ */
+export const crdEstablishedTimeout = '180s';
+
+/**
+ * The real operator's own poll intervals (its config, `internal/config/config.go` of v0.74.1): how often it looks
+ * whether a Pod it replaced is ready (`VM_PODWAITREADYINTERVALCHECK`, default 5 s, also slept once before every
+ * StatefulSet rolling update) and whether a VM object it waits on is operational (`VM_WAIT_READY_INTERVAL`, 5 s).
+ * They only wait: at 1 s a zone's restart is seen ~10 s sooner and nothing else changes (the product reads the
+ * statuses the operator writes either way). `VMZONES_SANDBOX_OPERATOR_POLL` sets another (e.g. `5s`, upstream's).
+ */
+export function operatorPollEnv(): Record<string, string> {
+  const poll = process.env.VMZONES_SANDBOX_OPERATOR_POLL || '1s';
+  return { VM_PODWAITREADYINTERVALCHECK: poll, VM_WAIT_READY_INTERVAL: poll };
+}
+
 /** The real VM operator (unless simulated) and the data plane (`sandboxctl vmoperator`) of one cluster. */
 export async function startOperatorAndDataPlane(options: DataPlaneOptions): Promise<DaemonRecord> {
   const { daemon, binaries, stateDir, logDir, kubeconfig } = options;
@@ -624,6 +643,7 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
       env: {
         ...process.env,
         KUBECONFIG: kubeconfig,
+        ...operatorPollEnv(),
         ...(options.watchNamespaces === undefined
           ? {}
           : { WATCH_NAMESPACE: options.watchNamespaces.join(',') }),
@@ -765,6 +785,8 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     return record;
   };
 
+  // Starts of one npm test run take turns (test/sandbox/start-slots.ts); the build above does not need a turn.
+  const releaseStartSlot = await takeStartSlot();
   try {
     execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
     writeBinDir(stateDir, binaries);
@@ -795,7 +817,13 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
     await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
-    await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
+    await kubectl.run([
+      'wait',
+      '--for=condition=established',
+      `--timeout=${crdEstablishedTimeout}`,
+      'crd',
+      '--all',
+    ]);
 
     await nodeDaemonsReady(node, kubectl);
 
@@ -831,11 +859,16 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       writeState(state);
     }
 
+    // The controller comes up (it copies the Node binary for each plugin first) while the operator creates the
+    // zones: its health is awaited after theirs, not before the operator starts.
+    let controllerReady: Promise<void> = Promise.resolve();
     if (options.rolloutsController !== false) {
       mkdirSync(join(stateDir, 'rollouts-controller'), { recursive: true });
       const spec = controllerSpec(state, pluginKubeconfig, await freePort(), await freePort());
       const controller = daemon(spec);
-      await controllerHealthy(controller, spec);
+      controllerReady = controllerHealthy(controller, spec);
+      // Awaited below; a failure meanwhile must not end the process as an unhandled rejection.
+      controllerReady.catch(() => undefined);
     }
 
     const builtVersion = versions.victoriaMetrics;
@@ -916,6 +949,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       `vmauth/${vmauthName}`,
     ];
     await resourcesOperational(kubectl, resources, operator);
+    await controllerReady;
     const agent = endpointOf(state, writer.kind, writer.name);
     if (!agent) throw new StartError(operator.name, `${writer.name} endpoint not published`, operator.log);
 
@@ -972,6 +1006,8 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     log('start failed: tearing down what was started ...');
     await stopAll(state);
     throw error;
+  } finally {
+    releaseStartSlot();
   }
 }
 

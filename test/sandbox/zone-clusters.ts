@@ -20,6 +20,7 @@ import type { PodNetwork } from './pod-network.ts';
 import { freePort } from './ports.ts';
 import type { DaemonRecord, DaemonSpec } from './processes.ts';
 import {
+  crdEstablishedTimeout,
   kubeconfigYaml,
   nodeDaemonsReady,
   repoRoot,
@@ -90,7 +91,13 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   const node = await startNodeDaemons({ ...cluster, pkiDir });
   await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
   await kubectl.apply([namespace(vmNamespace)]);
-  await kubectl.run(['wait', '--for=condition=established', '--timeout=60s', 'crd', '--all']);
+  await kubectl.run([
+    'wait',
+    '--for=condition=established',
+    `--timeout=${crdEstablishedTimeout}`,
+    'crd',
+    '--all',
+  ]);
   await nodeDaemonsReady(node, kubectl);
 
   const address = `127.0.0.${options.index + 1}`;

@@ -38,6 +38,7 @@ import {
   rolloutObject,
   rolloutState,
   sandboxKube,
+  withRoundSpacing,
   zoneSpec,
 } from '../step/harness.ts';
 import {
@@ -282,7 +283,10 @@ test('a three-zone change walks to Healthy under the chrooted controller, steps 
   const kube = sandboxKube(sandbox);
   await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
   const name = 'victoria-metrics';
-  const steps = renderSteps(parseSpecDocument(stringify(zoneSpec({}))), { pauseBetweenZones: '5s' });
+  // The project's gates, their scrape rounds 2 s apart (withRoundSpacing in test/e2e/step/harness.ts).
+  const steps = withRoundSpacing(
+    renderSteps(parseSpecDocument(stringify(zoneSpec({}))), { pauseBetweenZones: '5s' }),
+  );
   await sandbox.kubectl.apply([rolloutObject(name, zoneSpec({}), steps)]);
   await eventually(
     'revision 1 to be Healthy',

@@ -50,6 +50,7 @@ import {
   startReadProber,
   startRoutingWatcher,
   stepsFor,
+  withRoundSpacing,
   zoneSpec,
 } from '../step/harness.ts';
 
@@ -108,16 +109,7 @@ after(async () => {
 
 /** The zone-healthy gates, with rounds close together (the sandbox's load is steady; the gate logic is the same). */
 function walkSteps(doc: SpecDocument): object[] {
-  return stepsFor(doc, 'none', defaultHealthTemplate).map((step) =>
-    'analysis' in step
-      ? {
-          analysis: {
-            ...step.analysis,
-            args: [...step.analysis.args, { name: 'roundSpacing', value: '2s' }],
-          },
-        }
-      : step,
-  );
+  return withRoundSpacing(stepsFor(doc, 'none', defaultHealthTemplate));
 }
 
 function values(): Promise<unknown[]> {

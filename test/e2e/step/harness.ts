@@ -98,6 +98,28 @@ export function stepsFor(
   return renderSteps(parseSpecDocument(stringify(spec)), { healthTemplate, pauseBetweenZones });
 }
 
+/**
+ * The steps with each gate's scrape rounds `spacing` apart instead of the templates' 10 s (analysis-templates/):
+ * the sandbox's load generator writes every second, so rounds 2 s apart still each see data delivered, and the
+ * gate's logic (K good rounds in a row, each while the zone is ready) is the same — a walk's gates then take a few
+ * seconds a zone instead of at least 20.
+ */
+export function withRoundSpacing(steps: CanaryStep[], spacing = '2s'): CanaryStep[] {
+  return steps.map((step) =>
+    'analysis' in step
+      ? {
+          analysis: {
+            ...step.analysis,
+            args: [
+              ...step.analysis.args.filter((a) => a.name !== 'roundSpacing'),
+              { name: 'roundSpacing', value: spacing },
+            ],
+          },
+        }
+      : step,
+  );
+}
+
 let revisions = 0;
 
 /**

@@ -31,6 +31,7 @@ import {
   startRoutingWatcher,
   vmzonesAnnotations,
   walkToPause,
+  withRoundSpacing,
 } from '../step/harness.ts';
 
 export interface KindWalk {
@@ -99,8 +100,9 @@ export function kindWalkTests(k: KindWalk): void {
 
   test(`three ${k.kind} zones walk under the real controller with the gates to Healthy: no read fails, no ${k.data.replace(/s$/, '')} is lost`, async (t) => {
     const name = `${k.kind.toLowerCase()}-walk`;
+    // The project's gates, their scrape rounds 2 s apart (withRoundSpacing).
     const steps = (spec: SpecDocument) =>
-      renderSteps(parseSpecDocument(stringify(spec)), { pauseBetweenZones: 'none' });
+      withRoundSpacing(renderSteps(parseSpecDocument(stringify(spec)), { pauseBetweenZones: 'none' }));
     const first = specOf({});
     await sandbox.kubectl.apply([rolloutObject(name, first, steps(first))]);
     const initial = await eventually(
