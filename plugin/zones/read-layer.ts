@@ -19,7 +19,7 @@ import {
   restoreZone,
 } from '../vm/read-balancer.ts';
 import { clusterClientFor } from './cluster-routing.ts';
-import { drainBlocker } from './read-safety.ts';
+import { type DisruptionBudget, drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
   config: ReadBalancerConfig;
@@ -108,9 +108,16 @@ export async function layerDrainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   layer: ReadLayer,
   zone: string,
+  budget?: DisruptionBudget,
 ): Promise<string | undefined> {
   for (const b of routingTo(layer, zone)) {
-    const blocker = await drainBlocker(clusters, b.config, { ...b.routing, describe: b.describe }, zone);
+    const blocker = await drainBlocker(
+      clusters,
+      b.config,
+      { ...b.routing, describe: b.describe },
+      zone,
+      budget,
+    );
     if (blocker !== undefined) return blocker;
   }
   return undefined;
