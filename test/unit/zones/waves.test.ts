@@ -91,7 +91,9 @@ test('a step over a wave of two drains both zones, each with its own lease', asy
   for (const zone of ['zone-b', 'zone-c']) {
     assert.equal(stateOf(kube, zone).lease?.rollout, `${ns}/walk`, `${zone} leased`);
     assert.equal(stateOf(kube, zone).lease?.revision, 'r2');
-    const status = (drained.status?.zones as Record<string, { phase: string; state: string }>)[zone];
+    const status = (drained.status?.zones as Record<string, { phase: string; state: string }> | undefined)?.[
+      zone
+    ];
     assert.equal(status?.phase, 'Successful');
     assert.equal(status?.state, 'drained');
   }
