@@ -234,3 +234,21 @@ test('an abort in the second wave rolls back the zones of both waves and every z
   }
   assert.deepEqual(routed(kube), zones);
 });
+
+test('the reconciler leaves a wave in progress to its steps, and finishes it once the walk moved past it', async () => {
+  const kube = fourZones();
+  putRollout(kube, 'walk', wavesSpec, 'r2');
+  kube.setStatus('Rollout', 'walk', { currentStepIndex: 3 });
+  assert.equal((await stepPluginOf(kube, clock).run(['zone-b', 'zone-c'], 'drainReads')).phase, 'Successful');
+  const reconciler = new ZoneReconciler({ clock, kube, logger: silentLogger });
+  // Steps 3-5 are the wave's; at step 5 (its restoreReads) the zones are still the walk's.
+  kube.setStatus('Rollout', 'walk', { currentStepIndex: 5 });
+  assert.deepEqual(await reconciler.tick(), {});
+  assert.deepEqual(routed(kube), ['zone-a', 'zone-d']);
+  // Past the wave (promoted on) without its restoreReads: the reconciler brings both zones back.
+  kube.setStatus('Rollout', 'walk', { currentStepIndex: 6 });
+  await untilSettled(reconciler);
+  assert.deepEqual(routed(kube), zones);
+  for (const zone of ['zone-b', 'zone-c'])
+    assert.equal(stateOf(kube, zone).lease, undefined, `${zone} released`);
+});
