@@ -6,8 +6,8 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import { Document, isCollection, isMap, isNode, isScalar, isSeq, type YAMLSeq } from 'yaml';
-import { configZones } from '../zones/actions.ts';
 import type { CanaryStep } from '../zones/render.ts';
+import { configZones } from '../zones/step/actions.ts';
 import { InputError } from './io.ts';
 import { type Manifests, type RolloutInFile, readManifests } from './manifests.ts';
 import { classifyStep, stepRef, type WalkStep } from './walk-steps.ts';

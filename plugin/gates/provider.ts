@@ -17,6 +17,7 @@ import type { Logger } from '../goplugin/index.ts';
 import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import { gatesPluginName } from '../rollouts/plugin-names.ts';
 import type {
   AnalysisRunView,
   MeasurementResult,
@@ -24,23 +25,15 @@ import type {
   MetricProvider,
   MetricView,
 } from '../rollouts/types.ts';
-import {
-  type GateConfig,
-  GateConfigError,
-  gatesProviderType,
-  gateTlsWarning,
-  parseGateConfig,
-} from './config.ts';
+import { type GateConfig, GateConfigError, gateTlsWarning, parseGateConfig } from './config.ts';
 import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
+import type { GateContext, GateReading } from './gate-reading.ts';
 import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
-import type { GateContext, GateReading } from './reading.ts';
 import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
 import { readWave, waveZonesOf, zoneStateIn } from './wave-reading.ts';
-
-export { gatesProviderType };
 
 export const metadataKeys = {
   gate: 'vmzones.io/gate',
@@ -90,7 +83,7 @@ function isTransient(error: unknown): boolean {
 }
 
 function pluginConfig(metric: MetricView): unknown {
-  return metric.provider.plugin?.[gatesProviderType];
+  return metric.provider.plugin?.[gatesPluginName];
 }
 
 function describeMs(ms: number): string {
@@ -285,7 +278,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
       const zone = wave?.join(',') ?? config.zone;
       return { [metadataKeys.gate]: config.gate, ...(zone === undefined ? {} : { 'vmzones.io/zone': zone }) };
     },
-    type: () => gatesProviderType,
+    type: () => gatesPluginName,
   };
 }
 

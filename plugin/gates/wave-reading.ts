@@ -2,7 +2,7 @@
 // `zone: "zone-b,zone-c"`. Each zone is read as its own gate (its own config, its own state between readings), and
 // the wave passes only when every zone has its evidence; a failure, or a wait, names the zone.
 
-import type { GateReading } from './reading.ts';
+import type { GateReading } from './gate-reading.ts';
 
 /** The zones of a gate config's `zone` arg: several when it lists a wave (comma-separated), else undefined. */
 export function waveZonesOf(raw: unknown): string[] | undefined {

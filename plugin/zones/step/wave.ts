@@ -4,8 +4,8 @@
 // a one-zone step its own.
 
 import type { StepResult } from '../../rollouts/types.ts';
-import type { ZoneAction } from '../actions.ts';
-import { failed, running, type StatusDocument, successful } from '../outcome.ts';
+import type { ZoneAction } from './actions.ts';
+import { failed, running, type StatusDocument, successful } from './outcome.ts';
 
 /** The status a zone's previous call returned, from the wave's status; undefined on its first call. */
 export function zoneStatusIn(previous: unknown, zone: string): unknown {

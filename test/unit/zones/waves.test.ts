@@ -8,11 +8,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
