@@ -3,7 +3,7 @@
 
 import { stringify } from 'yaml';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
-import { renderSteps, ZoneOrderError, zoneWalk } from '../zones/render.ts';
+import { renderSteps, walkInWaves, ZoneOrderError } from '../zones/render.ts';
 import type { ZoneSpecDocument } from '../zones/spec.ts';
 import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './command-context.ts';
@@ -104,9 +104,9 @@ export function run(flags: Flags, { io, program }: CommandContext): number {
     throw new UsageError('--spec FILE or --write FILE is required');
   }
 
-  let walk: ReturnType<typeof zoneWalk>;
+  let walk: ReturnType<typeof walkInWaves>;
   try {
-    walk = zoneWalk(spec, { ...(order && { order }), ...(only && { only }) });
+    walk = walkInWaves(spec, { ...(order && { order }), ...(only && { only }) });
   } catch (err) {
     if (!(err instanceof ZoneOrderError)) throw err;
     const flag = only !== undefined ? '--only' : '--order';
@@ -137,7 +137,10 @@ export function run(flags: Flags, { io, program }: CommandContext): number {
   const result = writeSteps(target.text, target.manifests, target.rollout, steps);
   const where = `${fileLabel(target.path)}: Rollout ${target.rollout.name}`;
   if (result === target.text) io.err(`${where}: steps already up to date\n`);
-  else io.err(`${where}: wrote ${steps.length} steps walking ${walk.zones.join(', ')}\n`);
+  else
+    io.err(
+      `${where}: wrote ${steps.length} steps walking ${walk.waves.map((w) => w.join('+')).join(', ')}\n`,
+    );
   if (result !== target.text || target.path === stdinPath) io.writeFile(target.path, result);
   return 0;
 }

@@ -187,9 +187,11 @@ function walkOrder(steps: readonly unknown[]): ZoneSteps[] {
   steps.forEach((step, index) => {
     const walk = classifyStep(step);
     if (walk.kind !== 'action' && walk.kind !== 'gate') return;
-    const found = order.find((z) => z.zone === walk.zone);
-    if (found) found.indices.push(index);
-    else order.push({ zone: walk.zone, indices: [index] });
+    for (const zone of walk.zones) {
+      const found = order.find((z) => z.zone === zone);
+      if (found) found.indices.push(index);
+      else order.push({ zone, indices: [index] });
+    }
   });
   return order;
 }

@@ -1,6 +1,6 @@
 // `vmzones lint` on a Rollout: do its canary steps walk the spec's zones as `vmzones render` would? Every zone
 // (or the --only subset) exactly once, each as drainReads, apply, a gate, restoreReads in that order, one zone
-// after another. Zone order, pauses and the user's own steps (anywhere) are free; docs/cli.md lists the rules.
+// (or one wave of zones, whose steps they share) after another. Zone order, pauses and the user's own steps (anywhere) are free; docs/cli.md lists the rules.
 
 import type { ZoneSpecDocument } from '../zones/spec.ts';
 import { classifyStep, stepRef } from './walk-steps.ts';
@@ -44,18 +44,20 @@ export function checkWalk(
     const c = classifyStep(step);
     if (c.kind === 'invalid') problems.push(`${stepRef(index)}: ${c.problem}`);
     else if (c.kind === 'action') {
-      if (known.includes(c.zone)) add(c.zone, { index, token: c.action });
-      else
-        problems.push(
-          `${stepRef(index)}: zone ${JSON.stringify(c.zone)} is not in the spec (known: ${known.join(', ')})`,
-        );
-    } else if (c.kind === 'gate' && known.includes(c.zone)) {
+      for (const zone of c.zones) {
+        if (known.includes(zone)) add(zone, { index, token: c.action });
+        else
+          problems.push(
+            `${stepRef(index)}: zone ${JSON.stringify(zone)} is not in the spec (known: ${known.join(', ')})`,
+          );
+      }
+    } else if (c.kind === 'gate' && c.zones.some((zone) => known.includes(zone))) {
       const t = options.template;
       if (t !== undefined && t !== '' && !c.templates.includes(t))
         problems.push(
           `${stepRef(index)}: the gate of ${c.zone} runs ${c.templates.join(', ') || 'no template'}, not ${t}`,
         );
-      add(c.zone, { index, token: 'gate' });
+      for (const zone of c.zones.filter((z) => known.includes(z))) add(zone, { index, token: 'gate' });
     }
   });
 
@@ -97,7 +99,9 @@ export function checkWalk(
     const before = spans[i - 1];
     const next = spans[i];
     if (before?.last === undefined || next?.first === undefined) continue;
-    if (next.first.index < before.last.index)
+    // Zones of one wave share their steps; only zones of different waves must not overlap.
+    const sameWave = next.first.index === before.first?.index && next.last?.index === before.last.index;
+    if (!sameWave && next.first.index < before.last.index)
       problems.push(
         `zones ${before.zone} and ${next.zone} overlap: ${next.zone}'s ${next.first.token} (${stepRef(next.first.index)}) ` +
           `runs before ${before.zone}'s ${before.last.token} (${stepRef(before.last.index)}); one zone's walk must end before the next one's starts`,

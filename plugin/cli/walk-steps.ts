@@ -3,12 +3,14 @@
 
 import { stepPluginName } from '../rollouts/plugin-names.ts';
 import { isJsonObject } from '../zones/state/merge-patch.ts';
-import { type ZoneAction, zoneActions } from '../zones/step/actions.ts';
+import { configZones, type ZoneAction, zoneActions } from '../zones/step/actions.ts';
 
 export type WalkStep =
-  | { kind: 'action'; zone: string; action: ZoneAction }
-  /** An analysis step with an arg `zone`: the gate `vmzones render` puts between apply and restoreReads. */
-  | { kind: 'gate'; zone: string; templates: string[] }
+  /** `zone` names the step's wave in words (its zones comma-separated; one zone without waves). */
+  | { kind: 'action'; zone: string; zones: string[]; action: ZoneAction }
+  /** An analysis step with an arg `zone` (a wave's zones comma-separated): the gate `vmzones render` puts between
+   *  apply and restoreReads. */
+  | { kind: 'gate'; zone: string; zones: string[]; templates: string[] }
   | { kind: 'pause' }
   /** A vmzones/step step whose config the plugin would refuse. */
   | { kind: 'invalid'; problem: string }
@@ -19,15 +21,16 @@ export function classifyStep(step: unknown): WalkStep {
   if (isJsonObject(step.plugin) && step.plugin.name === stepPluginName) {
     const config = step.plugin.config;
     if (!isJsonObject(config)) return { kind: 'invalid', problem: 'a vmzones/step step without config' };
-    const { zone, action } = config;
-    if (typeof zone !== 'string' || zone === '')
-      return { kind: 'invalid', problem: 'a vmzones/step step without config.zone' };
+    const { action } = config;
+    const zones = configZones(config);
+    if (zones === undefined || zones.length === 0 || zones.includes(''))
+      return { kind: 'invalid', problem: 'a vmzones/step step without config.zone (or config.zones)' };
     if (typeof action !== 'string' || !(zoneActions as readonly string[]).includes(action))
       return {
         kind: 'invalid',
         problem: `config.action ${JSON.stringify(action)} is not one of ${zoneActions.join(', ')}`,
       };
-    return { kind: 'action', zone, action: action as ZoneAction };
+    return { kind: 'action', zone: zones.join(','), zones, action: action as ZoneAction };
   }
   if (isJsonObject(step.analysis)) {
     const args = Array.isArray(step.analysis.args) ? step.analysis.args : [];
@@ -36,7 +39,7 @@ export function classifyStep(step: unknown): WalkStep {
       const templates = (Array.isArray(step.analysis.templates) ? step.analysis.templates : [])
         .map((t) => (isJsonObject(t) && typeof t.templateName === 'string' ? t.templateName : ''))
         .filter((t) => t !== '');
-      return { kind: 'gate', zone: zoneArg.value, templates };
+      return { kind: 'gate', zone: zoneArg.value, zones: zoneArg.value.split(','), templates };
     }
   }
   if ('pause' in step) return { kind: 'pause' };

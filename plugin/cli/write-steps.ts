@@ -7,6 +7,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Document, isCollection, isMap, isNode, isScalar, isSeq, type YAMLSeq } from 'yaml';
 import type { CanaryStep } from '../zones/render.ts';
+import { configZones } from '../zones/step/actions.ts';
 import { InputError } from './io.ts';
 import { type Manifests, type RolloutInFile, readManifests } from './manifests.ts';
 import { classifyStep, stepRef, type WalkStep } from './walk-steps.ts';
@@ -59,7 +60,7 @@ function plan(oldValues: readonly unknown[], rendered: readonly CanaryStep[]): E
     if (match >= 0) used.add(match);
     entries.push(match >= 0 ? { reuse: match } : { create: step });
     if ('plugin' in step) {
-      const key = `${step.plugin.config.zone}/${step.plugin.config.action}`;
+      const key = `${(configZones(step.plugin.config) ?? []).join(',')}/${step.plugin.config.action}`;
       entries.push(...(anchored.get(key) ?? []).map((i) => ({ reuse: i })));
       anchored.delete(key);
     }

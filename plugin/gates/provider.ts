@@ -40,6 +40,7 @@ import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
 import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
+import { readWave, waveZonesOf, zoneStateIn } from './wave-reading.ts';
 
 export const metadataKeys = {
   gate: 'vmzones.io/gate',
@@ -128,15 +129,26 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     return registry;
   };
 
-  async function read(config: GateConfig, context: GateContext, previous: MeasurementView | undefined) {
+  async function readZone(config: GateConfig, context: GateContext, state: unknown): Promise<GateReading> {
     switch (config.gate) {
       case 'vmclusterReady':
         return readVmclusterReady(config, context);
       case 'vmauthReloaded':
-        return readVmauthReloaded(config, context, storedState(previous, reloadGateStateSchema));
+        return readVmauthReloaded(config, context, parsedState(state, reloadGateStateSchema));
       case 'vmagentQueueDrained':
-        return readVmagentDrained(config, context, storedState(previous, drainStateSchema));
+        return readVmagentDrained(config, context, parsedState(state, drainStateSchema));
     }
+  }
+
+  /** One zone's gate, or every zone of a wave's (`zone: "zone-b,zone-c"`, wave-reading.ts). */
+  async function read(raw: unknown, context: GateContext, previous: MeasurementView | undefined) {
+    const wave = waveZonesOf(raw);
+    const state = storedJson(previous);
+    if (wave === undefined) return readZone(parseGateConfig(raw), context, state);
+    const configs = new Map(wave.map((zone) => [zone, parseGateConfig({ ...(raw as object), zone })]));
+    return readWave(wave, (zone) =>
+      readZone(configs.get(zone) as GateConfig, context, zoneStateIn(state, zone)),
+    );
   }
 
   async function measure(
@@ -158,7 +170,10 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     let config: GateConfig;
     let reading: GateReading;
     try {
-      config = parseGateConfig(pluginConfig(metric));
+      const raw = pluginConfig(metric);
+      const wave = waveZonesOf(raw);
+      // A wave's zones share the config but their names: checked (and warned about) as its first zone's.
+      config = parseGateConfig(wave === undefined ? raw : { ...(raw as object), zone: wave[0] });
       metadata[metadataKeys.gate] = config.gate;
       const context: GateContext = {
         kube: kube(),
@@ -176,7 +191,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
           tlsWarning,
         );
       }
-      reading = await read(config, context, previous);
+      reading = await read(raw, context, previous);
       if (tlsWarning !== undefined)
         reading = { ...reading, message: `${reading.message} (warning: ${tlsWarning})` };
     } catch (error) {
@@ -296,11 +311,11 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
       // Measurements hold everything there is; nothing lives elsewhere to clean up.
     },
     async getMetadata(metric) {
-      const config = parseGateConfig(pluginConfig(metric));
-      return {
-        [metadataKeys.gate]: config.gate,
-        ...(config.zone === undefined ? {} : { 'vmzones.io/zone': config.zone }),
-      };
+      const raw = pluginConfig(metric);
+      const wave = waveZonesOf(raw);
+      const config = parseGateConfig(wave === undefined ? raw : { ...(raw as object), zone: wave[0] });
+      const zone = wave?.join(',') ?? config.zone;
+      return { [metadataKeys.gate]: config.gate, ...(zone === undefined ? {} : { 'vmzones.io/zone': zone }) };
     },
     type: () => gatesPluginName,
   };
@@ -329,10 +344,16 @@ function withoutState(metadata: Record<string, string> | undefined): Record<stri
 }
 
 /** The gate's state kept by the previous reading, through the gate's own schema. */
-function storedState<T>(previous: MeasurementView | undefined, schema: z.ZodType<T>): T | undefined {
+/** The gate state the previous reading left (JSON), if any. */
+function storedJson(previous: MeasurementView | undefined): unknown {
   const stored = previous?.metadata?.[metadataKeys.state];
-  if (stored === undefined) return undefined;
-  const parsed = schema.safeParse(JSON.parse(stored));
+  return stored === undefined ? undefined : JSON.parse(stored);
+}
+
+/** A gate's own state, validated: written by the plugin, but carried in an object others can write. */
+function parsedState<T>(state: unknown, schema: z.ZodType<T>): T | undefined {
+  if (state === undefined) return undefined;
+  const parsed = schema.safeParse(state);
   if (!parsed.success) {
     throw new GateSetupError('the measurement carries no gate state this plugin version understands');
   }

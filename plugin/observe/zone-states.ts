@@ -36,7 +36,10 @@ export const zoneStateNames = [
 ] as const;
 export type ZoneStateName = (typeof zoneStateNames)[number];
 
-const stepConfigSchema = z.object({ zone: z.string(), action: z.string() });
+/** A step's zone (`zone`) or wave (`zones`) and its action. */
+const stepConfigSchema = z
+  .object({ zone: z.string().optional(), zones: z.array(z.string()).optional(), action: z.string() })
+  .transform((c) => ({ zones: c.zones ?? (c.zone === undefined ? [] : [c.zone]), action: c.action }));
 
 export interface ZoneRow {
   /** The registered cluster the zone's object lives in (docs/multicluster.md); undefined = the controller's own. */
@@ -156,7 +159,7 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
 }
 
 /** The vmzones/step config of the holder's current step, when it is one. */
-function currentStep(rollout: RolloutObject | undefined): z.infer<typeof stepConfigSchema> | undefined {
+function currentStep(rollout: RolloutObject | undefined): z.output<typeof stepConfigSchema> | undefined {
   if (rollout === undefined || rollout.status?.abort === true) return undefined;
   const step = canaryPluginStepSchema.safeParse(
     rollout.spec?.strategy?.canary?.steps?.[rollout.status?.currentStepIndex ?? 0],
@@ -198,7 +201,7 @@ function classify(
     return { state: 'applying', since: applied.appliedAt, reason: readiness.message };
   }
   const step = currentStep(holder);
-  if (step?.zone === zone && step.action === 'restoreReads') {
+  if (step?.zones.includes(zone) === true && step.action === 'restoreReads') {
     return { state: 'restoring', since: applied?.appliedAt ?? maintenance.since, reason };
   }
   if (applied !== undefined) return { state: 'waiting-gate', since: applied.appliedAt, reason };

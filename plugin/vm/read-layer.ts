@@ -11,7 +11,7 @@ import { clusterClientFor } from './cluster-routing.ts';
 import { describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
 import { type DrainRecord, drainZone, type ReadRouting, readRouting, restoreZone } from './read-routing.ts';
-import { drainBlocker } from './read-safety.ts';
+import { type DisruptionBudget, drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
   config: ReadBalancerConfig;
@@ -100,9 +100,16 @@ export async function layerDrainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   layer: ReadLayer,
   zone: string,
+  budget?: DisruptionBudget,
 ): Promise<string | undefined> {
   for (const b of routingTo(layer, zone)) {
-    const blocker = await drainBlocker(clusters, b.config, { ...b.routing, describe: b.describe }, zone);
+    const blocker = await drainBlocker(
+      clusters,
+      b.config,
+      { ...b.routing, describe: b.describe },
+      zone,
+      budget,
+    );
     if (blocker !== undefined) return blocker;
   }
   return undefined;

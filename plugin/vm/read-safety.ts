@@ -8,22 +8,44 @@ import type { ReadRouting } from './read-routing.ts';
 import { vmclusterReadiness } from './vmcluster.ts';
 import { zoneKindOrDefault, zoneObjectRef } from './zone-kinds.ts';
 
+export interface DisruptionBudget {
+  /** At most this many zones out of reads at once through one balancer, whoever took them out. */
+  maxZonesOut: number;
+  /** At least this many zones serving reads through each balancer. */
+  minZonesServing: number;
+}
+
+/** One zone out per balancer and never the last serving zone: the budget of a walk without waves, and the
+ *  reconciler's for its rollbacks (it has no spec document to read another from). */
+export const defaultDisruptionBudget: DisruptionBudget = { maxZonesOut: 1, minZonesServing: 1 };
+
+function zoneCount(n: number): string {
+  return `${n} zone${n === 1 ? '' : 's'}`;
+}
+
 /**
- * Why `zone` must not leave the balancer now, or undefined. A zone disruption budget: no other zone may be out of
- * reads already — whoever took it out, a step of any Rollout or the reconciler's rollback (two Rollouts whose zones
- * share a vmauth must not take two zones away at once: found by the soak, docs/reliability.md) — and every other
- * zone that serves reads must be operational (draining beside a broken zone would leave only broken ones serving).
- * The last serving zone is refused by drainZone itself.
+ * Why `zone` must not leave the balancer now, or undefined. The zone disruption budget, on the balancer's real
+ * routing: at most `maxZonesOut` zones out of reads at once — whoever took them out, a step of any Rollout or the
+ * reconciler's rollback (two Rollouts whose zones share a vmauth must not together take more away: found by the
+ * soak, docs/reliability.md) — and at least `minZonesServing` zones left serving. Every other zone that serves
+ * reads must be operational (draining beside a broken zone would leave only broken ones serving). The last
+ * serving zone is refused by drainZone itself. The message names the zones that hold the budget.
  */
 export async function drainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   reads: ReadBalancerConfig,
   routing: ReadRouting,
   zone: string,
+  budget: DisruptionBudget = defaultDisruptionBudget,
 ): Promise<string | undefined> {
   const out = Object.keys(routing.drained).filter((z) => z !== zone);
-  if (out.length > 0) {
-    return `zone ${out.join(', ')} is already out of reads through ${routing.describe}; one zone at a time`;
+  const holders = out.map((z) => `${z} (${routing.drained[z]?.by ?? 'drained'})`).join(', ');
+  if (out.length >= budget.maxZonesOut) {
+    return `zone ${holders} ${out.length === 1 ? 'is' : 'are'} already out of reads through ${routing.describe}; the disruption budget allows ${zoneCount(budget.maxZonesOut)} out at once`;
+  }
+  const servingAfter = routing.routed.filter((z) => z !== zone).length;
+  if (servingAfter < budget.minZonesServing) {
+    return `draining zone ${zone} would leave ${zoneCount(servingAfter)} serving reads through ${routing.describe}; the disruption budget keeps at least ${zoneCount(budget.minZonesServing)} serving${out.length === 0 ? '' : `, so it waits for zone ${holders}`}`;
   }
   for (const backend of reads.zones) {
     if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;

@@ -1,10 +1,10 @@
-// `vmzones render`: the Rollout canary steps that walk the zones of a spec document, one zone at a time, so
-// that nobody writes (or mistypes) the per-zone step list by hand.
+// `vmzones render`: the Rollout canary steps that walk the zones of a spec document, one wave at a time (one zone
+// per wave unless the spec says otherwise), so that nobody writes (or mistypes) the per-zone step list by hand.
 
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { parseGoDurationMs } from '../kube/go-duration.ts';
 import { stepPluginName } from '../rollouts/plugin-names.ts';
-import type { ZoneSpecDocument } from './spec.ts';
+import { chunkWaves, specWaves, type ZoneSpecDocument, zoneListProblem } from './spec.ts';
 import type { ZoneAction } from './step/actions.ts';
 
 export const defaultHealthTemplate = 'vmzones-zone-healthy';
@@ -14,14 +14,19 @@ export interface RenderOptions {
   order?: readonly string[];
   /** A subset of the zones, in rollout order, for a walk that deliberately leaves the others out. */
   only?: readonly string[];
-  /** Between zones: a Go duration to wait, 'manual' for an approval (`pause: {}`), or 'none'. */
+  /** Between waves (zones, without waves): a Go duration to wait, 'manual' for an approval (`pause: {}`), or 'none'. */
   pauseBetweenZones?: string;
   /** ClusterAnalysisTemplate run after apply, with the arg `zone`; '' leaves the gate out. */
   healthTemplate?: string;
 }
 
+/** A step's config: one zone, or the zones of a wave. */
+export type WaveStepConfig =
+  | { zone: string; zones?: never; action: ZoneAction }
+  | { zone?: never; zones: string[]; action: ZoneAction };
+
 export type CanaryStep =
-  | { plugin: { name: string; config: { zone: string; action: ZoneAction } } }
+  | { plugin: { name: string; config: WaveStepConfig } }
   | {
       analysis: {
         templates: { templateName: string; clusterScope: true }[];
@@ -45,52 +50,81 @@ export interface ZoneWalk {
   leftOut: string[];
 }
 
-/** Which zones a walk visits. A walk that skips a zone must say so with `only`: `order` lists every zone. */
+/**
+ * Which zones a walk visits, in which waves. A walk that skips a zone must say so with `only` (each wave keeps the
+ * zones `only` names); `order` lists every zone, and sets the order the spec's maxParallelZones cuts into waves.
+ */
 export function zoneWalk(
   spec: ZoneSpecDocument,
   options: Pick<RenderOptions, 'order' | 'only'> = {},
 ): ZoneWalk {
+  const { zones, leftOut } = walkInWaves(spec, options);
+  return { zones, leftOut };
+}
+
+/** zoneWalk, with the zones walked wave by wave (one zone per wave for a spec without waves). */
+export function walkInWaves(
+  spec: ZoneSpecDocument,
+  options: Pick<RenderOptions, 'order' | 'only'> = {},
+): ZoneWalk & { waves: string[][] } {
   const known = Object.keys(spec.zones);
   if (options.order !== undefined && options.only !== undefined)
     throw new ZoneOrderError('give either order (every zone) or only (a subset), not both');
-  const order = options.only ?? options.order ?? known;
-  const unknown = order.filter((z) => !known.includes(z));
-  if (unknown.length > 0)
-    throw new ZoneOrderError(`unknown zone(s) ${unknown.join(', ')} (known: ${known.join(', ')})`);
-  const duplicates = order.filter((z, i) => order.indexOf(z) !== i);
-  if (duplicates.length > 0) throw new ZoneOrderError(`zone(s) listed twice: ${duplicates.join(', ')}`);
-  if (order.length === 0) throw new ZoneOrderError('no zone to walk');
-  const leftOut = known.filter((z) => !order.includes(z));
-  if (options.only === undefined && leftOut.length > 0)
+  if (options.order !== undefined && spec.waves !== undefined)
     throw new ZoneOrderError(
-      `the order leaves out ${leftOut.join(', ')}: list every zone, or walk a subset explicitly`,
+      'the spec document lists its waves, which give the order: change the waves rather than the order',
     );
-  return { zones: [...order], leftOut };
+  const order = options.only ?? options.order ?? specWaves(spec).flat();
+  const problem = zoneListProblem(known, order, {
+    what: 'the order',
+    subset: options.only !== undefined,
+  });
+  if (problem !== undefined) throw new ZoneOrderError(problem);
+  const leftOut = known.filter((z) => !order.includes(z));
+  const waves =
+    options.order !== undefined
+      ? chunkWaves(options.order, spec.maxParallelZones ?? 1)
+      : options.only !== undefined && spec.waves === undefined && spec.maxParallelZones === undefined
+        ? chunkWaves(options.only, 1)
+        : specWaves(spec)
+            .map((wave) => wave.filter((z) => order.includes(z)))
+            .filter((wave) => wave.length > 0);
+  return { zones: waves.flat(), waves, leftOut };
+}
+
+/** The step config of an action over a wave: `zone` for a wave of one (the walk without waves), else `zones`. */
+export function waveStepConfig(wave: readonly string[], action: ZoneAction): WaveStepConfig {
+  return wave.length === 1 ? { zone: wave[0] as string, action } : { zones: [...wave], action };
+}
+
+/** The gate's arg `zone`: the wave's zones, comma-separated (plugin/gates read each). */
+export function waveZoneArg(wave: readonly string[]): string {
+  return wave.join(',');
 }
 
 export function renderSteps(spec: ZoneSpecDocument, options: RenderOptions = {}): CanaryStep[] {
-  const order = zoneWalk(spec, options).zones;
+  const { waves } = walkInWaves(spec, options);
 
   const pause = options.pauseBetweenZones ?? '1m';
   if (pause !== 'manual' && pause !== 'none') parseGoDurationMs(pause); // throws with the offending text
   const template = options.healthTemplate ?? defaultHealthTemplate;
 
-  const step = (zone: string, action: ZoneAction): CanaryStep => ({
-    plugin: { name: stepPluginName, config: { zone, action } },
-  });
   const steps: CanaryStep[] = [];
-  order.forEach((zone, i) => {
-    steps.push(step(zone, 'drainReads'), step(zone, 'apply'));
+  waves.forEach((wave, i) => {
+    const step = (action: ZoneAction): CanaryStep => ({
+      plugin: { name: stepPluginName, config: waveStepConfig(wave, action) },
+    });
+    steps.push(step('drainReads'), step('apply'));
     if (template !== '') {
       steps.push({
         analysis: {
           templates: [{ templateName: template, clusterScope: true }],
-          args: [{ name: 'zone', value: zone }],
+          args: [{ name: 'zone', value: waveZoneArg(wave) }],
         },
       });
     }
-    steps.push(step(zone, 'restoreReads'));
-    const last = i === order.length - 1;
+    steps.push(step('restoreReads'));
+    const last = i === waves.length - 1;
     if (!last && pause === 'manual') steps.push({ pause: {} });
     else if (!last && pause !== 'none') steps.push({ pause: { duration: pause } });
   });

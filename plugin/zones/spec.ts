@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
+import type { DisruptionBudget } from '../vm/read-safety.ts';
 import { type WriterKind, type WriterKindName, writerKinds } from '../vm/writer-kinds.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { composeMergePatches, isJsonObject, type JsonObject } from './state/merge-patch.ts';
@@ -156,6 +157,39 @@ export function zoneWorkload(entry: SpecZoneEntry): { kind: ZoneKind; name: stri
   throw new SpecError([`exactly one of ${zoneKindFields.join(', ')} must be set`]);
 }
 
+const zoneName = z
+  .string()
+  .max(63)
+  .regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")');
+
+/**
+ * Why a list of zones cannot be a walk of the spec's zones, or undefined: a zone unknown or named twice, none at
+ * all, or (unless `subset`) a zone left out. One check for `--order`, `--only`, `waves` and `order`.
+ */
+export function zoneListProblem(
+  known: readonly string[],
+  list: readonly string[],
+  { what, subset = false }: { what: string; subset?: boolean },
+): string | undefined {
+  const unknown = list.filter((z) => !known.includes(z));
+  if (unknown.length > 0) return `unknown zone(s) ${unknown.join(', ')} (known: ${known.join(', ')})`;
+  const duplicates = list.filter((z, i) => list.indexOf(z) !== i);
+  if (duplicates.length > 0) return `zone(s) listed twice: ${duplicates.join(', ')}`;
+  if (list.length === 0) return 'no zone to walk';
+  const leftOut = known.filter((z) => !list.includes(z));
+  if (!subset && leftOut.length > 0)
+    return `${what} leaves out ${leftOut.join(', ')}: list every zone, or walk a subset explicitly`;
+  return undefined;
+}
+
+/** The zone disruption budget, checked before every drain against the real routing of every balancer. */
+const disruptionBudget = z.strictObject({
+  /** At most this many zones out of reads at once through a balancer, across Rollouts; default: the largest wave. */
+  maxZonesOut: z.number().int().min(1).optional(),
+  /** At least this many zones serving reads through each balancer at all times. */
+  minZonesServing: z.number().int().min(1).default(1),
+});
+
 const specSchema = z
   .strictObject({
     version: z.enum(specVersions).default('v1'),
@@ -170,16 +204,48 @@ const specSchema = z
     vmagent: vmagentSource.optional(),
     vlagent: vlagentSource.optional(),
     zones: z
-      .record(
-        z
-          .string()
-          .max(63)
-          .regex(dns1123Label, 'zone names must be DNS labels (lowercase letters, digits, "-")'),
-        zone,
-      )
+      .record(zoneName, zone)
       .refine((zones) => Object.keys(zones).length > 0, 'at least one zone is required'),
+    /** The walk in waves: each wave's zones are drained, changed, gated and restored together (docs/step-plugin.md). */
+    waves: z.array(z.array(zoneName).min(1, 'a wave needs at least one zone')).min(1).optional(),
+    /** Waves of this many zones, in `order` (default: the order of zones). */
+    maxParallelZones: z.number().int().min(1).optional(),
+    /** Every zone, in walk order (with maxParallelZones). */
+    order: z.array(zoneName).optional(),
+    disruptionBudget: disruptionBudget.default({ minZonesServing: 1 }),
   })
   .superRefine((v, ctx) => {
+    const known = Object.keys(v.zones);
+    if (v.waves !== undefined && (v.maxParallelZones !== undefined || v.order !== undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['waves'],
+        message: 'give either waves (the zones of each wave) or maxParallelZones with an order, not both',
+      });
+    }
+    const listed =
+      v.waves === undefined
+        ? v.order === undefined
+          ? undefined
+          : { path: 'order', list: v.order, what: 'the order' }
+        : { path: 'waves', list: v.waves.flat(), what: 'the walk in waves' };
+    const problem =
+      listed === undefined ? undefined : zoneListProblem(known, listed.list, { what: listed.what });
+    if (listed !== undefined && problem !== undefined)
+      ctx.addIssue({ code: 'custom', path: [listed.path], message: problem });
+    const widest = Math.max(
+      1,
+      ...(v.waves ?? []).map((w) => w.length),
+      Math.min(v.maxParallelZones ?? 1, known.length),
+    );
+    const maxOut = v.disruptionBudget.maxZonesOut;
+    if (maxOut !== undefined && maxOut < widest) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['disruptionBudget', 'maxZonesOut'],
+        message: `is ${maxOut}, but a wave takes ${widest} zones out of reads at once: raise it or make the waves smaller`,
+      });
+    }
     if (Array.isArray(v.vmauth)) {
       const seen = new Map<string, number>();
       v.vmauth.forEach((source, index) => {
@@ -279,6 +345,30 @@ export function zoneWriters(
 }
 
 export type ZoneSpecDocument = z.infer<typeof specSchema>;
+
+/** The spec's walk in waves: `waves`, or `order` (default: the zones' order) cut into waves of maxParallelZones;
+ *  without either, one zone per wave, as a walk without waves has always been. */
+export function specWaves(
+  spec: Pick<ZoneSpecDocument, 'zones' | 'waves' | 'maxParallelZones' | 'order'>,
+): string[][] {
+  if (spec.waves !== undefined) return spec.waves.map((w) => [...w]);
+  return chunkWaves(spec.order ?? Object.keys(spec.zones), spec.maxParallelZones ?? 1);
+}
+
+/** `order` cut into consecutive waves of `size` zones (the last one may be smaller). */
+export function chunkWaves(order: readonly string[], size: number): string[][] {
+  const waves: string[][] = [];
+  for (let i = 0; i < order.length; i += size) waves.push(order.slice(i, i + size));
+  return waves;
+}
+
+/** The spec's budget; maxZonesOut defaults to its widest wave (1 without waves). */
+export function specDisruptionBudget(spec: ZoneSpecDocument): DisruptionBudget {
+  return {
+    maxZonesOut: spec.disruptionBudget.maxZonesOut ?? Math.max(...specWaves(spec).map((wave) => wave.length)),
+    minZonesServing: spec.disruptionBudget.minZonesServing,
+  };
+}
 
 export class SpecError extends CodedError {
   readonly problems: readonly string[];

@@ -18,7 +18,7 @@ import {
   readLayer,
   routingTo,
 } from '../../vm/read-layer.ts';
-import { graceWindow } from '../../vm/read-safety.ts';
+import { type DisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import { waitInCall } from '../step/deps.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
@@ -43,6 +43,8 @@ export interface ZoneReads {
 
 export interface DrainRequest extends ZoneReads {
   graceMs: number;
+  /** The zone disruption budget (vm/read-safety.ts); default one zone out per balancer, never the last serving. */
+  budget?: DisruptionBudget;
   /** The guarded write that holds the zone before anything is drained (lease and/or maintenance mark), made
    *  only once the drain budget allows the drain; undefined when the zone is held already. */
   mark: ClusterPatch | undefined;
@@ -95,7 +97,7 @@ export async function drainReadsMove(
         layer,
       };
     }
-    const blocker = await layerDrainBlocker(deps.clusters, layer, zone);
+    const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget);
     if (blocker !== undefined) return { ...blocked(blocker, 'DrainBudget'), layer };
   }
   // A restore that was started and given up (its step failed, the walk was aborted) leaves its mark: a new drain

@@ -8,6 +8,7 @@ import { KubeError, type KubeObjects } from '../../kube/objects.ts';
 import { stepPluginName } from '../../rollouts/plugin-names.ts';
 import { type RolloutProgress, rolloutProgress } from '../../rollouts/rollout-object.ts';
 import { describeHolder, type RolloutIdentity } from '../state/zone-annotations.ts';
+import { configZones } from '../step/actions.ts';
 
 /** walking: leave the zone to the steps; finish: bring it back with the change it has; rollback: undo first. */
 export type WalkVerdict =
@@ -39,17 +40,11 @@ export async function holderExists(kube: KubeObjects, holder: RolloutIdentity): 
   return (await holderProgress(kube, holder)) !== undefined;
 }
 
-/** The index of the last vmzones step of `zone` (its restoreReads), or -1 when the Rollout has none. */
+/** The index of the last vmzones step of `zone` (its restoreReads, or its wave's), or -1 when the Rollout has none. */
 function lastStepOf(progress: RolloutProgress, zone: string): number {
   let last = -1;
   progress.steps.forEach((step, index) => {
-    const config = step.plugin?.config;
-    if (
-      step.plugin?.name === stepPluginName &&
-      typeof config === 'object' &&
-      config !== null &&
-      (config as { zone?: unknown }).zone === zone
-    ) {
+    if (step.plugin?.name === stepPluginName && configZones(step.plugin.config)?.includes(zone)) {
       last = index;
     }
   });

@@ -99,6 +99,7 @@ export async function drainReads(
         reads: target.reads,
         by,
         graceMs: target.drainGraceMs,
+        budget: target.budget,
         mark: needsLease ? stepLeasePatch(target, now, by) : undefined,
       },
       cluster,

@@ -1,4 +1,4 @@
-// The vmzones/step plugin: `config: {zone, action}` with action drainReads | apply | restoreReads. Every action
+// The vmzones/step plugin: `config: {zone, action}` (or `{zones, action}` for a wave) with action drainReads | apply | restoreReads. Every action
 // validates everything it needs before it writes, is safe to replay, and keeps its state only in Kubernetes.
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
@@ -21,12 +21,14 @@ import type { ZoneQueueCheck } from '../moves/queue-check.ts';
 import { ZoneReconciler } from '../reconciler/reconciler.ts';
 import { SpecError } from '../spec.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
+import { configZones } from './actions.ts';
 import { applyZone } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
 import { failed, isFinal, successful, withTransientRetries } from './outcome.ts';
 import { restoreReads } from './restore-reads.ts';
-import { resolveTarget, type ZoneTarget } from './target.ts';
+import { resolveWave, type ZoneTarget } from './target.ts';
+import { overWave, zoneStatusIn } from './wave.ts';
 
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
@@ -60,11 +62,14 @@ export interface ZoneStepPlugin extends StepPlugin {
   stop(): Promise<void>;
 }
 
-function configSummary(context: StepContext): Record<string, unknown> {
-  const config = context.config;
+function configSummary(config: unknown): Record<string, unknown> {
   if (typeof config !== 'object' || config === null) return {};
-  const { zone, action } = config as Record<string, unknown>;
-  return { ...(typeof zone === 'string' ? { zone } : {}), ...(typeof action === 'string' ? { action } : {}) };
+  const { zone, zones, action } = config as Record<string, unknown>;
+  return {
+    ...(typeof zone === 'string' ? { zone } : {}),
+    ...(Array.isArray(zones) ? { zones: zones.filter((z) => typeof z === 'string').join(',') } : {}),
+    ...(typeof action === 'string' ? { action } : {}),
+  };
 }
 
 export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneStepPlugin {
@@ -118,45 +123,73 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     };
   };
 
-  /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. */
+  /** A failure of one zone's call: a fault the controller retries is thrown again, a real failure is a result. */
+  const outcomeOf = (operation: 'Run' | 'Abort' | 'Terminate', config: unknown, err: unknown): StepResult => {
+    const summary = configSummary(config);
+    if (!isFinal(err)) {
+      logger.warn(`${operation} failed; the controller retries`, {
+        ...summary,
+        code: failureCodeOf(err),
+        error: err instanceof Error ? err.message : String(err),
+      });
+      throw err;
+    }
+    const code = failureCodeOf(err);
+    const status = { ...summary, error: err.message.slice(0, 1000) };
+    if (operation !== 'Run') {
+      // Abort and Terminate are not retried. A document that cannot be read means this revision never acted;
+      // anything else (a malformed annotation, a refusal) is said as a failure, never as "nothing to do".
+      if (err instanceof SpecError)
+        return successful(`nothing to ${operation.toLowerCase()}: ${err.message}`, status);
+      logger.warn(`${operation} failed`, { ...summary, code, error: err.message });
+      return failed(`${operation} could not hand the zone over: ${err.message}`, status, code);
+    }
+    logger.info('step failed', { ...summary, code, error: err.message });
+    return failed(err.message, status, code);
+  };
+
+  /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. A step over
+   *  a wave (`zones`) acts on each zone of it in turn (step/wave.ts); a step of one `zone` is the walk without waves. */
   const act = async (
     operation: 'Run' | 'Abort' | 'Terminate',
     rollout: RolloutView,
     context: StepContext,
-    work: (d: ZoneDeps, target: ZoneTarget) => Promise<StepResult>,
+    work: (d: ZoneDeps, target: ZoneTarget, previous: unknown) => Promise<StepResult>,
   ): Promise<StepResult> => {
-    let target: ZoneTarget | undefined;
+    let targets: ZoneTarget[];
     try {
-      target = resolveTarget(rollout, context.config, allowance());
-      requireReconciled(
-        reconciledNamespaces(),
-        target.zone.namespace,
-        `the zone object of zone ${target.zone.name} (Rollout ${rollout.metadata.namespace ?? ''}/${rollout.metadata.name ?? ''})`,
-      );
-      const resolved = target;
-      return await withTransientRetries(clock.sleep, async () => work(await deps(resolved), resolved));
+      targets = resolveWave(rollout, context.config, allowance());
+      for (const target of targets) {
+        requireReconciled(
+          reconciledNamespaces(),
+          target.zone.namespace,
+          `the zone object of zone ${target.zone.name} (Rollout ${rollout.metadata.namespace ?? ''}/${rollout.metadata.name ?? ''})`,
+        );
+      }
     } catch (err) {
-      if (!isFinal(err)) {
-        logger.warn(`${operation} failed; the controller retries`, {
-          ...configSummary(context),
-          code: failureCodeOf(err),
-          error: err instanceof Error ? err.message : String(err),
-        });
-        throw err;
-      }
-      const code = failureCodeOf(err);
-      const status = { ...configSummary(context), error: err.message.slice(0, 1000) };
-      if (operation !== 'Run') {
-        // Abort and Terminate are not retried. A document that cannot be read means this revision never acted;
-        // anything else (a malformed annotation, a refusal) is said as a failure, never as "nothing to do".
-        if (err instanceof SpecError)
-          return successful(`nothing to ${operation.toLowerCase()}: ${err.message}`, status);
-        logger.warn(`${operation} failed`, { ...configSummary(context), code, error: err.message });
-        return failed(`${operation} could not hand the zone over: ${err.message}`, status, code);
-      }
-      logger.info('step failed', { ...configSummary(context), code, error: err.message });
-      return failed(err.message, status, code);
+      return outcomeOf(operation, context.config, err);
     }
+    const one = async (target: ZoneTarget, previous: unknown, config: unknown): Promise<StepResult> => {
+      try {
+        return await withTransientRetries(clock.sleep, async () =>
+          work(await deps(target), target, previous),
+        );
+      } catch (err) {
+        return outcomeOf(operation, config, err);
+      }
+    };
+    const [single] = targets;
+    if (targets.length === 1 && single !== undefined && configZones(context.config)?.length === 1)
+      return one(single, context.status, context.config);
+    return overWave(
+      targets.map((t) => t.config.zone),
+      targets[0]?.config.action ?? 'drainReads',
+      { stopAtFailure: operation === 'Run' },
+      (zone) => {
+        const target = targets.find((t) => t.config.zone === zone) as ZoneTarget;
+        return one(target, zoneStatusIn(context.status, zone), target.config);
+      },
+    );
   };
 
   return {
@@ -182,14 +215,14 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       reconciler.start();
     },
     run: (rollout, context) =>
-      act('Run', rollout, context, (d, target) => {
+      act('Run', rollout, context, (d, target, previous) => {
         switch (target.config.action) {
           case 'drainReads':
-            return drainReads(d, target, context.status);
+            return drainReads(d, target, previous);
           case 'apply':
-            return applyZone(d, target, context.status);
+            return applyZone(d, target, previous);
           case 'restoreReads':
-            return restoreReads(d, target, context.status);
+            return restoreReads(d, target, previous);
         }
       }),
     terminate: (rollout, context) => act('Terminate', rollout, context, terminateStep),

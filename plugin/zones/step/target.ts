@@ -9,12 +9,14 @@ import type { ObjectRef } from '../../kube/objects.ts';
 import type { RolloutView } from '../../rollouts/types.ts';
 import type { ReadBalancerConfig, ReadBalancerRef } from '../../vm/read-backends.ts';
 import { defaultVmselectHosts, type ZoneReadBackend } from '../../vm/read-backends.ts';
+import type { DisruptionBudget } from '../../vm/read-safety.ts';
 import { defaultZoneKind, zoneObjectRef } from '../../vm/zone-kinds.ts';
 import {
   drainGracePeriodOf,
   type ResolvedZone,
   resolveZone,
   SpecError,
+  specDisruptionBudget,
   specFromAnnotations,
   type VmauthSource,
   vmauthSources,
@@ -54,6 +56,39 @@ export function parseStepConfig(config: unknown): StepConfig {
   return { zone: zone as string, action: action as ZoneAction };
 }
 
+/** The step's `plugin.config` for a wave: `{zones: [...], action}`; `{zone, action}` is a wave of one. */
+export function parseWaveConfig(config: unknown): { zones: string[]; action: ZoneAction } {
+  if (typeof config !== 'object' || config === null || !('zones' in config)) {
+    const one = parseStepConfig(config);
+    return { zones: [one.zone], action: one.action };
+  }
+  const { zones, ...rest } = config as Record<string, unknown>;
+  const problems: string[] = [];
+  if ('zone' in rest) problems.push('step config: give zone (one zone) or zones (a wave), not both');
+  if (!Array.isArray(zones) || zones.length === 0) {
+    problems.push(`step config.zones: must be a list of zone names (got ${JSON.stringify(zones)})`);
+  } else {
+    zones.forEach((zone, index) => {
+      try {
+        parseStepConfig({ zone, action: 'apply' });
+      } catch (err) {
+        if (!(err instanceof SpecError)) throw err;
+        problems.push(...err.problems.map((p) => p.replace('config.zone:', `config.zones[${index}]:`)));
+      }
+    });
+    const twice = zones.filter((z, i) => zones.indexOf(z) !== i);
+    if (twice.length > 0) problems.push(`step config.zones: zone(s) listed twice: ${twice.join(', ')}`);
+  }
+  try {
+    parseStepConfig({ zone: 'zone', ...rest });
+  } catch (err) {
+    if (!(err instanceof SpecError)) throw err;
+    problems.push(...err.problems.filter((p) => !p.includes('config.zone:')));
+  }
+  if (problems.length > 0) throw new SpecError(problems);
+  return { zones: zones as string[], action: (rest as { action: ZoneAction }).action };
+}
+
 export interface ZoneTarget {
   config: StepConfig;
   spec: ZoneSpecDocument;
@@ -65,6 +100,8 @@ export interface ZoneTarget {
   drainGracePeriod: string;
   drainGraceMs: number;
   readyTimeoutMs: number;
+  /** The spec's zone disruption budget, checked before the zone is drained. */
+  budget: DisruptionBudget;
   /** The agents that write to the zone (VMAgents, or VLAgents for a VLCluster zone: the zone kind says which), and
    *  the cluster they run in (undefined = the controller's own). Records keep the field name vmagents. */
   vmagents: string[];
@@ -166,10 +203,31 @@ export function resolveTarget(
     drainGracePeriod: drainGracePeriodOf(spec),
     drainGraceMs: parseGoDurationMs(drainGracePeriodOf(spec)),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
+    budget: specDisruptionBudget(spec),
     vmagents: writers.names,
     vmagentsCluster: writers.cluster,
     vminsertHosts: spec.zones[config.zone]?.vminsertHosts,
     who: rolloutIdentity(rollout),
     stableRevision: rollout.status.stableRS,
   };
+}
+
+/**
+ * The targets of a step over a wave, one per zone, each with its own lease, evidence and rollback record. A wave
+ * wider than the spec's disruption budget could never drain whole: refused before anything is touched.
+ */
+export function resolveWave(
+  rollout: RolloutView,
+  rawConfig: unknown,
+  namespaces: NamespaceAllowance = { all: false, extra: [] },
+): ZoneTarget[] {
+  const { zones, action } = parseWaveConfig(rawConfig);
+  const targets = zones.map((zone) => resolveTarget(rollout, { zone, action }, namespaces));
+  const budget = targets[0]?.budget;
+  if (budget !== undefined && zones.length > budget.maxZonesOut) {
+    throw new SpecError([
+      `step config.zones: a wave of ${zones.length} zones (${zones.join(', ')}) exceeds the spec's disruptionBudget.maxZonesOut ${budget.maxZonesOut}`,
+    ]);
+  }
+  return targets;
 }

@@ -210,18 +210,19 @@ export function stepPluginOf(
 ) {
   const plugin = createZoneStepPlugin({ clock, kube, reconciler: false, logger: silentLogger, inCallWaitMs });
   const view = () => kube.getStored('Rollout', rollout, 'argoproj.io/v1alpha1') as unknown as RolloutView;
+  /** `zone`: one zone (`config.zone`), or the zones of a wave (`config.zones`). */
   const call = (
     operation: 'run' | 'abort' | 'terminate',
-    zone: string,
+    zone: string | readonly string[],
     action: string,
     previous?: StepResult,
   ): Promise<StepResult> =>
     plugin[operation](view(), {
       pluginName: 'vmzones/step',
-      config: { zone, action },
+      config: typeof zone === 'string' ? { zone, action } : { zones: [...zone], action },
       status: previous?.status,
     });
-  const run = async (zone: string, action: string): Promise<StepResult> => {
+  const run = async (zone: string | readonly string[], action: string): Promise<StepResult> => {
     let result = await call('run', zone, action);
     for (let i = 0; i < 5 && result.phase === 'Running'; i++)
       result = await call('run', zone, action, result);
