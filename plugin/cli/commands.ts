@@ -30,19 +30,30 @@ export const commands: readonly Command[] = [
     name: 'lint',
     summary: 'check spec documents, and that each Rollout carrying one walks every zone in order',
     synopsis:
-      'lint --spec FILE [--spec FILE…] [--rollout NAME] [--only ZONE,…] [--template NAME] [-o yaml|json]',
+      'lint --spec FILE [--spec FILE…] [--rollout NAME] [--only ZONE,…] [--template NAME] [-o yaml|json]\n' +
+      '          [--cluster [-n NS] [--context C] [--kubeconfig F] [--clusters-namespace NS]]',
     flagHelp: `  --spec FILE        what to check (repeatable); ${'`-`'} reads stdin
   --rollout NAME     check only this Rollout of the files
   --only ZONE,…      the Rollouts deliberately walk only these zones (default: every zone of the spec)
   --template NAME    each zone's gate must run this analysis template; '' accepts walks without gates
-                     (default: any analysis step with the arg zone=ZONE between apply and restoreReads)`,
+                     (default: any analysis step with the arg zone=ZONE between apply and restoreReads)
+  --cluster          also read each Rollout's zones in the cluster and say those drifted from the stable
+                     spec, as status does (without it lint reads the files only and says nothing of drift)
+  --kubeconfig PATH, --context NAME, -n NS, --clusters-namespace NS
+                     with --cluster: where to read, as for status (a manifest's own namespace wins over -n)`,
     examples: `  vmzones lint --spec deploy/rollout.yaml
-  kustomize build deploy/overlays/prod | vmzones lint --spec -`,
+  kustomize build deploy/overlays/prod | vmzones lint --spec -
+  vmzones lint --spec deploy/rollout.yaml --cluster --context prod -n vm`,
     options: {
       spec: { type: 'string', multiple: true },
       rollout: { type: 'string' },
       only: { type: 'string' },
       template: { type: 'string' },
+      // The live check (plugin/cli/lint-live.ts); the kubectl flags only with it (lint-command.ts refuses them
+      // alone), so lint stays an offline command in the table.
+      cluster: { type: 'boolean' },
+      ...kubeOptions,
+      'clusters-namespace': { type: 'string' },
     },
     dataOutput: true,
     talksToKubernetes: false,

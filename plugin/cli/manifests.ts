@@ -13,7 +13,9 @@ import { classifyStep } from './walk-steps.ts';
 const annotations = z.record(z.string(), z.unknown()).optional();
 const rolloutSchema = z.looseObject({
   kind: z.literal('Rollout'),
-  metadata: z.looseObject({ name: z.string().optional(), annotations }).optional(),
+  metadata: z
+    .looseObject({ name: z.string().optional(), namespace: z.string().optional(), annotations })
+    .optional(),
   spec: z
     .looseObject({
       template: z.looseObject({ metadata: z.looseObject({ annotations }).optional() }).optional(),
@@ -30,6 +32,8 @@ const rolloutSchema = z.looseObject({
 export interface RolloutInFile {
   /** metadata.name, or `#N` (its position among the file's Rollouts) when unnamed. */
   name: string;
+  /** metadata.namespace, when the manifest sets it. */
+  namespace: string | undefined;
   /** The YAML document that holds it, and the path to it there ([] or ['items', i] in a List). */
   document: Document;
   path: (string | number)[];
@@ -89,6 +93,7 @@ export function readManifests(text: string, file: string): Manifests {
       const r = parsed.data;
       rollouts.push({
         name: r.metadata?.name ?? `#${rollouts.length + 1}`,
+        namespace: r.metadata?.namespace,
         document,
         path,
         templateSpec: annotationText(r.spec?.template?.metadata?.annotations),

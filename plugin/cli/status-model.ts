@@ -5,7 +5,12 @@
 
 import { z } from 'zod';
 import type { KubeObject } from '../kube/objects.ts';
-import { deriveZoneStates, type ZoneDrift, type ZoneStateName } from '../observe/zone-states.ts';
+import {
+  deriveZoneStates,
+  type ZoneDrift,
+  type ZoneStateName,
+  type ZoneStates,
+} from '../observe/zone-states.ts';
 import {
   type RolloutObject,
   rolloutObjectSchema,
@@ -176,6 +181,23 @@ export function rolloutSpec(rollout: RolloutObject): ZoneSpecDocument {
   }
 }
 
+/** The states of one Rollout's zones (plugin/observe/zone-states.ts: the one decision, drift included), each zone's
+ *  object as read in its own registered cluster, so that a zone in another cluster is judged by its own object. */
+export function rolloutZoneStates(
+  rollout: unknown,
+  spec: ZoneSpecDocument,
+  byZone: Readonly<Record<string, KubeObject>>,
+): ZoneStates {
+  const zoneObjects: KubeObject[] = [];
+  const remoteZoneObjects: Record<string, KubeObject[]> = {};
+  for (const [zone, object] of Object.entries(byZone)) {
+    const cluster = spec.zones[zone]?.cluster;
+    if (cluster === undefined) zoneObjects.push(object);
+    else remoteZoneObjects[cluster] = [...(remoteZoneObjects[cluster] ?? []), object];
+  }
+  return deriveZoneStates({ rollouts: [rollout], zoneObjects, remoteZoneObjects });
+}
+
 interface ZoneSteps {
   zone: string;
   indices: number[];
@@ -295,7 +317,10 @@ export function buildStatus(input: StatusInput): RolloutStatus {
       .map((zone) => ({ zone, indices: [] })),
   ];
 
-  const states = deriveZoneStates({ rollouts: [input.rollout], zoneObjects: input.zoneObjects });
+  const states =
+    input.byZone === undefined
+      ? deriveZoneStates({ rollouts: [input.rollout], zoneObjects: input.zoneObjects })
+      : rolloutZoneStates(input.rollout, spec, input.byZone);
   problems.push(...states.problems);
   const runs = input.analysisRuns.flatMap((value) => {
     const parsed = analysisRunSchema.safeParse(value);
@@ -333,7 +358,11 @@ export function buildStatus(input: StatusInput): RolloutStatus {
         : undefined);
     const zoneError = input.zoneErrors?.[zone];
     const row = states.zones.find(
-      (r) => r.kind === kind.kind && r.namespace === namespace && r.vmcluster === vmcluster,
+      (r) =>
+        r.kind === kind.kind &&
+        r.namespace === namespace &&
+        r.vmcluster === vmcluster &&
+        (input.byZone === undefined || r.cluster === registered),
     );
     const first = indices[0];
     const last = indices.at(-1);

@@ -21,7 +21,7 @@ import {
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { readLayer, servingZones } from '../vm/read-layer.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
-import { zoneWorkload } from '../zones/spec.ts';
+import { type ZoneSpecDocument, zoneWorkload } from '../zones/spec.ts';
 import { readBalancerConfigs } from '../zones/step/target.ts';
 import { type Flags, UsageError } from './args.ts';
 import type { CommandContext } from './command-context.ts';
@@ -34,7 +34,7 @@ export const statusFormats = ['table', 'wide', 'json'] as const;
 export type StatusFormat = (typeof statusFormats)[number];
 
 /** The clients of the zones' registered clusters (docs/multicluster.md); the user's own for zones without one. */
-type ZoneClusterClients = Pick<ClusterClients, 'client' | 'registration'>;
+export type ZoneClusterClients = Pick<ClusterClients, 'client' | 'registration'>;
 
 /** Reads everything one snapshot needs; a Rollout that does not exist is an InputError (exit 1). */
 export async function readStatus(
@@ -54,48 +54,65 @@ export async function readStatus(
   const rollout = parseStatusRollout(rolloutObject);
   const spec = rolloutSpec(rollout);
   const zoneNamespace = spec.namespace ?? namespace;
-  const zoneErrors: Record<string, string> = {};
-  const warnings = new Set<string>();
   const balancers = readBalancerConfigs(spec, zoneNamespace);
-  const [zoneObjects, analysisRuns, routing] = await Promise.all([
-    Promise.all(
-      Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
-        try {
-          const zoneKube = await clusters.client(zone.cluster);
-          const registration = await clusters.registration(zone.cluster);
-          const insecure = registration === undefined ? undefined : insecureClusterWarning(registration);
-          if (insecure !== undefined) warnings.add(insecure);
-          const { kind, name } = zoneWorkload(zone);
-          return [zoneName, await zoneKube.get(zoneObjectRef(kind, zoneNamespace, name))];
-        } catch (err) {
-          if (err instanceof KubeError && err.kind === 'notFound') return [zoneName, undefined];
-          // A zone whose cluster is unknown or does not answer is shown as such; the other zones still are.
-          if (
-            zone.cluster === undefined ||
-            !(err instanceof KubeError || err instanceof ClusterRegistryError)
-          )
-            throw err;
-          zoneErrors[zoneName] = err.message;
-          return [zoneName, undefined];
-        }
-      }),
-    ),
+  const [zones, analysisRuns, routing] = await Promise.all([
+    readZoneObjects(spec, zoneNamespace, clusters),
     kube.list('argoproj.io/v1alpha1', 'AnalysisRun', namespace),
     readLayer({ kube, clusters }, balancers).then(
       (layer) => ({ routed: servingZones(layer) }),
       (err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }),
     ),
   ]);
-  const byZone = Object.fromEntries(zoneObjects.filter((e): e is [string, KubeObject] => e[1] !== undefined));
   return buildStatus({
     rollout: rolloutObject,
-    zoneObjects: Object.values(byZone),
-    byZone,
-    zoneErrors,
+    zoneObjects: Object.values(zones.byZone),
+    byZone: zones.byZone,
+    zoneErrors: zones.zoneErrors,
     analysisRuns,
     routing,
-    warnings: [...warnings],
+    warnings: zones.warnings,
   });
+}
+
+export interface ZoneObjectsRead {
+  /** Each zone's object, read in the zone's own cluster; a zone whose object does not exist is absent. */
+  byZone: Record<string, KubeObject>;
+  /** Why a zone's object could not be read (its registered cluster is unknown or does not answer). */
+  zoneErrors: Record<string, string>;
+  /** Settings that weaken security where the zones are read (a registered cluster without TLS verification). */
+  warnings: string[];
+}
+
+/** The objects of the spec's zones, each from its registered cluster (docs/multicluster.md): for `vmzones status`
+ *  and `vmzones lint --cluster`. */
+export async function readZoneObjects(
+  spec: ZoneSpecDocument,
+  zoneNamespace: string,
+  clusters: ZoneClusterClients,
+): Promise<ZoneObjectsRead> {
+  const zoneErrors: Record<string, string> = {};
+  const warnings = new Set<string>();
+  const zoneObjects = await Promise.all(
+    Object.entries(spec.zones).map(async ([zoneName, zone]): Promise<[string, KubeObject | undefined]> => {
+      try {
+        const zoneKube = await clusters.client(zone.cluster);
+        const registration = await clusters.registration(zone.cluster);
+        const insecure = registration === undefined ? undefined : insecureClusterWarning(registration);
+        if (insecure !== undefined) warnings.add(insecure);
+        const { kind, name } = zoneWorkload(zone);
+        return [zoneName, await zoneKube.get(zoneObjectRef(kind, zoneNamespace, name))];
+      } catch (err) {
+        if (err instanceof KubeError && err.kind === 'notFound') return [zoneName, undefined];
+        // A zone whose cluster is unknown or does not answer is shown as such; the other zones still are.
+        if (zone.cluster === undefined || !(err instanceof KubeError || err instanceof ClusterRegistryError))
+          throw err;
+        zoneErrors[zoneName] = err.message;
+        return [zoneName, undefined];
+      }
+    }),
+  );
+  const byZone = Object.fromEntries(zoneObjects.filter((e): e is [string, KubeObject] => e[1] !== undefined));
+  return { byZone, zoneErrors, warnings: [...warnings] };
 }
 
 export interface RenderTarget {
