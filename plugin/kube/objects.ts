@@ -119,6 +119,14 @@ export interface PatchOptions {
   dryRun?: boolean;
 }
 
+/** A wait for one object to change, as a watch sees it (plugin/kube/watched-objects.ts). */
+export interface ObjectChange {
+  /** Resolves once the watch sees the object at another resourceVersion than the one given, or gone. */
+  readonly changed: Promise<void>;
+  /** Stops listening: the waiter gave up (its deadline) or was woken. */
+  cancel(): void;
+}
+
 /** What the upper layers use; tests may provide their own against a real API server. */
 export interface KubeObjects {
   get(ref: ObjectRef): Promise<KubeObject>;
@@ -141,6 +149,12 @@ export interface KubeObjects {
    * cluster's pod access (its API server's pod proxy by default); absent for the controller's own cluster.
    */
   readonly registration?: ClusterRegistration;
+  /**
+   * Present when watches follow this cluster (the step plugin's, docs/scale.md): a wait for `ref` to be at another
+   * resourceVersion than `seen` (the one the caller read), so that a waiter reads again only when something
+   * changed instead of polling. Undefined when no watch that follows the API server now covers `ref`: poll.
+   */
+  changeOf?(ref: ObjectRef, seen: string | undefined): ObjectChange | undefined;
 }
 
 /** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */
@@ -250,5 +264,22 @@ export function kubeObjects(
         );
       }
     },
+  };
+}
+
+/** `live` (every read and write to the API server), with waits for changes from `watched` (plugin/kube/watched-objects.ts). */
+export function withChangesOf(
+  live: KubeObjects,
+  watched: { changeOf: NonNullable<KubeObjects['changeOf']> },
+): KubeObjects {
+  return {
+    get: (ref) => live.get(ref),
+    list: (apiVersion, kind, namespace, labelSelector) =>
+      live.list(apiVersion, kind, namespace, labelSelector),
+    mergePatch: (ref, patch, resourceVersion, patchOptions) =>
+      live.mergePatch(ref, patch, resourceVersion, patchOptions),
+    create: (object) => live.create(object),
+    ...(live.registration === undefined ? {} : { registration: live.registration }),
+    changeOf: (ref, seen) => watched.changeOf(ref, seen),
   };
 }

@@ -19,6 +19,7 @@ import {
   restoreZone,
 } from '../vm/read-balancer.ts';
 import { clusterClientFor } from './cluster-routing.ts';
+import { firstChange } from './deps.ts';
 import { drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
@@ -160,7 +161,13 @@ export async function layerEvidence(
     list
       .map((e) => (each.length === 1 ? e.evidence.message : `${e.b.describe}: ${e.evidence.message}`))
       .join('; ');
-  if (waiting.length > 0) return { state: 'waiting', message: say(waiting) };
+  if (waiting.length > 0) {
+    return {
+      state: 'waiting',
+      message: say(waiting),
+      nextChange: () => firstChange(waiting.map((e) => e.evidence.nextChange?.())),
+    };
+  }
   const reloads = each.flatMap((e) =>
     e.evidence.reloadedAt === undefined ? [] : [e.evidence.reloadedAt.getTime()],
   );

@@ -11,7 +11,7 @@ import {
   requireReconciled,
 } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
-import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import { type KubeObjects, kubeObjects, withChangesOf } from '../kube/objects.ts';
 import type { WatchedObjects } from '../kube/watched-objects.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
@@ -27,6 +27,7 @@ import { SpecError } from './spec.ts';
 import { resolveTarget, type ZoneTarget } from './target.ts';
 
 export const stepPluginType = 'vmzones/step';
+export { inCallWatchedKinds } from './deps.ts';
 
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
@@ -101,7 +102,8 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       (message) => logger.warn('TLS verification is off', { warning: message }),
     );
     return {
-      kube,
+      // Reads and writes go to the API server; the in-call waits learn from the watches when to read again.
+      kube: watchedView === undefined ? kube : withChangesOf(kube, watchedView),
       clusters,
       now: () => clock.now(),
       sleep: (ms) => clock.sleep(ms),
