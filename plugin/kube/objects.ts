@@ -1,7 +1,15 @@
 // Reads and writes of Kubernetes objects, as the layers above need them: by apiVersion/kind/namespace/name, with
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
-import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import {
+  ApiException,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type RequestContext,
+} from '@kubernetes/client-node';
 import type { ClusterRegistration } from './cluster-registry.ts';
 import { redactText } from './redact.ts';
 
@@ -157,9 +165,61 @@ export interface KubeObjects {
   changeOf?(ref: ObjectRef, seen: string | undefined): ObjectChange | undefined;
 }
 
+type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
+
+/**
+ * A KubeConfig whose API calls share one connection pool. client-node 2.0.1 builds a new undici Agent for every
+ * request that carries TLS options (a CA, a client certificate: in-cluster and with most kubeconfigs), so each
+ * request opened its own TLS connection, kept alive unused until it timed out: with 50 walks each in-call wait
+ * left dozens of sockets and TLS contexts in the step process (docs/deploy.md, "Memory"). The Agent is kept while
+ * what it was built from (server, proxy, CA, client certificate and key, as the files hold them now) stays the
+ * same, and replaced (the old one closed once its requests are done) when it changes.
+ */
+export class SharedConnectionsKubeConfig extends KubeConfig {
+  #shared: { key: string; dispatcher: Dispatcher } | undefined;
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const built = context.getDispatcher();
+    if (built === undefined) return;
+    const key = this.#connectionKey();
+    if (this.#shared?.key !== key) {
+      const old = this.#shared?.dispatcher;
+      this.#shared = { key, dispatcher: built };
+      void old?.close().catch(() => {});
+      return;
+    }
+    context.setDispatcher(this.#shared.dispatcher);
+    // Built for this request and never connected: nothing to wait for.
+    void built.destroy().catch(() => {});
+  }
+
+  /** A digest of what the per-request Agent is built from (the material itself is not kept). */
+  #connectionKey(): string {
+    const cluster = this.getCurrentCluster();
+    const user = this.getCurrentUser();
+    const file = (path: string | undefined) => (path === undefined ? '' : readFileSync(path, 'latin1'));
+    const hash = createHash('sha256');
+    for (const part of [
+      cluster?.server,
+      cluster?.proxyUrl,
+      String(cluster?.skipTLSVerify),
+      cluster?.tlsServerName,
+      cluster?.caData,
+      file(cluster?.caFile),
+      user?.certData,
+      file(user?.certFile),
+      user?.keyData,
+      file(user?.keyFile),
+    ])
+      hash.update(`${part ?? ''}\0`);
+    return hash.digest('hex');
+  }
+}
+
 /** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */
 export function loadKubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new SharedConnectionsKubeConfig();
   kc.loadFromDefault();
   return kc;
 }
