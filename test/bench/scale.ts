@@ -400,7 +400,10 @@ try {
     for (const role of ['step', 'gates'] as const)
       out(
         `plugin_start_to_handshake_ms_${role}`,
-        await handshakeMs([plugin.location, ...plugin.args], role, env),
+        // A start that fails here (30 s without the line on a loaded machine) costs this figure, not the others.
+        await handshakeMs([plugin.location, ...plugin.args], role, env).catch(
+          (error: unknown) => `failed (${error instanceof Error ? error.message : String(error)})`,
+        ),
       );
   }
 } catch (error) {
