@@ -135,6 +135,21 @@ export interface ObjectChange {
   cancel(): void;
 }
 
+/** One wait for the first of several changes; undefined when any of them cannot be watched (then poll). */
+export function firstChange(changes: readonly (ObjectChange | undefined)[]): ObjectChange | undefined {
+  const cancelAll = () => {
+    for (const c of changes) c?.cancel();
+  };
+  if (changes.length === 0 || changes.some((c) => c === undefined)) {
+    cancelAll();
+    return undefined;
+  }
+  return {
+    changed: Promise.race(changes.map((c) => c?.changed)).then(cancelAll),
+    cancel: cancelAll,
+  };
+}
+
 /** What the upper layers use; tests may provide their own against a real API server. */
 export interface KubeObjects {
   get(ref: ObjectRef): Promise<KubeObject>;

@@ -59,18 +59,3 @@ export async function waitInCall<T>(
     if (pause > 0) await deps.sleep(pause);
   }
 }
-
-/** One wait for the first of several changes; undefined when any of them cannot be watched (then poll). */
-export function firstChange(changes: readonly (ObjectChange | undefined)[]): ObjectChange | undefined {
-  const cancelAll = () => {
-    for (const c of changes) c?.cancel();
-  };
-  if (changes.length === 0 || changes.some((c) => c === undefined)) {
-    cancelAll();
-    return undefined;
-  }
-  return {
-    changed: Promise.race(changes.map((c) => c?.changed)).then(cancelAll),
-    cancel: cancelAll,
-  };
-}

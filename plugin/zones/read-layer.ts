@@ -6,7 +6,7 @@
 
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
-import type { KubeObjects } from '../kube/objects.ts';
+import { firstChange, type KubeObjects } from '../kube/objects.ts';
 import { describeBalancer } from '../vm/read-backends.ts';
 import {
   type DrainRecord,
@@ -19,7 +19,6 @@ import {
   restoreZone,
 } from '../vm/read-balancer.ts';
 import { clusterClientFor } from './cluster-routing.ts';
-import { firstChange } from './deps.ts';
 import { drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
