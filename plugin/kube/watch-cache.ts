@@ -204,7 +204,7 @@ export class WatchCache {
   /**
    * A wait for `namespace/name` to be at another resourceVersion than `seen`; resolved at once when the copy holds
    * it at another one already (or not at all while `seen` is set). A copy behind the caller's read also resolves at
-   * once: callers read again no sooner than they would have polled (plugin/zones/deps.ts).
+   * once: callers read again no sooner than they would have polled (plugin/zones/step/deps.ts).
    */
   changeOf(namespace: string, name: string, seen: string | undefined): ObjectChange {
     const key = `${namespace}/${name}`;

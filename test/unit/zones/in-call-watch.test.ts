@@ -1,4 +1,4 @@
-// The step's in-call waits wake on watch events instead of polling (plugin/zones/deps.ts waitInCall, issue 26
+// The step's in-call waits wake on watch events instead of polling (plugin/zones/step/deps.ts waitInCall, issue 26
 // item 5): a drainReads that waits for the operator to take up the VMUser reads it once, then again only when the
 // watch saw it change; its deadline is the same as when it polled.
 
@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { KubeObjects, ObjectChange, ObjectRef } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import { ns, rolloutObject, threeZones, useVmauthFixture } from './memory-cluster.ts';
