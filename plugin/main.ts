@@ -74,7 +74,7 @@ async function startPlugin(): Promise<void> {
   const kube = observe.kube;
   const stepPlugins = ([
     step,
-    { createZoneStepPlugin },
+    { createZoneStepPlugin, inCallWatchedKinds },
     { checkZoneQueue },
     { watchedObjects },
     { loadKubeConfig },
@@ -84,11 +84,12 @@ async function startPlugin(): Promise<void> {
       createZoneStepPlugin({
         ...(kube ? { kube: kube() } : {}),
         queueCheck: checkZoneQueue,
-        // The reconciler's per-pass reads from watches (docs/scale.md).
+        // The reconciler's per-pass reads from watches, and the steps' in-call waits woken by them (docs/scale.md).
         watch: (live, namespaces) =>
           watchedObjects(live, {
             kubeConfig: loadKubeConfig(),
             kinds: reconcilerWatchedKinds,
+            changeKinds: inCallWatchedKinds,
             namespaces,
             onProblem: (message) => logger.warn(message),
           }),

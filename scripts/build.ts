@@ -46,6 +46,23 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
     logLevel: 'warning',
   });
   chmodSync(outfile, 0o755);
+  requireOneByteSource(outfile);
+}
+
+/**
+ * V8 keeps a script's source text in the heap of every process that runs it, at one byte a character only while
+ * every character is at most U+00FF: a single other one (a regular expression literal, which esbuild leaves as
+ * written) doubles it, 4.6 → 9.1 MiB for vmzones.mjs (docs/deploy.md, "Memory"). Fails the build naming it.
+ */
+function requireOneByteSource(file: string): void {
+  const text = readFileSync(file, 'utf8');
+  let at = 0;
+  while (at < text.length && text.charCodeAt(at) <= 0xff) at++;
+  if (at === text.length) return;
+  const line = text.slice(0, at).split('\n').length;
+  throw new Error(
+    `${file}: character ${JSON.stringify(text[at])} (U+${text.codePointAt(at)?.toString(16).toUpperCase()}) at line ${line} makes V8 keep the whole bundle at two bytes a character; write it as a \\u escape in the source (${JSON.stringify(text.slice(Math.max(0, at - 40), at + 10))})`,
+  );
 }
 console.log(
   `built ${Object.keys(entries)

@@ -7,12 +7,18 @@
 // The credentials stay in the Secret and in the client built from it: no message here or from a client carries
 // them (errors name the cluster and the Secret, never a value).
 
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { type ClusterRegistration, clusterConfigSchema } from './cluster-registration.ts';
 import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
 import { dns1123Label } from './names.ts';
-import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
+import {
+  KubeError,
+  type KubeObject,
+  type KubeObjects,
+  kubeObjects,
+  SharedConnectionsKubeConfig,
+} from './objects.ts';
 
 export type { ClusterRegistration };
 export { clusterSecretLabel };
@@ -115,7 +121,7 @@ export function parseClusterSecret(secret: KubeObject): ClusterRegistration {
 /** A client configuration for the registered cluster (server, CA, token or client certificate). */
 export function kubeConfigFor(registration: ClusterRegistration): KubeConfig {
   const tls = registration.config.tlsClientConfig;
-  const kc = new KubeConfig();
+  const kc = new SharedConnectionsKubeConfig();
   kc.loadFromOptions({
     clusters: [
       {

@@ -1,7 +1,15 @@
 // Reads and writes of Kubernetes objects, as the layers above need them: by apiVersion/kind/namespace/name, with
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
-import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import {
+  ApiException,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type RequestContext,
+} from '@kubernetes/client-node';
 import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
 import type { ClusterRegistration } from './cluster-registration.ts';
 import { redactText } from './redact.ts';
@@ -129,6 +137,29 @@ export interface PatchOptions {
   dryRun?: boolean;
 }
 
+/** A wait for one object to change, as a watch sees it (plugin/kube/watched-objects.ts). */
+export interface ObjectChange {
+  /** Resolves once the watch sees the object at another resourceVersion than the one given, or gone. */
+  readonly changed: Promise<void>;
+  /** Stops listening: the waiter gave up (its deadline) or was woken. */
+  cancel(): void;
+}
+
+/** One wait for the first of several changes; undefined when any of them cannot be watched (then poll). */
+export function firstChange(changes: readonly (ObjectChange | undefined)[]): ObjectChange | undefined {
+  const cancelAll = () => {
+    for (const c of changes) c?.cancel();
+  };
+  if (changes.length === 0 || changes.some((c) => c === undefined)) {
+    cancelAll();
+    return undefined;
+  }
+  return {
+    changed: Promise.race(changes.map((c) => c?.changed)).then(cancelAll),
+    cancel: cancelAll,
+  };
+}
+
 /** What the upper layers use; tests may provide their own against a real API server. */
 export interface KubeObjects {
   get(ref: ObjectRef): Promise<KubeObject>;
@@ -151,11 +182,69 @@ export interface KubeObjects {
    * cluster's pod access (its API server's pod proxy by default); absent for the controller's own cluster.
    */
   readonly registration?: ClusterRegistration;
+  /**
+   * Present when watches follow this cluster (the step plugin's, docs/scale.md): a wait for `ref` to be at another
+   * resourceVersion than `seen` (the one the caller read), so that a waiter reads again only when something
+   * changed instead of polling. Undefined when no watch that follows the API server now covers `ref`: poll.
+   */
+  changeOf?(ref: ObjectRef, seen: string | undefined): ObjectChange | undefined;
+}
+
+type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
+
+/**
+ * A KubeConfig whose API calls share one connection pool. client-node 2.0.1 builds a new undici Agent for every
+ * request that carries TLS options (a CA, a client certificate: in-cluster and with most kubeconfigs), so each
+ * request opened its own TLS connection, kept alive unused until it timed out: with 50 walks each in-call wait
+ * left dozens of sockets and TLS contexts in the step process (docs/deploy.md, "Memory"). The Agent is kept while
+ * what it was built from (server, proxy, CA, client certificate and key, as the files hold them now) stays the
+ * same, and replaced (the old one closed once its requests are done) when it changes.
+ */
+export class SharedConnectionsKubeConfig extends KubeConfig {
+  #shared: { key: string; dispatcher: Dispatcher } | undefined;
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const built = context.getDispatcher();
+    if (built === undefined) return;
+    const key = this.#connectionKey();
+    if (this.#shared?.key !== key) {
+      const old = this.#shared?.dispatcher;
+      this.#shared = { key, dispatcher: built };
+      void old?.close().catch(() => {});
+      return;
+    }
+    context.setDispatcher(this.#shared.dispatcher);
+    // Built for this request and never connected: nothing to wait for.
+    void built.destroy().catch(() => {});
+  }
+
+  /** A digest of what the per-request Agent is built from (the material itself is not kept). */
+  #connectionKey(): string {
+    const cluster = this.getCurrentCluster();
+    const user = this.getCurrentUser();
+    const file = (path: string | undefined) => (path === undefined ? '' : readFileSync(path, 'latin1'));
+    const hash = createHash('sha256');
+    for (const part of [
+      cluster?.server,
+      cluster?.proxyUrl,
+      String(cluster?.skipTLSVerify),
+      cluster?.tlsServerName,
+      cluster?.caData,
+      file(cluster?.caFile),
+      user?.certData,
+      file(user?.certFile),
+      user?.keyData,
+      file(user?.keyFile),
+    ])
+      hash.update(`${part ?? ''}\0`);
+    return hash.digest('hex');
+  }
 }
 
 /** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */
 export function loadKubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new SharedConnectionsKubeConfig();
   kc.loadFromDefault();
   return kc;
 }
@@ -260,5 +349,22 @@ export function kubeObjects(
         );
       }
     },
+  };
+}
+
+/** `live` (every read and write to the API server), with waits for changes from `watched` (plugin/kube/watched-objects.ts). */
+export function withChangesOf(
+  live: KubeObjects,
+  watched: { changeOf: NonNullable<KubeObjects['changeOf']> },
+): KubeObjects {
+  return {
+    get: (ref) => live.get(ref),
+    list: (apiVersion, kind, namespace, labelSelector) =>
+      live.list(apiVersion, kind, namespace, labelSelector),
+    mergePatch: (ref, patch, resourceVersion, patchOptions) =>
+      live.mergePatch(ref, patch, resourceVersion, patchOptions),
+    create: (object) => live.create(object),
+    ...(live.registration === undefined ? {} : { registration: live.registration }),
+    changeOf: (ref, seen) => watched.changeOf(ref, seen),
   };
 }

@@ -19,7 +19,7 @@ import {
   ListWatch,
   Watch,
 } from '@kubernetes/client-node';
-import type { KubeObject } from './objects.ts';
+import type { KubeObject, ObjectChange } from './objects.ts';
 
 /** A kind to watch: the REST path needs the plural. */
 export interface WatchedKind {
@@ -40,6 +40,9 @@ export interface WatchCacheOptions {
   /** Waits between restarts (tests give an instant one). */
   delay?: (ms: number) => Promise<void>;
   onProblem?: (message: string) => void;
+  /** Keep only apiVersion, kind and metadata: a cache that serves waits for changes (changeOf), never reads, so
+   *  neither the memory of whole objects nor what their spec may hold (a VMUser's password). */
+  metadataOnly?: boolean;
 }
 
 const firstRetryMs = 1_000;
@@ -58,6 +61,16 @@ export function trimmed(object: KubeObject): KubeObject {
   return { ...object, metadata };
 }
 
+/** Only what a wait for changes needs: which object, at which resourceVersion. */
+function metadataOf(object: KubeObject): KubeObject {
+  const { name, namespace, uid, resourceVersion, generation } = object.metadata;
+  return {
+    ...(object.apiVersion === undefined ? {} : { apiVersion: object.apiVersion }),
+    ...(object.kind === undefined ? {} : { kind: object.kind }),
+    metadata: { name, namespace, uid, resourceVersion, generation },
+  };
+}
+
 /**
  * client-node's Watch, asking for bookmarks and handing on trimmed objects. `onWatch` runs when ListWatch asks
  * for a watch: by then the list (if any) is in the copy, and events after its resourceVersion are on their way
@@ -67,11 +80,18 @@ class TrimmingWatch extends Watch {
   readonly #inner: Watch;
   readonly #onWatch: () => void;
   readonly #onEvent: () => void;
-  constructor(inner: Watch, onWatch: () => void, onEvent: () => void) {
+  readonly #keep: (object: KubeObject) => KubeObject;
+  constructor(
+    inner: Watch,
+    onWatch: () => void,
+    onEvent: () => void,
+    keep: (object: KubeObject) => KubeObject,
+  ) {
     super(inner.config);
     this.#inner = inner;
     this.#onWatch = onWatch;
     this.#onEvent = onEvent;
+    this.#keep = keep;
   }
   override async watch(
     path: string,
@@ -86,7 +106,7 @@ class TrimmingWatch extends Watch {
       { ...queryParams, allowWatchBookmarks: true },
       (phase, object: KubeObject, raw) => {
         this.#onEvent();
-        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' ? trimmed(object) : object, raw);
+        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' ? this.#keep(object) : object, raw);
       },
       done,
     );
@@ -117,6 +137,8 @@ export class WatchCache {
   #restarting = false;
   #synced: Promise<void>;
   #markSynced: () => void = () => {};
+  /** Waiters for a change of one object, by `namespace/name`. */
+  readonly #waiters = new Map<string, Set<() => void>>();
   /** Lists and watches started since creation (tests and docs/scale.md count them). */
   readonly counts = { lists: 0, watches: 0, restarts: 0 };
 
@@ -138,6 +160,7 @@ export class WatchCache {
           options.kind.kind,
           options.namespace,
         ));
+    const keep = options.metadataOnly === true ? metadataOf : trimmed;
     const watch = new TrimmingWatch(
       options.watch ?? new Watch(options.kubeConfig),
       () => {
@@ -151,6 +174,7 @@ export class WatchCache {
       () => {
         this.#retryMs = firstRetryMs;
       },
+      keep,
     );
     this.#informer = new ListWatch<KubeObject>(
       restPath(options.kind, options.namespace),
@@ -161,7 +185,7 @@ export class WatchCache {
         this.#fresh = false;
         this.counts.lists++;
         const listed = await list();
-        return { ...listed, items: listed.items.map(trimmed) };
+        return { ...listed, items: listed.items.map(keep) };
       },
       false,
       undefined,
@@ -169,6 +193,45 @@ export class WatchCache {
       { delayFn: this.#delay },
     );
     this.#informer.on('error', (err) => this.#failed(err));
+    // One listener for every waiter: added, updated (a new resourceVersion) or deleted, from a watch event or a
+    // relist that found the object changed.
+    this.#informer.on('change', (object) => {
+      const key = `${object.metadata.namespace ?? ''}/${object.metadata.name ?? ''}`;
+      for (const wake of this.#waiters.get(key) ?? []) wake();
+    });
+  }
+
+  /**
+   * A wait for `namespace/name` to be at another resourceVersion than `seen`; resolved at once when the copy holds
+   * it at another one already (or not at all while `seen` is set). A copy behind the caller's read also resolves at
+   * once: callers read again no sooner than they would have polled (plugin/zones/step/deps.ts).
+   */
+  changeOf(namespace: string, name: string, seen: string | undefined): ObjectChange {
+    const key = `${namespace}/${name}`;
+    let wake: () => void = () => {};
+    const changed = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const waiters = this.#waiters.get(key) ?? new Set<() => void>();
+    this.#waiters.set(key, waiters);
+    const cancel = () => {
+      waiters.delete(wake);
+      if (waiters.size === 0 && this.#waiters.get(key) === waiters) this.#waiters.delete(key);
+    };
+    waiters.add(wake);
+    const now = this.get(namespace, name)?.metadata.resourceVersion;
+    if (now !== seen) wake();
+    return {
+      changed: changed.then(cancel),
+      cancel,
+    };
+  }
+
+  /** Waits for changes not yet resolved or cancelled (tests: none left behind). */
+  get waiting(): number {
+    let count = 0;
+    for (const waiters of this.#waiters.values()) count += waiters.size;
+    return count;
   }
 
   /** Starts listing and watching; resolves once the first list is in and the watch is open. */

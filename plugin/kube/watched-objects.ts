@@ -3,15 +3,27 @@
 // label selector it does not cover). Writes always go to the API server. What it answers may be a moment behind
 // the API server, as any informer is: a caller that acts on it re-reads from the live client first
 // (plugin/zones/reconciler/reconciler.ts). One per cluster: it is built on that cluster's KubeConfig and live client.
+// The caches also serve waits for one object to change (`changeOf`): the step's in-call waits read the API server
+// again only when the watch saw the object change, instead of polling it (docs/scale.md). Kinds watched only for
+// that (`changeKinds`) keep metadata alone and never answer reads.
 
 import type { KubeConfig } from '@kubernetes/client-node';
-import { describeRef, KubeError, type KubeObject, type KubeObjects } from './objects.ts';
+import {
+  describeRef,
+  KubeError,
+  type KubeObject,
+  type KubeObjects,
+  type ObjectChange,
+  type ObjectRef,
+} from './objects.ts';
 import { WatchCache, type WatchedKind } from './watch-cache.ts';
 
 export interface WatchedObjects {
   /** Reads of the watched kinds from the caches when fresh; everything else from `live`. */
   readonly kube: KubeObjects;
   readonly caches: readonly WatchCache[];
+  /** See KubeObjects.changeOf: from a fresh cache of any watched kind (changeKinds included), else undefined. */
+  changeOf(ref: ObjectRef, seen: string | undefined): ObjectChange | undefined;
   /** Starts every cache; resolves when all have listed and opened their watch. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -20,27 +32,33 @@ export interface WatchedObjects {
 export interface WatchedObjectsOptions {
   kubeConfig: KubeConfig;
   kinds: readonly WatchedKind[];
+  /** Kinds watched only to wake waits for their changes (metadata only, no reads answered). */
+  changeKinds?: readonly WatchedKind[];
   /** Namespaces to watch, '' for all (one cache per kind and namespace). */
   namespaces: readonly string[];
   onProblem?: (message: string) => void;
   /** Builds a cache (tests give fakes of the list and watch). */
-  cache?: (kind: WatchedKind, namespace: string) => WatchCache;
+  cache?: (kind: WatchedKind, namespace: string, metadataOnly: boolean) => WatchCache;
 }
 
 export function watchedObjects(live: KubeObjects, options: WatchedObjectsOptions): WatchedObjects {
   const build =
     options.cache ??
-    ((kind: WatchedKind, namespace: string) =>
+    ((kind: WatchedKind, namespace: string, metadataOnly: boolean) =>
       new WatchCache({
         kubeConfig: options.kubeConfig,
         kind,
         namespace,
+        metadataOnly,
         ...(options.onProblem === undefined ? {} : { onProblem: options.onProblem }),
       }));
-  const caches = options.kinds.flatMap((kind) => options.namespaces.map((n) => build(kind, n)));
-  /** A fresh cache of the kind that holds every object of `namespace`. */
-  const covering = (apiVersion: string, kind: string, namespace: string) =>
-    caches.find(
+  const caches = options.kinds.flatMap((kind) => options.namespaces.map((n) => build(kind, n, false)));
+  const changeCaches = (options.changeKinds ?? []).flatMap((kind) =>
+    options.namespaces.map((n) => build(kind, n, true)),
+  );
+  /** A fresh cache of the kind (among `from`) that holds every object of `namespace`. */
+  const covering = (apiVersion: string, kind: string, namespace: string, from = caches) =>
+    from.find(
       (c) =>
         c.fresh &&
         c.kind.apiVersion === apiVersion &&
@@ -68,14 +86,18 @@ export function watchedObjects(live: KubeObjects, options: WatchedObjectsOptions
       live.mergePatch(ref, patch, resourceVersion, patchOptions),
     create: (object) => live.create(object),
   };
+  const all = [...caches, ...changeCaches];
   return {
     kube,
-    caches,
+    caches: all,
+    changeOf(ref, seen) {
+      return covering(ref.apiVersion, ref.kind, ref.namespace, all)?.changeOf(ref.namespace, ref.name, seen);
+    },
     async start() {
-      await Promise.all(caches.map((c) => c.start()));
+      await Promise.all(all.map((c) => c.start()));
     },
     async stop() {
-      await Promise.all(caches.map((c) => c.stop()));
+      await Promise.all(all.map((c) => c.stop()));
     },
   };
 }

@@ -48,5 +48,6 @@ export async function zoneKube(
     mergePatch: (ref, patch, rv, options) => route(ref.kind).mergePatch(ref, patch, rv, options),
     list: (apiVersion, kind, ns, selector) => route(kind).list(apiVersion, kind, ns, selector),
     create: (object) => (eventRegardsZoneObject(object) ? zone : route(object.kind)).create(object),
+    changeOf: (ref, seen) => route(ref.kind).changeOf?.(ref, seen),
   };
 }

@@ -2,7 +2,7 @@
 // (its status is operational at its current generation), then each vmauth pod proves a load of the config
 // written at `since` (vmauth-reload.ts says what counts as proof).
 
-import type { KubeObjects } from '../kube/objects.ts';
+import type { KubeObjects, ObjectChange } from '../kube/objects.ts';
 import { balancerObjectRef, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { readRouting } from './read-routing.ts';
 import { vmauthPodsOfBalancer } from './vmauth-pods.ts';
@@ -15,6 +15,9 @@ export interface ReadEvidence {
   message: string;
   /** The latest reload among the pods (by vmauth's clock), when known. */
   reloadedAt?: Date;
+  /** While waiting on an object (the VMUser the operator has not taken up): a wait for it to change, from the
+   *  client's watch (KubeObjects.changeOf); absent when the answer rests on something no watch sees (vmauth pods). */
+  nextChange?: () => ObjectChange | undefined;
 }
 
 /** `since`: the time of the routing change to prove (ReadRouting.changedAt). */
@@ -25,11 +28,14 @@ export async function readEvidence(
 ): Promise<ReadEvidence> {
   const ref = config.ref;
   if (ref.kind === 'VMUser') {
-    const taken = vmuserTakenUp(await kube.get(balancerObjectRef(ref)));
+    const objectRef = balancerObjectRef(ref);
+    const vmuser = await kube.get(objectRef);
+    const taken = vmuserTakenUp(vmuser);
     if (!taken.ready) {
       return {
         state: 'waiting',
         message: `the operator has not rendered ${describeBalancer(ref)} yet: ${taken.message}`,
+        nextChange: () => kube.changeOf?.(objectRef, vmuser.metadata.resourceVersion),
       };
     }
   }

@@ -6,7 +6,7 @@
 
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
-import type { KubeObjects } from '../kube/objects.ts';
+import { firstChange, type KubeObjects } from '../kube/objects.ts';
 import { clusterClientFor } from './cluster-routing.ts';
 import { describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
@@ -159,7 +159,13 @@ export async function layerEvidence(
     list
       .map((e) => (each.length === 1 ? e.evidence.message : `${e.b.describe}: ${e.evidence.message}`))
       .join('; ');
-  if (waiting.length > 0) return { state: 'waiting', message: say(waiting) };
+  if (waiting.length > 0) {
+    return {
+      state: 'waiting',
+      message: say(waiting),
+      nextChange: () => firstChange(waiting.map((e) => e.evidence.nextChange?.())),
+    };
+  }
   const reloads = each.flatMap((e) =>
     e.evidence.reloadedAt === undefined ? [] : [e.evidence.reloadedAt.getTime()],
   );

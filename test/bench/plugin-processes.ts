@@ -8,8 +8,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 export type PluginRole = 'step' | 'gates';
 
-/** RSS in MiB of each plugin process the controller `controllerPid` has started now, by role. */
-export function pluginRss(controllerPid: number): Partial<Record<PluginRole, number>> {
+/**
+ * RSS in MiB of each plugin process the controller `controllerPid` has started now, by role: `VmRSS` (all
+ * resident pages), or `RssAnon` (the process's private memory: heap, malloc; without the pages of node's binary and
+ * libraries, which are shared and which the kernel can drop and read back under a memory limit).
+ */
+export function pluginRss(
+  controllerPid: number,
+  field: 'VmRSS' | 'RssAnon' = 'VmRSS',
+): Partial<Record<PluginRole, number>> {
   const rss: Partial<Record<PluginRole, number>> = {};
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -20,7 +27,9 @@ export function pluginRss(controllerPid: number): Partial<Record<PluginRole, num
       const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const role = cmd[0]?.endsWith('/step') ? 'step' : cmd[0]?.endsWith('/gates') ? 'gates' : undefined;
       if (role === undefined) continue;
-      const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
+      const kb = new RegExp(`${field}:\\s+(\\d+) kB`).exec(
+        readFileSync(`/proc/${entry}/status`, 'utf8'),
+      )?.[1];
       rss[role] = Number(kb) / 1024;
     } catch {
       // the process went away between the listing and the read

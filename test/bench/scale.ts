@@ -11,7 +11,8 @@
 //               there (no VMAuth renders the placeholder VMUsers): step Runs and the reconciler's Rollout reads.
 // Prints `name value` lines: kube_requests_per_s_<phase>{,_<verb resource>}, rpc_<service>_<method>_p50_ms/p99_ms
 // (from the plugins' own vmzones_rpc_duration_seconds histograms, differences over the phase), plugin_rss_mib_*,
-// analysisrun_* sizes and the drain gate's stored readings per round.
+// analysisrun_* sizes and the drain gate's stored readings per round; last, the plugin processes' peak RSS over all
+// phases (plugin_peak_rss_mib_scale_<role>, and its private part, _anon_) and start → handshake of the bundle.
 // Flags: --rollouts N (default 50), --phase-seconds S (default 60).
 
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +29,7 @@ import { startSandbox } from '../sandbox/helper.ts';
 import { namespace } from '../sandbox/manifests.ts';
 import { freePort } from '../sandbox/ports.ts';
 import { repoRoot } from '../sandbox/sandbox.ts';
-import { pluginRss } from './plugin-processes.ts';
+import { handshakeMs, pluginRss } from './plugin-processes.ts';
 import { fixed } from './rollout-sandbox.ts';
 import { waitFor } from './rollout-vmzones.ts';
 
@@ -315,6 +316,8 @@ try {
     while (Date.now() < until) {
       for (const [role, mib] of Object.entries(pluginRss(controllerPid)))
         rssPeak[`${what}_${role}`] = Math.max(rssPeak[`${what}_${role}`] ?? 0, mib);
+      for (const [role, mib] of Object.entries(pluginRss(controllerPid, 'RssAnon')))
+        rssPeak[`anon_${role}`] = Math.max(rssPeak[`anon_${role}`] ?? 0, mib);
       await sleep(1000);
     }
     const stats: ProxyStats = await proxy.stats();
@@ -383,6 +386,26 @@ try {
   out('drain_gate_state_bytes', stored.bytes);
   out('drain_gate_state_bytes_per_round', stored.rounds > 0 ? stored.bytes / stored.rounds : 0);
   out('analysisrun_bytes_real_drain', JSON.stringify(real).length);
+
+  // The product processes over the whole run (idle, 50 AnalysisRuns, 50 walks), and how long the bundle takes from
+  // start to its go-plugin handshake under the manifests' flags (the controller waits for that line).
+  for (const role of ['step', 'gates'] as const) {
+    const peaks = ['idle', 'analysis', 'walking'].flatMap((p) => rssPeak[`${p}_${role}`] ?? []);
+    out(`plugin_peak_rss_mib_scale_${role}`, peaks.length === 0 ? 'not-running' : Math.max(...peaks));
+    out(`plugin_peak_rss_anon_mib_scale_${role}`, rssPeak[`anon_${role}`] ?? 'not-running');
+  }
+  const plugin = sandbox.state.plugin;
+  if (plugin !== undefined) {
+    const env = { KUBECONFIG: sandbox.state.kubeconfig };
+    for (const role of ['step', 'gates'] as const)
+      out(
+        `plugin_start_to_handshake_ms_${role}`,
+        // A start that fails here (30 s without the line on a loaded machine) costs this figure, not the others.
+        await handshakeMs([plugin.location, ...plugin.args], role, env).catch(
+          (error: unknown) => `failed (${error instanceof Error ? error.message : String(error)})`,
+        ),
+      );
+  }
 } catch (error) {
   failed = true;
   console.error(`scale bench did not complete: ${error instanceof Error ? error.message : String(error)}`);

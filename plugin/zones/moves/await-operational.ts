@@ -19,8 +19,13 @@ export async function awaitOperational(
 ): Promise<MoveOutcome> {
   const readiness = await waitInCall(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
-    async () => vmclusterReadiness(await deps.kube.get(ref), generation),
+    async () => {
+      const zone = await deps.kube.get(ref);
+      return { ...vmclusterReadiness(zone, generation), resourceVersion: zone.metadata.resourceVersion };
+    },
     (r) => r.state !== 'progressing',
+    // The zone's object is watched (the reconciler's caches): read it again when the operator wrote its status.
+    (r) => deps.kube.changeOf?.(ref, r.resourceVersion),
   );
   if (readiness.state === 'failed') return failedMove(readiness.message, 'ZoneFailed');
   if (readiness.state !== 'ready') return waiting(readiness.message, 'operational');

@@ -124,6 +124,7 @@ export async function drainReadsMove(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
     () => layerEvidence(changed, drainedAt),
     (e) => e.state !== 'waiting',
+    (e) => e.nextChange?.(),
   );
   const base = { balancers, drainedAt, layer, cluster: held };
   if (evidence.state === 'waiting') return { ...waiting(evidence.message, 'vmauth', { since }), ...base };

@@ -74,6 +74,7 @@ export async function restoreReadsMove(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
     () => layerEvidence(changed, leasedSince),
     (e) => e.state !== 'waiting',
+    (e) => e.nextChange?.(),
   );
   const base = { restored, serving, balancers: after.describe, cluster: held };
   if (evidence.state === 'waiting') return { ...waiting(evidence.message, 'vmauth', { since }), ...base };

@@ -12,7 +12,7 @@ import {
   requireReconciled,
 } from '../../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../../kube/cluster-registry.ts';
-import { type KubeObjects, kubeObjects } from '../../kube/objects.ts';
+import { type KubeObjects, kubeObjects, withChangesOf } from '../../kube/objects.ts';
 import type { WatchedObjects } from '../../kube/watched-objects.ts';
 import { stepPluginName } from '../../rollouts/plugin-names.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../../rollouts/types.ts';
@@ -29,6 +29,8 @@ import { failed, isFinal, successful, withTransientRetries } from './outcome.ts'
 import { restoreReads } from './restore-reads.ts';
 import { resolveWave, type ZoneTarget } from './target.ts';
 import { overWave, zoneStatusIn } from './wave.ts';
+
+export { inCallWatchedKinds } from './deps.ts';
 
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
@@ -106,7 +108,8 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       (message) => logger.warn('TLS verification is off', { warning: message }),
     );
     return {
-      kube,
+      // Reads and writes go to the API server; the in-call waits learn from the watches when to read again.
+      kube: watchedView === undefined ? kube : withChangesOf(kube, watchedView),
       clusters,
       now: () => clock.now(),
       sleep: (ms) => clock.sleep(ms),

@@ -19,6 +19,7 @@ import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
 import { reconcilerWatchedKinds, ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { maintenanceOf } from '../../../plugin/zones/state/maintenance.ts';
+import { inCallWatchedKinds } from '../../../plugin/zones/step/deps.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
@@ -474,11 +475,12 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       const watched = watchedObjects(recorded, {
         kubeConfig: kc,
         kinds: reconcilerWatchedKinds,
+        changeKinds: inCallWatchedKinds,
         namespaces: [''],
-        cache: (kind, namespace) => {
+        cache: (kind, namespace, metadataOnly) => {
           for (const verb of ['list', 'watch'] as const)
             calls.push({ verb, kind: kind.kind, namespace, name: '' });
-          return new WatchCache({ kubeConfig: kc, kind, namespace });
+          return new WatchCache({ kubeConfig: kc, kind, namespace, metadataOnly });
         },
       });
       await watched.start();

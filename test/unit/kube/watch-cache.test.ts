@@ -4,84 +4,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KubeConfig, type KubernetesListObject, Watch } from '@kubernetes/client-node';
 import { KubeError, type KubeObject, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import { WatchCache } from '../../../plugin/kube/watch-cache.ts';
 import { watchedObjects } from '../../../plugin/kube/watched-objects.ts';
-
-const kind = { apiVersion: 'operator.victoriametrics.com/v1beta1', kind: 'VMCluster', plural: 'vmclusters' };
-
-function kubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return kc;
-}
-
-interface OpenWatch {
-  path: string;
-  params: Record<string, unknown>;
-  send(type: string, object: unknown): void;
-  end(err: unknown): void;
-}
-
-class ScriptedWatch extends Watch {
-  readonly opened: OpenWatch[] = [];
-  #waiters: (() => void)[] = [];
-  override async watch(
-    path: string,
-    params: Record<string, string | number | boolean | undefined>,
-    // biome-ignore lint/suspicious/noExplicitAny: client-node's callback type
-    callback: (phase: string, apiObj: any, watchObj?: any) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    let ended = false;
-    this.opened.push({
-      path,
-      params,
-      send: (type, object) => callback(type, object, { type, object }),
-      end: (err) => {
-        if (ended) return;
-        ended = true;
-        done(err);
-      },
-    });
-    for (const w of this.#waiters.splice(0)) w();
-    return new AbortController();
-  }
-  /** Resolves once `count` watches have been opened. */
-  async opens(count: number): Promise<OpenWatch> {
-    while (this.opened.length < count) await new Promise<void>((r) => this.#waiters.push(r));
-    await new Promise((r) => setImmediate(r));
-    return this.opened[count - 1] as OpenWatch;
-  }
-}
-
-function cluster(
-  name: string,
-  resourceVersion: string,
-  extra: Partial<KubeObject['metadata']> = {},
-): KubeObject {
-  return {
-    apiVersion: kind.apiVersion,
-    kind: kind.kind,
-    metadata: { name, namespace: 'vm', resourceVersion, ...extra },
-  };
-}
-
-function lister(pages: { rv: string; items: KubeObject[] }[]) {
-  const calls = { count: 0 };
-  const list = async (): Promise<KubernetesListObject<KubeObject>> => {
-    const page = pages[Math.min(calls.count, pages.length - 1)] as { rv: string; items: KubeObject[] };
-    calls.count++;
-    return { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion: page.rv }, items: page.items };
-  };
-  return { list, calls };
-}
+import { cluster, kind, kubeConfig, lister, ScriptedWatch } from './scripted-watch.ts';
 
 const names = (objects: KubeObject[]) => objects.map((o) => o.metadata.name).sort();
 
