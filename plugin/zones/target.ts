@@ -13,6 +13,7 @@ import { defaultZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { type ZoneAction, zoneActions } from './actions.ts';
 import {
   drainGracePeriodOf,
+  drainQueryCheckOf,
   type ResolvedZone,
   resolveZone,
   SpecError,
@@ -64,6 +65,8 @@ export interface ZoneTarget {
   /** The longest of the balancers' drain grace periods. */
   drainGracePeriod: string;
   drainGraceMs: number;
+  /** Whether the drain ends once the zone's query pods are idle (inFlight) or after the whole grace (grace). */
+  drainQueryCheck: 'inFlight' | 'grace';
   readyTimeoutMs: number;
   /** The agents that write to the zone (VMAgents, or VLAgents for a VLCluster zone: the zone kind says which), and
    *  the cluster they run in (undefined = the controller's own). Records keep the field name vmagents. */
@@ -165,6 +168,7 @@ export function resolveTarget(
     reads: readBalancerConfigs(spec, zone.namespace),
     drainGracePeriod: drainGracePeriodOf(spec),
     drainGraceMs: parseGoDurationMs(drainGracePeriodOf(spec)),
+    drainQueryCheck: drainQueryCheckOf(spec),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     vmagents: writers.names,
     vmagentsCluster: writers.cluster,
