@@ -120,7 +120,7 @@ export async function readQueriesInFlight(
   if (busy.length > 0) {
     return {
       state: 'busy',
-      message: `${busy.map((p) => `${p.pod} executes ${p.inFlight}`).join(', ')} ${busy.length === 1 && total === 1 ? 'query' : 'queries'} (${pods.metric})`,
+      message: `${busy.map((p) => `${p.pod}: ${p.inFlight}`).join(', ')} (${pods.metric})`,
       pods: each,
       total,
     };
