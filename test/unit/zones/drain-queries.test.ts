@@ -87,7 +87,7 @@ test('queries in flight, then none: the drain ends at the second idle reading, l
   assert.equal(result.phase, 'Successful', result.message);
   assert.equal(readings(), 4, 'busy, busy, idle, idle: four readings');
   assert.match(
-    result.message,
+    result.message ?? '',
     /no query executes on the 1 vmselect pod in 2 readings from .* so the drain ends before the grace period 30s/,
   );
   const doneAt = Date.parse(status(result).queriesDoneAt ?? '');
@@ -102,10 +102,10 @@ test('one idle reading is not enough: a query that arrives before the second kee
   assert.equal(result.phase, 'Running', result.message);
   assert.equal(status(result).state, 'queriesInFlight');
   assert.match(
-    result.message,
+    result.message ?? '',
     /queries still in flight: vm\/vmselect-vm-zone-a-0: 5 \(vm_concurrent_select_current\)/,
   );
-  assert.match(result.message, /at the latest when the grace period 30s ends/);
+  assert.match(result.message ?? '', /at the latest when the grace period 30s ends/);
 });
 
 test('queries that never end: the grace period is the upper bound', async () => {
@@ -116,7 +116,7 @@ test('queries that never end: the grace period is the upper bound', async () => 
   clock.advance(30_000);
   result = await call('run', 'zone-a', 'drainReads', result);
   assert.equal(result.phase, 'Successful', result.message);
-  assert.match(result.message, /grace period 30s over/);
+  assert.match(result.message ?? '', /grace period 30s over/);
   assert.equal(status(result).queriesDoneAt, undefined);
 });
 
@@ -126,7 +126,7 @@ test('a vmselect without the gauge: no reading, the whole grace period, and the 
   assert.equal(result.phase, 'Running', result.message);
   assert.equal(status(result).state, 'grace');
   assert.match(
-    result.message,
+    result.message ?? '',
     /no reading of the queries in flight \(pod vm\/vmselect-vm-zone-a-0 exposes no vm_concurrent_select_current\), so the whole grace period is waited/,
   );
 });
@@ -141,7 +141,7 @@ test('an unreachable vmselect pod: the whole grace period, naming the pod', asyn
   assert.equal(result.phase, 'Running', result.message);
   assert.equal(status(result).state, 'grace');
   assert.match(
-    result.message,
+    result.message ?? '',
     /no reading of the queries in flight \(scraping http:\/\/127\.0\.0\.1:\d+\/metrics: /,
   );
 });
