@@ -76,7 +76,20 @@ export interface GatesProviderOptions {
   allowance?: NamespaceAllowance;
   /** Where warnings go (a config that turns TLS verification off); default: nowhere. */
   logger?: Pick<Logger, 'warn'>;
+  /** Waits on the provider's clock, for readings taken inside one call; default: real timers, unless `now` is
+   *  injected without it (then no reading waits inside a call). */
+  sleep?: (ms: number) => Promise<void>;
+  /** How long one call may go on taking readings (each pollMs after the last) before it returns Running; default
+   *  gatesInCallWaitMs. */
+  inCallWaitMs?: number;
 }
+
+/**
+ * The controller takes the next reading at resumeAt, stored to the second, and only when it gets to the
+ * AnalysisRun again (about a second later on an idle controller, more on a busy one): readings due within this
+ * long are taken inside the call instead, as the step plugin waits inside its calls (zones/deps.ts).
+ */
+export const gatesInCallWaitMs = 5_000;
 
 /** Metrics already warned about, so that a gate polled every few seconds logs its warning once per process. */
 const maxWarnedMetrics = 1000;
@@ -109,6 +122,12 @@ function describeMs(ms: number): string {
 
 export function createGatesProvider(options: GatesProviderOptions = {}): MetricProvider {
   const clock = options.now ?? Date.now;
+  const sleep =
+    options.sleep ??
+    (options.now === undefined
+      ? (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+      : undefined);
+  const inCallWaitMs = sleep === undefined ? 0 : (options.inCallWaitMs ?? gatesInCallWaitMs);
   let client: KubeObjects | undefined;
   // Parsed on first use, so that a bad flag is a measurement error naming it rather than a dead plugin process.
   const allowance = () => options.allowance ?? parseNamespaceAllowance(process.argv.slice(2));
@@ -156,9 +175,10 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     metric: MetricView,
     previous: MeasurementView | undefined,
   ): Promise<MeasurementResult> {
-    const now = clock();
+    const calledAt = clock();
+    let now = calledAt;
     const startedAtMs = previous === undefined ? now : startOf(previous, now);
-    const readings = Number(previous?.metadata?.[metadataKeys.readings] ?? '0') + 1;
+    let readings = Number(previous?.metadata?.[metadataKeys.readings] ?? '0') + 1;
     const knownDeadline = previous?.metadata?.[metadataKeys.deadline];
     const metadata: Record<string, string> = {
       [metadataKeys.startedAt]: iso(startedAtMs),
@@ -192,6 +212,24 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         );
       }
       reading = await read(raw, context, previous);
+      // Readings due before the in-call wait is over are taken here, each on the state the last one left.
+      for (;;) {
+        const next = clock() + reading.pollMs;
+        if (reading.verdict !== 'wait' || sleep === undefined || next > calledAt + inCallWaitMs) break;
+        if (next >= startedAtMs + reading.timeoutMs) break;
+        await sleep(reading.pollMs);
+        now = clock();
+        readings += 1;
+        const carried: MeasurementView = {
+          ...previous,
+          metadata: {
+            ...previous?.metadata,
+            ...(reading.state === undefined ? {} : { [metadataKeys.state]: JSON.stringify(reading.state) }),
+          },
+        };
+        reading = await read(raw, { ...context, now }, carried);
+      }
+      metadata[metadataKeys.readings] = String(readings);
       if (tlsWarning !== undefined)
         reading = { ...reading, message: `${reading.message} (warning: ${tlsWarning})` };
     } catch (error) {

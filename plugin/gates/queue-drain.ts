@@ -21,8 +21,8 @@ import type { PodScrape } from './drain-state.ts';
 
 export interface QueueDrainConfig {
   /**
-   * K: good rounds in a row needed. Default 3: with ≥10 s between rounds that is ≥20 s of a queue staying
-   * empty while data kept flowing, which a still-draining queue's momentary dip to zero does not fake.
+   * K: good rounds in a row needed. Default 3: three independent readings of a queue staying empty while data
+   * kept flowing, which a still-draining queue's momentary dip to zero does not fake (docs/gates.md).
    */
   readonly consecutiveRounds: number;
   /**
@@ -34,8 +34,10 @@ export interface QueueDrainConfig {
   /** Default 0: anything left in the on-disk queue is undelivered data. */
   readonly maxOnDiskPendingBytes: number;
   /**
-   * Default 10 s. Rounds closer together than this don't count separately towards K, so K rounds span
-   * at least (K-1)·10 s — long enough for vmagent's retry backoff (1 s and up) to show in retries_count.
+   * Default 2 s = 2 × vmagent's default -remoteWrite.flushInterval (1 s). Rounds closer together than this don't
+   * count separately towards K: between two counted rounds at least one flush put new data on the queue and its
+   * send attempt ended, and a failed attempt shows in errors at once and in retries after the first backoff
+   * (-remoteWrite.retryMinInterval, 1 s), so each round is a reading of its own (docs/gates.md, "Why 2 s").
    */
   readonly minRoundSpacingMs: number;
   /**
@@ -49,7 +51,7 @@ export const defaultQueueDrainConfig: QueueDrainConfig = {
   consecutiveRounds: 3,
   maxPendingDataBytes: 1024 * 1024,
   maxOnDiskPendingBytes: 0,
-  minRoundSpacingMs: 10_000,
+  minRoundSpacingMs: 2_000,
   ingestionExpected: true,
 };
 

@@ -66,8 +66,11 @@ const vmauthSource = z
     pods: z.array(vmauthPods).min(1).optional(),
     /** `bestEffort` lets vmauth versions without reload metrics (< v1.94) pass on the grace period alone. */
     reloadEvidence: z.enum(['required', 'bestEffort']).default('required'),
-    /** Wait after vmauth serves the config without the zone, for queries already in flight. */
+    /** Wait after vmauth serves the config without the zone, for queries already in flight: the upper bound. */
     drainGracePeriod: duration.default('30s'),
+    /** `inFlight`: the drain ends as soon as the zone's query pods show no query executing (docs/step-plugin.md);
+     *  `grace`: it always waits the whole drainGracePeriod (e.g. where clients query the zone directly). */
+    drainQueryCheck: z.enum(['inFlight', 'grace']).default('inFlight'),
   })
   .superRefine((v, ctx) => {
     const set = (['vmuser', 'secret', 'configMap'] as const).filter((k) => v[k] !== undefined);
@@ -308,6 +311,11 @@ export function vmauthSources(spec: Pick<ZoneSpecDocument, 'vmauth'>): VmauthSou
 export function drainGracePeriodOf(spec: Pick<ZoneSpecDocument, 'vmauth'>): string {
   const periods = vmauthSources(spec).map((s) => s.drainGracePeriod);
   return periods.reduce((a, b) => (parseGoDurationMs(b) > parseGoDurationMs(a) ? b : a));
+}
+
+/** Whether the drain may end early on the zone's own reading: only when every balancer allows it. */
+export function drainQueryCheckOf(spec: Pick<ZoneSpecDocument, 'vmauth'>): 'inFlight' | 'grace' {
+  return vmauthSources(spec).every((s) => s.drainQueryCheck === 'inFlight') ? 'inFlight' : 'grace';
 }
 
 /** The document's writer fields: which agent kind each names, and the zone kinds it writes to (for messages). */

@@ -53,9 +53,10 @@ export interface ZoneTimeline {
   drainCallS: number;
   /** VMUser patched → every vmauth serves the config without the zone (reloadedAt). */
   vmauthReloadS: number;
-  /** reloadedAt → graceUntil: the configured drainGracePeriod. */
+  /** reloadedAt → the drain's end: no query in flight on the zone's query pods (queriesDoneAt), or else
+   *  graceUntil, the configured drainGracePeriod. */
   drainGraceS: number;
-  /** graceUntil → apply succeeded (appliedAt): controller requeue beyond the grace. */
+  /** The drain's end → apply succeeded (appliedAt): controller requeue beyond the drain. */
   graceToApplyS: number;
   /** appliedAt → the VMCluster operational at the new generation: the operator's rollout. */
   operatorS: number;
@@ -74,6 +75,11 @@ export interface ZoneTimeline {
   /** wall − (drain call + vmauth reload + grace + operator + catch-up + evidence). */
   deadS: number;
   gateReadings: number;
+  /** Evidence kept: the drain's vmauth proof (reloadedAt in its status), the drain gate's good rounds (its value's
+   *  consecutiveGoodRounds when it passed), the restore's vmauth proof (its status reached `restored`). */
+  drainProof: number;
+  queueRounds: number;
+  restoreProof: number;
 }
 
 const ms = (iso: string | undefined) => (iso === undefined ? Number.NaN : Date.parse(iso));
@@ -83,6 +89,7 @@ interface DrainStatus {
   drainedAt?: string;
   reloadedAt?: string;
   graceUntil?: string;
+  queriesDoneAt?: string;
 }
 
 function zoneOf(step: CanaryStep | undefined): { zone: string; action: string } | undefined {
@@ -97,7 +104,7 @@ export function zoneTimelines(
   records: TimelineRecords,
   observed: Record<string, ZoneObservations> = records.observed ?? {},
   drainRounds = 3,
-  roundSpacingS = 10,
+  roundSpacingS = 2,
 ): ZoneTimeline[] {
   const zones = [...new Set(records.steps.map((st) => zoneOf(st)?.zone).filter((z) => z !== undefined))];
   return zones.map((zone) => {
@@ -117,6 +124,11 @@ export function zoneTimelines(
     const analysis = records.analysisRuns.find((a) =>
       a.spec?.args?.some((arg) => arg.name === 'zone' && arg.value === zone),
     );
+    // The gate's own K and spacing where its AnalysisRun carries them (the template's args), else the defaults.
+    const arg = (name: string) => analysis?.spec?.args?.find((x) => x.name === name)?.value;
+    const spacingArg = /^(\d+(?:\.\d+)?)s$/.exec(arg('roundSpacing') ?? '');
+    const rounds = Number(arg('drainRounds') ?? drainRounds);
+    const spacingS = spacingArg === null ? roundSpacingS : Number(spacingArg[1]);
     const drainMetric = analysis?.status?.metricResults?.find((m) => m.name === 'vmagent-queue-drained');
     const measurement = drainMetric?.measurements?.at(-1) as
       | { startedAt?: string; finishedAt?: string; value?: string; metadata?: Record<string, string> }
@@ -124,6 +136,8 @@ export function zoneTimelines(
     const value = (() => {
       try {
         return JSON.parse(measurement?.value ?? '{}') as {
+          drained?: boolean;
+          consecutiveGoodRounds?: number;
           agents?: Record<string, { windowStart?: string; latestRoundAt?: string }>;
         };
       } catch {
@@ -133,6 +147,7 @@ export function zoneTimelines(
     const agent = Object.values(value.agents ?? {})[0];
     const operationalAt = observed[zone]?.operationalAtMs ?? Number.NaN;
     const queueEmptyAt = Math.max(observed[zone]?.queueEmptyAtMs ?? operationalAt, operationalAt);
+    const drainEnd = ms(drainStatus.queriesDoneAt ?? drainStatus.graceUntil);
     const start = ms(drain?.startedAt);
     const end = ms(restore?.finishedAt);
     const analysisDone = ms(measurement?.finishedAt);
@@ -141,17 +156,23 @@ export function zoneTimelines(
       wallS: s(start, end),
       drainCallS: s(start, ms(drainStatus.drainedAt)),
       vmauthReloadS: s(ms(drainStatus.drainedAt), ms(drainStatus.reloadedAt)),
-      drainGraceS: s(ms(drainStatus.reloadedAt), ms(drainStatus.graceUntil)),
-      graceToApplyS: s(ms(drainStatus.graceUntil), appliedAt),
+      drainGraceS: s(ms(drainStatus.reloadedAt), drainEnd),
+      graceToApplyS: s(drainEnd, appliedAt),
       operatorS: s(appliedAt, operationalAt),
       queueCatchUpS: s(operationalAt, queueEmptyAt),
-      evidenceS: (drainRounds - 1) * roundSpacingS,
+      evidenceS: (rounds - 1) * spacingS,
       analysisStartS: s(ms(analysis?.metadata.creationTimestamp), ms(measurement?.startedAt)),
       firstGoodRoundS: s(queueEmptyAt, ms(agent?.windowStart)),
-      roundOvershootS:
-        s(ms(agent?.windowStart), ms(agent?.latestRoundAt)) - (drainRounds - 1) * roundSpacingS,
+      roundOvershootS: s(ms(agent?.windowStart), ms(agent?.latestRoundAt)) - (rounds - 1) * spacingS,
       restoreS: s(analysisDone, end),
       gateReadings: Number(measurement?.metadata?.['vmzones.io/readings'] ?? Number.NaN),
+      drainProof: drainStatus.reloadedAt === undefined ? 0 : 1,
+      queueRounds: value.drained === true ? (value.consecutiveGoodRounds ?? 0) : 0,
+      restoreProof: (() => {
+        const st = (restore?.status ?? {}) as Record<string, unknown>;
+        // restoreReads reaches `restored` only once every vmauth replica proved it serves the zone again.
+        return st.state === 'restored' ? 1 : 0;
+      })(),
     };
     const work =
       line.drainCallS +
@@ -170,17 +191,20 @@ export function printTimeline(timelines: ZoneTimeline[]): string[] {
     ['wall (drainReads start → restoreReads done)', (t) => t.wallS],
     ['  drainReads call → VMUser patched', (t) => t.drainCallS],
     ['  vmauth reload (patched → served)', (t) => t.vmauthReloadS],
-    ['  drain grace (configured)', (t) => t.drainGraceS],
+    ['  drain: served → no query in flight (or grace)', (t) => t.drainGraceS],
     ['  operator rollout (applied → operational)', (t) => t.operatorS],
     ['  queue catch-up (operational → empty)', (t) => t.queueCatchUpS],
     ['  evidence: (K−1) × roundSpacing', (t) => t.evidenceS],
     ['  dead time (the rest)', (t) => t.deadS],
-    ['    of which graceUntil → apply', (t) => t.graceToApplyS],
+    ['    of which drain end → apply', (t) => t.graceToApplyS],
     ['    of which analysis created → 1st reading', (t) => t.analysisStartS],
     ['    of which queue empty → 1st good round', (t) => t.firstGoodRoundS],
     ['    of which round spacing overshoot', (t) => t.roundOvershootS],
     ['    of which analysis done → restoreReads done', (t) => t.restoreS],
     ['  drain gate readings', (t) => t.gateReadings],
+    ['evidence: vmauth proof of the drain (1 = kept)', (t) => t.drainProof],
+    ['evidence: queue drained, good rounds (K = 3)', (t) => t.queueRounds],
+    ['evidence: vmauth proof of the restore (1 = kept)', (t) => t.restoreProof],
   ];
   const lines = [
     '\n---- vmzones per-zone timeline (s; step statuses, AnalysisRuns, 250 ms observations) ----',

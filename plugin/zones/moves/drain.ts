@@ -5,6 +5,7 @@
 import type { Clock } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
+import { type QueriesInFlight, type QueryPods, readQueriesInFlight } from '../../vm/queries-in-flight.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import {
   drainedFrom,
@@ -42,9 +43,13 @@ export interface ZoneReads {
 }
 
 export interface DrainRequest extends ZoneReads {
+  /** The grace period for queries in flight: the whole wait, or its upper bound when `queries` is given. */
   graceMs: number;
   /** The zone disruption budget (vm/read-safety.ts); default one zone out per balancer, never the last serving. */
   budget?: DisruptionBudget;
+  /** The zone's query pods, read once vmauth serves the drain: the drain ends as soon as they show no query in
+   *  flight (vm/queries-in-flight.ts). Absent: the whole grace period is waited. */
+  queries?: ZoneQueries;
   /** The guarded write that holds the zone before anything is drained (lease and/or maintenance mark), made
    *  only once the drain budget allows the drain; undefined when the zone is held already. */
   mark: ClusterPatch | undefined;
@@ -58,6 +63,10 @@ export interface DrainOutcome extends MoveOutcome {
   evidence?: string;
   servedSince?: Date;
   graceUntil?: Date;
+  /** What the zone's query pods showed, in words, when they were read. */
+  queries?: string;
+  /** When the drain ended on the zone's own reading, before graceUntil. */
+  queriesDoneAt?: Date;
   /** The layer as first read (for the step's give-back after a refused drain). */
   layer?: ReadLayer;
   /** The zone's object after this move's own write, to guard the next move on. */
@@ -142,12 +151,81 @@ export async function drainReadsMove(
   const { servedSince, graceUntil } = graceWindow(evidence, since, request.graceMs);
   const proof = { ...base, evidence: evidence.message, servedSince, graceUntil };
   let now = deps.now();
+  let queries: string | undefined;
+  if (request.queries !== undefined && now < graceUntil) {
+    const watched = await watchQueries(deps, request.queries, graceUntil);
+    now = deps.now();
+    queries = watched.message;
+    if (watched.state === 'idle') return { ...done(evidence.message), ...proof, queries, queriesDoneAt: now };
+    if (watched.state === 'busy' && now < graceUntil) {
+      return { ...waiting(watched.message, 'queries', { since, until: graceUntil }), ...proof, queries };
+    }
+  }
   const remainingMs = graceUntil.getTime() - now.getTime();
   if (remainingMs > 0 && remainingMs <= (deps.inCallWaitMs ?? 0)) {
     await deps.sleep(remainingMs);
     now = deps.now();
   }
+  const noted = queries === undefined ? proof : { ...proof, queries };
   if (now < graceUntil)
-    return { ...waiting(evidence.message, 'grace', { since, until: graceUntil }), ...proof };
-  return { ...done(evidence.message), ...proof };
+    return { ...waiting(evidence.message, 'grace', { since, until: graceUntil }), ...noted };
+  return { ...done(evidence.message), ...noted };
+}
+
+/** The zone's query pods and the client of the cluster they run in. */
+export interface ZoneQueries {
+  kube: KubeObjects;
+  pods: QueryPods;
+}
+
+/** Readings of the query pods that end the drain: this many in a row, each showing none in flight. */
+export const idleReadingsNeeded = 2;
+/** At least this far apart: a request vmauth forwarded just before its reload is counted by the pod only once it
+ *  holds a query slot (after its headers arrived); a second reading a second later sees it (docs/step-plugin.md). */
+export const idleReadingSpacingMs = 1_000;
+
+/**
+ * Reads the zone's query pods inside the call until two readings in a row, 1 s apart, show none in flight (idle),
+ * or the in-call wait or the grace period is over (busy: some were in flight at the last reading), or a pod gives
+ * no figure (unknown: the caller waits the whole grace period, and says why).
+ */
+async function watchQueries(
+  deps: MoveDeps,
+  queries: ZoneQueries,
+  graceUntil: Date,
+): Promise<{ state: QueriesInFlight['state']; message: string }> {
+  const until = Math.min(deps.now().getTime() + (deps.inCallWaitMs ?? 0), graceUntil.getTime());
+  const idleAt: Date[] = [];
+  for (;;) {
+    const reading = await readQueriesInFlight(queries.kube, queries.pods);
+    const at = deps.now();
+    if (reading.state === 'unknown') {
+      return {
+        state: 'unknown',
+        message: `no reading of the queries in flight (${reading.message}), so the whole grace period is waited`,
+      };
+    }
+    if (reading.state === 'busy') idleAt.length = 0;
+    else idleAt.push(at);
+    const first = idleAt[0];
+    if (
+      first !== undefined &&
+      idleAt.length >= idleReadingsNeeded &&
+      at.getTime() - first.getTime() >= idleReadingSpacingMs * (idleReadingsNeeded - 1)
+    ) {
+      return {
+        state: 'idle',
+        message: `${reading.message} in ${idleAt.length} readings from ${first.toISOString()} to ${at.toISOString()}`,
+      };
+    }
+    if (at.getTime() + idleReadingSpacingMs > until) {
+      return reading.state === 'busy'
+        ? { state: 'busy', message: `queries still in flight: ${reading.message}` }
+        : {
+            state: 'busy',
+            message: `${reading.message} in ${idleAt.length} reading (${idleReadingsNeeded} needed, ${idleReadingSpacingMs / 1000} s apart)`,
+          };
+    }
+    await deps.sleep(idleReadingSpacingMs);
+  }
 }

@@ -8,12 +8,12 @@ import { type FailureCode, isFailureCode } from '../../goplugin/failure-codes.ts
  *  writer changed the zone's hands first (a guarded write got 409 and the re-read says the zone is not ours). */
 export type MoveKind = 'done' | 'waiting' | 'blocked' | 'failed' | 'lost';
 
-export type WaitCode = 'vmauth' | 'grace' | 'operational' | 'queues' | 'lost';
+export type WaitCode = 'vmauth' | 'grace' | 'queries' | 'operational' | 'queues' | 'lost';
 
 export interface MoveOutcome {
   kind: MoveKind;
   message: string;
-  /** What the move waits on (`vmauth`, `grace`, `operational`, `queues`), or, when it is blocked or failed, the
+  /** What the move waits on (`vmauth`, `grace`, `queries` in flight, `operational`, `queues`), or, when it is blocked or failed, the
    *  failure code (plugin/goplugin/failure-codes.ts) the step fails with once it gives up. */
   code?: WaitCode | FailureCode;
   /** Since when the move waits for what `code` names, for a deadline. */

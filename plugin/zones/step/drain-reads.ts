@@ -5,6 +5,7 @@
 
 import { KubeError } from '../../kube/objects.ts';
 import type { StepResult } from '../../rollouts/types.ts';
+import { zoneQueryPods } from '../../vm/queries-in-flight.ts';
 import { ReadRoutingError } from '../../vm/read-backends.ts';
 import { drainedFrom, readLayer } from '../../vm/read-layer.ts';
 import { drainReadsMove } from '../moves/drain.ts';
@@ -100,6 +101,14 @@ export async function drainReads(
         by,
         graceMs: target.drainGraceMs,
         budget: target.budget,
+        ...(target.drainQueryCheck === 'inFlight'
+          ? {
+              queries: {
+                kube: await deps.clusters.client(target.zone.cluster),
+                pods: zoneQueryPods(target.zone.kind.kind, target.zone.namespace, target.zone.vmcluster),
+              },
+            }
+          : {}),
         mark: needsLease ? stepLeasePatch(target, now, by) : undefined,
       },
       cluster,
@@ -166,16 +175,31 @@ export async function drainReads(
   status.reloadedAt = timestamp(outcome.servedSince ?? now);
   status.graceUntil = timestamp(graceUntil);
   const current = deps.now();
-  if (outcome.kind === 'waiting') {
+  if (outcome.queries !== undefined) status.queries = outcome.queries;
+  if (outcome.kind === 'waiting' && outcome.code === 'queries') {
     return running(
-      `${what}; ${outcome.evidence}; grace period ${target.drainGracePeriod} for queries in flight until ${timestamp(graceUntil)}`,
+      `${what}; ${outcome.evidence}; ${outcome.message}; the drain ends once none are, at the latest when the grace period ${target.drainGracePeriod} ends at ${timestamp(graceUntil)}`,
+      { ...status, state: 'queriesInFlight' },
+      // Looked at again as soon as the controller allows (running() raises this to its minimum).
+      0,
+    );
+  }
+  if (outcome.kind === 'waiting') {
+    const why = outcome.queries === undefined ? '' : ` (${outcome.queries})`;
+    return running(
+      `${what}; ${outcome.evidence}; grace period ${target.drainGracePeriod} for queries in flight until ${timestamp(graceUntil)}${why}`,
       { ...status, state: 'grace' },
       // The controller runs a Running step again about 5 s after RequeueAfter; ask that much earlier and let the
       // in-call wait sleep off the rest, so the step ends at the end of the grace rather than up to 5 s later.
       graceUntil.getTime() - current.getTime() - controllerRequeueLagMs,
     );
   }
-  const message = `${what}; ${outcome.evidence}; grace period ${target.drainGracePeriod} over. ${clusterName} is leased by ${describeHolder(target.who)} and in maintenance`;
+  if (outcome.queriesDoneAt !== undefined) status.queriesDoneAt = timestamp(outcome.queriesDoneAt);
+  const ended =
+    outcome.queriesDoneAt !== undefined
+      ? `${outcome.queries}, so the drain ends before the grace period ${target.drainGracePeriod} (upper bound, until ${timestamp(graceUntil)})`
+      : `grace period ${target.drainGracePeriod} over${outcome.queries === undefined ? '' : ` (${outcome.queries})`}`;
+  const message = `${what}; ${outcome.evidence}; ${ended}. ${clusterName} is leased by ${describeHolder(target.who)} and in maintenance`;
   await emitZoneEvent(
     kube,
     deps.logger,

@@ -13,6 +13,7 @@ import type { DisruptionBudget } from '../../vm/read-safety.ts';
 import { defaultZoneKind, zoneObjectRef } from '../../vm/zone-kinds.ts';
 import {
   drainGracePeriodOf,
+  drainQueryCheckOf,
   type ResolvedZone,
   resolveZone,
   SpecError,
@@ -99,6 +100,8 @@ export interface ZoneTarget {
   /** The longest of the balancers' drain grace periods. */
   drainGracePeriod: string;
   drainGraceMs: number;
+  /** Whether the drain ends once the zone's query pods are idle (inFlight) or after the whole grace (grace). */
+  drainQueryCheck: 'inFlight' | 'grace';
   readyTimeoutMs: number;
   /** The spec's zone disruption budget, checked before the zone is drained. */
   budget: DisruptionBudget;
@@ -202,6 +205,7 @@ export function resolveTarget(
     reads: readBalancerConfigs(spec, zone.namespace),
     drainGracePeriod: drainGracePeriodOf(spec),
     drainGraceMs: parseGoDurationMs(drainGracePeriodOf(spec)),
+    drainQueryCheck: drainQueryCheckOf(spec),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     budget: specDisruptionBudget(spec),
     vmagents: writers.names,

@@ -406,7 +406,7 @@ test('vmagentQueueDrained keeps its rounds in the measurement and passes after K
   let measurement = await provider.run(run, config);
   assert.equal(measurement.phase, 'Running');
   assert.match(measurement.message ?? '', /has 4096 bytes in the on-disk queue for remote-write queue 1/);
-  assert.equal(measurement.resumeAt, '2026-05-01T12:00:10.000Z');
+  assert.equal(measurement.resumeAt, '2026-05-01T12:00:02.000Z', 'the default roundSpacing is 2 s');
   const state = JSON.parse(measurement.metadata?.[metadataKeys.state] ?? '');
   assert.equal(state.rounds.length, 1);
   assert.deepEqual(state.agents, { vmagent: { index: 1, listDigest: state.agents.vmagent.listDigest } });
@@ -414,7 +414,7 @@ test('vmagentQueueDrained keeps its rounds in the measurement and passes after K
   const phases: string[] = [];
   let view = stored(measurement);
   for (let round = 1; round <= 3; round++) {
-    time.advance(10_000);
+    time.advance(2_000);
     server.set(agentPage(dirs, flowing(round)));
     measurement = await provider.resume(run, config, view);
     view = stored(measurement, view);
@@ -576,7 +576,7 @@ test('vmagentQueueDrained looks again after 2 s while the zone is not ready; cou
   kube.put(vmcluster('vm-zone-a', 3, { updateStatus: 'expanding', observedGeneration: 3 }));
   const time = clock();
   const provider = createGatesProvider({ kube: () => kube, now: time.now });
-  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' });
+  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', roundSpacing: '10s' });
 
   server.set(agentPage(dirs, flowing(0)));
   let measurement = await provider.run(run, config);

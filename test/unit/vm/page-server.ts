@@ -17,3 +17,11 @@ export async function servePage(page: string): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as AddressInfo).port;
 }
+
+/** Serves what `page()` returns at each request (a page that changes between readings); returns its port. */
+export async function serveChangingPage(page: () => string): Promise<number> {
+  const server = createServer((_request, response) => response.end(page()));
+  pageServers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}

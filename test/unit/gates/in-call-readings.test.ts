@@ -1,0 +1,75 @@
+// Readings due within the in-call wait are taken inside one gates call (issue 26 item 2: cut the controller's
+// requeue lag where the plugin can wait inside a call), each on the state the one before left; readings due later
+// are left to the controller's next call at ResumeAt. Time is a clock the test's sleep moves.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createGatesProvider, metadataKeys } from '../../../plugin/gates/provider.ts';
+import type { AnalysisRunView, MetricView } from '../../../plugin/rollouts/types.ts';
+import { MemoryKube } from '../kube/memory-kube.ts';
+
+const run: AnalysisRunView = { metadata: { name: 'ro-abc-3', namespace: 'vm' }, spec: {}, status: {} };
+const start = Date.UTC(2026, 4, 1, 12, 0, 0);
+
+function readyGate(pollInterval: string): MetricView {
+  return {
+    name: 'gate',
+    provider: {
+      plugin: { 'vmzones/gates': { gate: 'vmclusterReady', vmcluster: 'vm-zone-a', pollInterval } },
+    },
+  };
+}
+
+/** A VMCluster that becomes operational once `readyAfterMs` passed on the test's clock. */
+function world(readyAfterMs: number) {
+  let now = start;
+  const slept: number[] = [];
+  const kube = new MemoryKube();
+  const put = (status: string) =>
+    kube.put({
+      apiVersion: 'operator.victoriametrics.com/v1beta1',
+      kind: 'VMCluster',
+      metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
+      status: { updateStatus: status, observedGeneration: 2 },
+    });
+  put('expanding');
+  const sleep = async (ms: number) => {
+    slept.push(ms);
+    now += ms;
+    if (now - start >= readyAfterMs) put('operational');
+  };
+  return { kube, slept, sleep, now: () => now };
+}
+
+test('readings 2 s apart are taken inside the call: the zone ready 4 s later passes in the first call', async () => {
+  const w = world(4_000);
+  const provider = createGatesProvider({ kube: () => w.kube, now: w.now, sleep: w.sleep });
+  const result = await provider.run(run, readyGate('2s'));
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.deepEqual(w.slept, [2_000, 2_000]);
+  assert.equal(result.metadata?.[metadataKeys.readings], '3', 'three readings in one call');
+});
+
+test('a reading due after the in-call wait is left to the controller: Running with ResumeAt', async () => {
+  const w = world(60_000);
+  const provider = createGatesProvider({ kube: () => w.kube, now: w.now, sleep: w.sleep });
+  const result = await provider.run(run, readyGate('2s'));
+  assert.equal(result.phase, 'Running', result.message);
+  assert.deepEqual(w.slept, [2_000, 2_000], 'a third sleep would end after the 5 s in-call wait');
+  assert.equal(result.resumeAt, '2026-05-01T12:00:06.000Z');
+  const slow = world(60_000);
+  const tenSeconds = await createGatesProvider({
+    kube: () => slow.kube,
+    now: slow.now,
+    sleep: slow.sleep,
+  }).run(run, readyGate('10s'));
+  assert.equal(tenSeconds.phase, 'Running');
+  assert.deepEqual(slow.slept, [], 'a 10 s poll is longer than the in-call wait: one reading per call');
+});
+
+test('an injected clock without a sleep never waits inside the call', async () => {
+  const w = world(0);
+  const result = await createGatesProvider({ kube: () => w.kube, now: w.now }).run(run, readyGate('2s'));
+  assert.equal(result.phase, 'Running');
+  assert.deepEqual(w.slept, []);
+});

@@ -1,0 +1,155 @@
+// The drain ends when the zone's queries in flight are done (issue 26 item 1): after vmauth proves it no longer
+// routes to the zone, drainReads reads the zone's vmselect pods' vm_concurrent_select_current and ends the drain
+// once two readings ≥ 1 s apart show none, with drainGracePeriod as the upper bound and the fallback where the pods
+// give no reading. The vmselect pod is a page server on loopback; time is the fake clock.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { StepResult } from '../../../plugin/rollouts/types.ts';
+import { FakeClock } from '../fake-clock.ts';
+import { readyPod } from '../kube/memory-kube.ts';
+import { serveChangingPage } from '../vm/page-server.ts';
+import {
+  ns,
+  operatorVmauthLabels,
+  rolloutObject,
+  specDocument,
+  stepPluginOf,
+  threeZones,
+  useVmauthFixture,
+} from './memory-cluster.ts';
+
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
+
+/** The operator's labels of VMCluster vm-zone-a's vmselect pods (plugin/vm/queries-in-flight.ts). */
+const vmselectLabels = {
+  'app.kubernetes.io/name': 'vmselect',
+  'app.kubernetes.io/instance': 'vm-zone-a',
+  'app.kubernetes.io/component': 'monitoring',
+  'managed-by': 'vm-operator',
+};
+
+function selectPage(inFlight: number | undefined): string {
+  return [
+    'vm_concurrent_select_capacity 8',
+    ...(inFlight === undefined ? [] : [`vm_concurrent_select_current ${inFlight}`]),
+    'vm_app_version{version="victoria-metrics-v1.151.0", short_version="v1.151.0"} 1',
+    '',
+  ].join('\n');
+}
+
+/** Zone a with one vmselect pod whose page says what `inFlight` returns at each reading; drainGracePeriod 30s. */
+async function walk(
+  inFlight: () => number | undefined,
+  options: { drainQueryCheck?: string; port?: number } = {},
+) {
+  const kube = threeZones(vmauth.port);
+  const doc = JSON.parse(specDocument()) as { vmauth: Record<string, unknown> };
+  doc.vmauth.drainGracePeriod = '30s';
+  if (options.drainQueryCheck !== undefined) doc.vmauth.drainQueryCheck = options.drainQueryCheck;
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev2', stableRS: 'rev1' }, JSON.stringify(doc)));
+  let readings = 0;
+  const port =
+    options.port ??
+    (await serveChangingPage(() => {
+      readings += 1;
+      return selectPage(inFlight());
+    }));
+  kube.put(readyPod(ns, 'vmselect-vm-zone-a-0', vmselectLabels, { http: port }));
+  // A vmauth whose reload stamp stops moving once frozen, as a real one's does after it loaded the drain.
+  let stamp = 0;
+  let frozen = false;
+  const vmauthPort = await serveChangingPage(() => {
+    if (!frozen) stamp = Math.floor(clock.now().getTime() / 1000);
+    return `vmauth_config_last_reload_successful 1\nvmauth_config_last_reload_success_timestamp_seconds ${stamp}\n`;
+  });
+  kube.put(
+    readyPod(ns, 'vmauth-0', { app: 'vmauth', ...operatorVmauthLabels('vmauth') }, { http: vmauthPort }),
+  );
+  const { call } = stepPluginOf(kube, clock, { inCallWaitMs: 5_000 });
+  return {
+    call,
+    readings: () => readings,
+    freezeVmauth: () => {
+      frozen = true;
+    },
+  };
+}
+
+const status = (result: StepResult) => result.status as Record<string, string>;
+
+test('queries in flight, then none: the drain ends at the second idle reading, long before the grace period', async () => {
+  const sequence = [2, 1, 0, 0];
+  const { call, readings } = await walk(() => sequence.shift() ?? 0);
+  const started = clock.now().getTime();
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.equal(readings(), 4, 'busy, busy, idle, idle: four readings');
+  assert.match(
+    result.message ?? '',
+    /no query executes on the 1 vmselect pod in 2 readings from .* so the drain ends before the grace period 30s/,
+  );
+  const doneAt = Date.parse(status(result).queriesDoneAt ?? '');
+  assert.ok(doneAt < Date.parse(status(result).graceUntil ?? ''), 'ended before graceUntil');
+  assert.ok(clock.now().getTime() - started < 10_000, 'within one call, not 30 s');
+});
+
+test('one idle reading is not enough: a query that arrives before the second keeps the drain going', async () => {
+  const sequence = [0, 1, 0, 3, 5, 5, 5];
+  const { call } = await walk(() => sequence.shift() ?? 5);
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'queriesInFlight');
+  assert.match(
+    result.message ?? '',
+    /queries still in flight: vm\/vmselect-vm-zone-a-0: 5 \(vm_concurrent_select_current\)/,
+  );
+  assert.match(result.message ?? '', /at the latest when the grace period 30s ends/);
+});
+
+test('queries that never end: the grace period is the upper bound', async () => {
+  const { call, freezeVmauth } = await walk(() => 1);
+  let result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  freezeVmauth();
+  clock.advance(30_000);
+  result = await call('run', 'zone-a', 'drainReads', result);
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.match(result.message ?? '', /grace period 30s over/);
+  assert.equal(status(result).queriesDoneAt, undefined);
+});
+
+test('a vmselect without the gauge: no reading, the whole grace period, and the step says why', async () => {
+  const { call } = await walk(() => undefined);
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'grace');
+  assert.match(
+    result.message ?? '',
+    /no reading of the queries in flight \(pod vm\/vmselect-vm-zone-a-0 exposes no vm_concurrent_select_current\), so the whole grace period is waited/,
+  );
+});
+
+test('an unreachable vmselect pod: the whole grace period, naming the pod', async () => {
+  // A port nobody listens on: the page server is closed again at once.
+  const closed = await serveChangingPage(() => '');
+  const { pageServers } = await import('../vm/page-server.ts');
+  await new Promise((resolve) => pageServers.at(-1)?.close(resolve));
+  const { call } = await walk(() => 0, { port: closed });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'grace');
+  assert.match(
+    result.message ?? '',
+    /no reading of the queries in flight \(scraping http:\/\/127\.0\.0\.1:\d+\/metrics: /,
+  );
+});
+
+test('drainQueryCheck grace: the pods are not read, the whole grace period is waited', async () => {
+  const { call, readings } = await walk(() => 0, { drainQueryCheck: 'grace' });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'grace');
+  assert.equal(readings(), 0);
+});
