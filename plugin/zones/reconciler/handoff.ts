@@ -18,6 +18,7 @@ import {
 } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import { patchCluster } from '../state/zone-object.ts';
+import { storedFields } from './record-trust.ts';
 
 export interface HandoffRequest {
   zone: string;
@@ -41,11 +42,13 @@ function handoffFor(request: HandoffRequest, existing: Handoff | undefined, now:
     requestedAt: existing?.requestedAt ?? timestamp(now),
     by: existing ? `${existing.by}; ${request.by}` : request.by,
     rollback: (existing?.rollback ?? false) || request.rollback !== undefined,
-    reads: request.reads,
-    drainGracePeriod: request.drainGracePeriod,
-    ...(request.vmagents === undefined ? {} : { vmagents: request.vmagents }),
-    ...(request.vmagentsCluster === undefined ? {} : { vmagentsCluster: request.vmagentsCluster }),
-    ...(request.vminsertHosts === undefined ? {} : { vminsertHosts: request.vminsertHosts }),
+    ...storedFields({
+      reads: request.reads,
+      drainGracePeriod: request.drainGracePeriod,
+      vmagents: request.vmagents,
+      vmagentsCluster: request.vmagentsCluster,
+      vminsertHosts: request.vminsertHosts,
+    }),
   };
 }
 

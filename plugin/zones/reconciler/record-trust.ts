@@ -58,6 +58,17 @@ export interface TrustedReads {
   vminsertHosts: string[] | undefined;
 }
 
+/** A record's fields to act on as a handoff or lease stores them: the optional ones only when present. */
+export function storedFields(fields: TrustedReads): Pick<Handoff, keyof TrustedReads> {
+  return {
+    reads: fields.reads,
+    drainGracePeriod: fields.drainGracePeriod,
+    ...(fields.vmagents === undefined ? {} : { vmagents: fields.vmagents }),
+    ...(fields.vmagentsCluster === undefined ? {} : { vmagentsCluster: fields.vmagentsCluster }),
+    ...(fields.vminsertHosts === undefined ? {} : { vminsertHosts: fields.vminsertHosts }),
+  };
+}
+
 /** The unforgeable sources records are checked against. */
 export interface RecordTrust {
   /** The plugin's `--allowed-namespaces` (plugin/kube/allowed-namespaces.ts). */
@@ -167,12 +178,10 @@ async function checkedRecord(
   recorded: TrustedReads,
 ): Promise<TrustedReads> {
   const own = place.ref.namespace;
+  const refuse = (why: string) => new RecordRefusedError(place, zone, holder, why);
   const allowed = (namespace: string, what: string) => {
     if (!namespaceAllowed(trust.allowance, own, namespace)) {
-      throw new RecordRefusedError(
-        place,
-        zone,
-        holder,
+      throw refuse(
         `${what} is in namespace ${namespace}, neither the zone object's own (${own}) nor allowed by the plugin's --allowed-namespaces`,
       );
     }
@@ -185,10 +194,7 @@ async function checkedRecord(
     await requireRegistered(trust, config.cluster, config.ref.namespace, `read balancer ${where}`);
     if (config.ref.kind !== 'VMUser') {
       // A helm-managed vmauth names its pods only in the spec document; a record's pod list is never used.
-      throw new RecordRefusedError(
-        place,
-        zone,
-        holder,
+      throw refuse(
         `read balancer ${where} has no vmauth pods of its own to check and the Rollout's spec document does not name this zone; restore its reads by hand`,
       );
     }
@@ -202,10 +208,7 @@ async function checkedRecord(
       backend.cluster !== place.cluster ||
       backend.hosts.some((host) => !defaults.includes(host))
     ) {
-      throw new RecordRefusedError(
-        place,
-        zone,
-        holder,
+      throw refuse(
         `read balancer ${where}: the record's backend of zone ${zone} is not this zone object with its default read hosts`,
       );
     }
@@ -221,7 +224,7 @@ async function checkedRecord(
   try {
     parseGoDurationMs(recorded.drainGracePeriod);
   } catch (err) {
-    throw new RecordRefusedError(place, zone, holder, `drainGracePeriod: ${errorMessage(err)}`);
+    throw refuse(`drainGracePeriod: ${errorMessage(err)}`);
   }
   return { ...recorded, reads: readsRecord(balancers) };
 }
@@ -239,13 +242,11 @@ export async function trustedReads(
   progress: RolloutProgress | undefined,
   recorded: TrustedReads | undefined,
 ): Promise<TrustedReads> {
+  const refuse = (why: string) => new RecordRefusedError(place, zone, holder, why);
   // Whoever the record names as holder must be a Rollout that may act on the zone's namespace at all.
   const [holderNamespace = ''] = holder.rollout.split('/');
   if (!namespaceAllowed(trust.allowance, holderNamespace, place.ref.namespace)) {
-    throw new RecordRefusedError(
-      place,
-      zone,
-      holder,
+    throw refuse(
       `a Rollout in namespace ${holderNamespace} may not act on namespace ${place.ref.namespace} (--allowed-namespaces)`,
     );
   }
@@ -254,10 +255,7 @@ export async function trustedReads(
       progress === undefined ? undefined : rebuiltFromSpec(trust, place, zone, holder, progress);
     if (rebuilt !== undefined) return rebuilt;
     if (recorded === undefined) {
-      throw new RecordRefusedError(
-        place,
-        zone,
-        holder,
+      throw refuse(
         'its lease predates vmzones state format 1 and no Rollout names the zone: restore its reads by hand',
       );
     }
@@ -265,7 +263,7 @@ export async function trustedReads(
   } catch (err) {
     if (err instanceof RecordRefusedError) throw err;
     if (err instanceof ClusterRegistryError || err instanceof NamespaceAllowanceError) {
-      throw new RecordRefusedError(place, zone, holder, err.message);
+      throw refuse(err.message);
     }
     throw err;
   }
@@ -301,14 +299,7 @@ export async function trustedHandoff(
     },
   );
   const { vmagents, vmagentsCluster, vminsertHosts, ...rest } = handoff;
-  return {
-    ...rest,
-    reads: fields.reads,
-    drainGracePeriod: fields.drainGracePeriod,
-    ...(fields.vmagents === undefined ? {} : { vmagents: fields.vmagents }),
-    ...(fields.vmagentsCluster === undefined ? {} : { vmagentsCluster: fields.vmagentsCluster }),
-    ...(fields.vminsertHosts === undefined ? {} : { vminsertHosts: fields.vminsertHosts }),
-  };
+  return { ...rest, ...storedFields(fields) };
 }
 
 /** Says once per zone and problem why a record was refused: a Warning event on the zone's object and a log line. */
