@@ -72,7 +72,12 @@ const history = new History(
 const violations: (Violation & { walk: number })[] = [];
 let currentWalk = 0;
 
+/** Set on the first SIGINT: the report of the walks so far is printed and the sandbox stopped (a second SIGINT exits). */
+let interrupted = false;
+
 function report(v: Violation): void {
+  // After SIGINT the sandbox is being torn down: what the checks see then is the teardown, not vmzones.
+  if (interrupted) return;
   violations.push({ ...v, walk: currentWalk });
   console.log(
     [
@@ -83,8 +88,6 @@ function report(v: Violation): void {
   );
 }
 
-/** Set on the first SIGINT: the report of the walks so far is printed and the sandbox stopped (a second SIGINT exits). */
-let interrupted = false;
 /** The figures so far, once the soak runs: printed at the end, or at once on SIGINT. */
 let figuresSoFar: (() => RunFigures) | undefined;
 let stopSandbox: (() => Promise<void>) | undefined;
@@ -185,7 +188,7 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
   let latest: Snapshot | undefined;
   let watching = true;
   const watchLoop = (async () => {
-    while (watching) {
+    while (watching && !interrupted) {
       const tick = Date.now();
       try {
         latest = await takeSnapshot(inputs, latest?.at ?? tick);
