@@ -1,18 +1,8 @@
 // The command table: names, flags and help texts. A command's code is loaded only when it runs, so that
 // `--help`, `version` and the offline commands never evaluate what another command needs (plugin/main.ts).
 
-import { type Flags, kubeOptions, type OptionSpec, outputOption } from './args.ts';
-import type { CliIo } from './io.ts';
-
-export interface CommandContext {
-  io: CliIo;
-  /** `vmzones` or `kubectl vmzones`, for messages. */
-  program: string;
-}
-
-export interface CommandModule {
-  run(flags: Flags, context: CommandContext): Promise<number> | number;
-}
+import { kubeOptions, type OptionSpec, outputOption } from './args.ts';
+import type { CommandModule } from './command-context.ts';
 
 export interface Command {
   name: string;

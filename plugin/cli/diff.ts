@@ -21,6 +21,7 @@ import {
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { showFieldValue } from '../kube/redact.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
+import { resolveZone, type ZoneSpecDocument } from '../zones/spec.ts';
 import {
   deepEqual,
   diffMergePatch,
@@ -28,10 +29,9 @@ import {
   isJsonObject,
   type JsonObject,
   type JsonValue,
-} from '../zones/merge-patch.ts';
-import { resolveZone, type ZoneSpecDocument } from '../zones/spec.ts';
+} from '../zones/state/merge-patch.ts';
 import { type Flags, type KubeTarget, UsageError } from './args.ts';
-import type { CommandContext } from './commands.ts';
+import type { CommandContext } from './command-context.ts';
 import { readInput } from './io.ts';
 import { fileLabel, oneSpec, readManifests } from './manifests.ts';
 

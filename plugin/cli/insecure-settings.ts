@@ -3,9 +3,10 @@
 // Secret (docs/multicluster.md) with `tlsClientConfig.insecure: true`. Warnings: allowed, but said before they ship.
 
 import type { Document } from 'yaml';
-import { gatesProviderType, insecureSkipVerifyWarning } from '../gates/config.ts';
+import { insecureSkipVerifyWarning } from '../gates/config.ts';
 import { clusterSecretLabel, insecureClusterRisk } from '../kube/cluster-secret-text.ts';
-import { isJsonObject, type JsonObject } from '../zones/merge-patch.ts';
+import { gatesPluginName } from '../rollouts/plugin-names.ts';
+import { isJsonObject, type JsonObject } from '../zones/state/merge-patch.ts';
 
 const analysisKinds = new Set(['AnalysisTemplate', 'ClusterAnalysisTemplate', 'AnalysisRun']);
 
@@ -48,7 +49,7 @@ function warningsOf(object: JsonObject): string[] {
     const metrics = field(object, 'spec', 'metrics');
     return (Array.isArray(metrics) ? metrics : [])
       .filter((metric) =>
-        isTrue(field(metric, 'provider', 'plugin', gatesProviderType, 'pods', 'tls', 'insecureSkipVerify')),
+        isTrue(field(metric, 'provider', 'plugin', gatesPluginName, 'pods', 'tls', 'insecureSkipVerify')),
       )
       .map(
         (metric) =>

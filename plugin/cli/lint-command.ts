@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { ZoneOrderError, zoneWalk } from '../zones/render.ts';
 import { specAnnotation } from '../zones/spec.ts';
 import { type Flags, UsageError } from './args.ts';
-import type { CommandContext } from './commands.ts';
+import type { CommandContext } from './command-context.ts';
 import { insecureSettings } from './insecure-settings.ts';
 import { InputError, readInput } from './io.ts';
 import {

@@ -4,8 +4,8 @@
 
 import { type Document, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { isJsonObject } from '../zones/merge-patch.ts';
 import { parseSpecDocument, SpecError, specAnnotation, type ZoneSpecDocument } from '../zones/spec.ts';
+import { isJsonObject } from '../zones/state/merge-patch.ts';
 import { UsageError } from './args.ts';
 import { InputError } from './io.ts';
 import { classifyStep } from './walk-steps.ts';

@@ -6,7 +6,7 @@ import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { renderSteps, ZoneOrderError, zoneWalk } from '../zones/render.ts';
 import type { ZoneSpecDocument } from '../zones/spec.ts';
 import { type Flags, UsageError } from './args.ts';
-import type { CommandContext } from './commands.ts';
+import type { CommandContext } from './command-context.ts';
 import { type CliIo, InputError, readInput, stdinPath } from './io.ts';
 import {
   fileLabel,

@@ -14,9 +14,9 @@ import {
 } from '../rollouts/rollout-object.ts';
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKindName } from '../vm/zone-kinds.ts';
-import type { ZoneAction } from '../zones/actions.ts';
 import { parseSpecDocument, specAnnotation, type ZoneSpecDocument, zoneWorkload } from '../zones/spec.ts';
-import { StateError, zoneState } from '../zones/state.ts';
+import { StateError, zoneState } from '../zones/state/zone-annotations.ts';
+import type { ZoneAction } from '../zones/step/actions.ts';
 import { InputError } from './io.ts';
 import { classifyStep } from './walk-steps.ts';
 

@@ -19,12 +19,12 @@ import {
   insecureClusterWarning,
 } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import { readLayer, servingZones } from '../vm/read-layer.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
-import { readLayer, servingZones } from '../zones/read-layer.ts';
 import { zoneWorkload } from '../zones/spec.ts';
-import { readBalancerConfigs } from '../zones/target.ts';
+import { readBalancerConfigs } from '../zones/step/target.ts';
 import { type Flags, UsageError } from './args.ts';
-import type { CommandContext } from './commands.ts';
+import type { CommandContext } from './command-context.ts';
 import { kubeConfigFor } from './diff.ts';
 import { InputError } from './io.ts';
 import { buildStatus, parseStatusRollout, type RolloutStatus, rolloutSpec } from './status-model.ts';

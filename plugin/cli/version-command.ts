@@ -3,7 +3,7 @@
 import { stringify } from 'yaml';
 import type { Flags } from './args.ts';
 import { buildInfo } from './build-info.ts';
-import type { CommandContext } from './commands.ts';
+import type { CommandContext } from './command-context.ts';
 
 export function run(flags: Flags, { io }: CommandContext): number {
   const data = {

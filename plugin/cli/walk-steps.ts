@@ -1,8 +1,9 @@
 // How the CLI reads a Rollout's canary steps: which belong to the vmzones walk (vmzones/step actions, the gate
 // analysis of a zone, pauses) and which are the user's own (anything else: setWeight, other plugins...).
 
-import { stepPluginName, type ZoneAction, zoneActions } from '../zones/actions.ts';
-import { isJsonObject } from '../zones/merge-patch.ts';
+import { stepPluginName } from '../rollouts/plugin-names.ts';
+import { isJsonObject } from '../zones/state/merge-patch.ts';
+import { type ZoneAction, zoneActions } from '../zones/step/actions.ts';
 
 export type WalkStep =
   | { kind: 'action'; zone: string; action: ZoneAction }

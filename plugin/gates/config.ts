@@ -11,12 +11,10 @@ import {
   namespaceNameSchema,
   objectNameSchema,
 } from '../kube/names.ts';
+import { gatesPluginName } from '../rollouts/plugin-names.ts';
 import { maxScrapeBytesCap } from '../vm/scrape-budget.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { clusterNameSchema } from '../zones/spec.ts';
-
-/** The provider name in `provider.plugin` (and the plugin's registered name). */
-export const gatesProviderType = 'vmzones/gates';
 
 export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
 export type GateName = (typeof gateNames)[number];
@@ -24,7 +22,7 @@ export type GateName = (typeof gateNames)[number];
 export class GateConfigError extends Error {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
-    super(`invalid vmzones/gates config: ${problems.join('; ')}`);
+    super(`invalid ${gatesPluginName} config: ${problems.join('; ')}`);
     this.name = 'GateConfigError';
     this.problems = problems;
   }
@@ -302,7 +300,7 @@ export function gateTlsWarning(config: GateConfig): string | undefined {
 /** Validates the plugin config of one metric; throws GateConfigError naming every problem. */
 export function parseGateConfig(raw: unknown): GateConfig {
   if (raw === undefined || raw === null) {
-    throw new GateConfigError(['the metric has no provider.plugin["vmzones/gates"] config']);
+    throw new GateConfigError([`the metric has no provider.plugin["${gatesPluginName}"] config`]);
   }
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new GateConfigError([

@@ -13,8 +13,8 @@ import type { ScrapeAccess } from '../vm/scrape-credentials.ts';
 import { remoteWriteUrls, remoteWriteUrlsFromPod } from '../vm/vmagent.ts';
 import type { DrainGateConfig } from './config.ts';
 import type { AgentTarget } from './drain-targets.ts';
+import type { GateContext } from './gate-reading.ts';
 import type { PodScrape } from './queue-drain.ts';
-import type { GateContext } from './reading.ts';
 
 class MalformedMetricsError extends Error {
   constructor(message: string) {

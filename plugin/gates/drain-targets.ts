@@ -18,8 +18,8 @@ import {
 import { defaultZoneKind, type ZoneKind } from '../vm/zone-kinds.ts';
 import { zoneWriters } from '../zones/spec.ts';
 import { type DrainGateConfig, explicitZoneObject, GateConfigError } from './config.ts';
+import type { GateContext } from './gate-reading.ts';
 import { GateSetupError } from './owner-spec.ts';
-import type { GateContext } from './reading.ts';
 import {
   allowedGateNamespace,
   clusterKube,

@@ -17,6 +17,7 @@ import type { Logger } from '../goplugin/index.ts';
 import { type NamespaceAllowance, parseNamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
+import { gatesPluginName } from '../rollouts/plugin-names.ts';
 import type {
   AnalysisRunView,
   MeasurementResult,
@@ -24,22 +25,14 @@ import type {
   MetricProvider,
   MetricView,
 } from '../rollouts/types.ts';
-import {
-  type GateConfig,
-  GateConfigError,
-  gatesProviderType,
-  gateTlsWarning,
-  parseGateConfig,
-} from './config.ts';
+import { type GateConfig, GateConfigError, gateTlsWarning, parseGateConfig } from './config.ts';
 import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
+import type { GateContext, GateReading } from './gate-reading.ts';
 import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
-import type { GateContext, GateReading } from './reading.ts';
 import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
-
-export { gatesProviderType };
 
 export const metadataKeys = {
   gate: 'vmzones.io/gate',
@@ -89,7 +82,7 @@ function isTransient(error: unknown): boolean {
 }
 
 function pluginConfig(metric: MetricView): unknown {
-  return metric.provider.plugin?.[gatesProviderType];
+  return metric.provider.plugin?.[gatesPluginName];
 }
 
 function describeMs(ms: number): string {
@@ -270,7 +263,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         ...(config.zone === undefined ? {} : { 'vmzones.io/zone': config.zone }),
       };
     },
-    type: () => gatesProviderType,
+    type: () => gatesPluginName,
   };
 }
 

@@ -12,6 +12,7 @@ import { drainFigures } from './drain-figures.ts';
 import { scrapeAgent } from './drain-scrape.ts';
 import type { DrainState, StoredRound } from './drain-state.ts';
 import { type DrainPlaces, drainPlaces, resolveTargets } from './drain-targets.ts';
+import type { GateContext, GateReading } from './gate-reading.ts';
 import {
   type DrainRound,
   defaultQueueDrainConfig,
@@ -20,7 +21,6 @@ import {
   type QueueDrainConfig,
   type QueueDrainVerdict,
 } from './queue-drain.ts';
-import type { GateContext, GateReading } from './reading.ts';
 
 const defaultDrainTimeoutMs = 30 * 60_000;
 /** Rounds kept beyond the K needed: one more gives the oldest counted round a predecessor to compare with. */

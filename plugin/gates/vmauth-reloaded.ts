@@ -15,8 +15,8 @@ import {
 import { vmApiVersion } from '../vm/vmcluster.ts';
 import { type VmauthSource, vmauthSources } from '../zones/spec.ts';
 import { GateConfigError, type ReloadGateConfig } from './config.ts';
+import type { GateContext, GateReading } from './gate-reading.ts';
 import { GateSetupError } from './owner-spec.ts';
-import type { GateContext, GateReading } from './reading.ts';
 import { allowedGateNamespace, clusterKube, explicitNamespace } from './zone-target.ts';
 
 const defaultReloadTimeoutMs = 5 * 60_000;

@@ -4,7 +4,7 @@
 import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { explicitZoneObject, type ReadyGateConfig } from './config.ts';
-import type { GateContext, GateReading } from './reading.ts';
+import type { GateContext, GateReading } from './gate-reading.ts';
 import { allowedGateNamespace, clusterKube, explicitNamespace, zoneFromSpec } from './zone-target.ts';
 
 /** The spec document's readyTimeout is used when the zone comes from there. */

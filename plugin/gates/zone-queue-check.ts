@@ -1,9 +1,9 @@
 // The vmagentQueueDrained gate as the step plugin's reconciler needs it after a rollback
-// (plugin/zones/completeness.ts): the same targets, rounds and verdict as an AnalysisRun's measurement, for the
+// (plugin/zones/moves/queue-check.ts): the same targets, rounds and verdict as an AnalysisRun's measurement, for the
 // zone named by the handoff. The namespace is the zone's own, which the step plugin already checked.
 
 import { zoneKindOrDefault } from '../vm/zone-kinds.ts';
-import type { ZoneQueueCheck } from '../zones/completeness.ts';
+import type { ZoneQueueCheck } from '../zones/moves/queue-check.ts';
 import type { DrainGateConfig } from './config.ts';
 import { parseGateConfig } from './config.ts';
 import { drainStateSchema } from './drain-state.ts';

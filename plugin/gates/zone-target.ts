@@ -8,8 +8,8 @@ import { type KubeObjects, namespacedName } from '../kube/objects.ts';
 import type { ZoneKind } from '../vm/zone-kinds.ts';
 import { resolveZone, SpecError, type ZoneSpecDocument } from '../zones/spec.ts';
 import { GateConfigError } from './config.ts';
+import type { GateContext } from './gate-reading.ts';
 import { GateSetupError } from './owner-spec.ts';
-import type { GateContext } from './reading.ts';
 
 export interface SpecZone {
   readonly zone: string;

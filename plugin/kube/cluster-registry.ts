@@ -8,11 +8,12 @@
 // them (errors name the cluster and the Secret, never a value).
 
 import { KubeConfig } from '@kubernetes/client-node';
-import { z } from 'zod';
+import { type ClusterRegistration, clusterConfigSchema } from './cluster-registration.ts';
 import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
 import { dns1123Label } from './names.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
 
+export type { ClusterRegistration };
 export { clusterSecretLabel };
 export const clusterSecretSelector = `${clusterSecretLabel}=cluster`;
 /** Set to `direct` on a cluster Secret when the plugin reaches that cluster's pod IPs; default `proxy`. */
@@ -41,71 +42,6 @@ export class ClusterRegistryError extends Error {
     super(message);
     this.name = 'ClusterRegistryError';
   }
-}
-
-const base64 = z
-  .string()
-  .min(1)
-  .regex(/^[A-Za-z0-9+/=\s]+$/, 'must be base64 (PEM data, base64-encoded as in a kubeconfig)');
-
-// Argo CD's ClusterConfig (JSON in data.config). Fields vmzones does not support are refused by name, not ignored:
-// a Secret that relies on them would otherwise connect without the credential its admin meant.
-const clusterConfigSchema = z
-  .object({
-    bearerToken: z.string().min(1).optional(),
-    username: z.unknown().optional(),
-    password: z.unknown().optional(),
-    execProviderConfig: z.unknown().optional(),
-    awsAuthConfig: z.unknown().optional(),
-    tlsClientConfig: z
-      .object({
-        insecure: z.boolean().default(false),
-        serverName: z.string().min(1).optional(),
-        caData: base64.optional(),
-        certData: base64.optional(),
-        keyData: base64.optional(),
-      })
-      .default({ insecure: false }),
-  })
-  .superRefine((config, ctx) => {
-    for (const key of ['execProviderConfig', 'awsAuthConfig', 'username', 'password'] as const) {
-      if (config[key] !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          message: 'is not supported by vmzones (use bearerToken or tlsClientConfig.certData/keyData)',
-        });
-      }
-    }
-    const tls = config.tlsClientConfig;
-    const cert = tls.certData !== undefined || tls.keyData !== undefined;
-    if (cert && (tls.certData === undefined || tls.keyData === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['tlsClientConfig'],
-        message: 'certData and keyData go together',
-      });
-    }
-    if ((config.bearerToken !== undefined) === cert) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'exactly one of bearerToken or tlsClientConfig.certData/keyData must be set',
-      });
-    }
-  });
-
-export interface ClusterRegistration {
-  /** The name zones use (`zones.<zone>.cluster`). */
-  name: string;
-  /** `namespace/name` of the Secret, for messages. */
-  secret: string;
-  resourceVersion: string;
-  server: string;
-  /** Argo CD's `namespaces`: when set, the only namespaces vmzones may act in on this cluster. */
-  namespaces: readonly string[] | undefined;
-  /** How vmagent pods there are scraped: through the API server's pod proxy, or at their pod IPs. */
-  podAccess: 'proxy' | 'direct';
-  config: z.infer<typeof clusterConfigSchema>;
 }
 
 function dataText(secret: KubeObject, key: string): string | undefined {

@@ -2,7 +2,7 @@
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
 import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
-import type { ClusterRegistration } from './cluster-registry.ts';
+import type { ClusterRegistration } from './cluster-registration.ts';
 import { redactText } from './redact.ts';
 
 export const fieldManager = 'vmzones';
@@ -100,7 +100,7 @@ export function toKubeError(err: unknown, what: string): KubeError {
     }
   }
   // The client's discovery found the API group without this kind: its CRD is not installed, as a 404 would say
-  // (a zone kind the cluster has no operator CRD for holds no zones: plugin/zones/reconciler.ts).
+  // (a zone kind the cluster has no operator CRD for holds no zones: plugin/zones/reconciler/reconciler.ts).
   if (err instanceof Error && err.message.startsWith('Unrecognized API version and kind:')) {
     return new KubeError(
       'notFound',

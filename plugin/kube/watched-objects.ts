@@ -2,7 +2,7 @@
 // follow the API server, and by the API server otherwise (a cache not yet synced or retrying, a namespace or a
 // label selector it does not cover). Writes always go to the API server. What it answers may be a moment behind
 // the API server, as any informer is: a caller that acts on it re-reads from the live client first
-// (plugin/zones/reconciler.ts). One per cluster: it is built on that cluster's KubeConfig and live client.
+// (plugin/zones/reconciler/reconciler.ts). One per cluster: it is built on that cluster's KubeConfig and live client.
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import { describeRef, KubeError, type KubeObject, type KubeObjects } from './objects.ts';

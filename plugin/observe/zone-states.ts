@@ -5,6 +5,7 @@
 
 import { z } from 'zod';
 import type { KubeObject } from '../kube/objects.ts';
+import { stepPluginName } from '../rollouts/plugin-names.ts';
 import {
   canaryPluginStepSchema,
   type RolloutObject,
@@ -12,8 +13,8 @@ import {
 } from '../rollouts/rollout-object.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKindName, zoneKindOf } from '../vm/zone-kinds.ts';
-import { maintenanceOf } from '../zones/maintenance.ts';
 import { parseSpecDocument, specAnnotation, zoneWorkload } from '../zones/spec.ts';
+import { maintenanceOf } from '../zones/state/maintenance.ts';
 import {
   handoffAnnotation,
   maintenanceAnnotation,
@@ -21,8 +22,7 @@ import {
   sameRevision,
   type ZoneState,
   zoneState,
-} from '../zones/state.ts';
-import { stepPluginType } from '../zones/step-plugin.ts';
+} from '../zones/state/zone-annotations.ts';
 
 export const zoneStateNames = [
   'serving',
@@ -137,7 +137,7 @@ function currentStep(rollout: RolloutObject | undefined): z.infer<typeof stepCon
   const step = canaryPluginStepSchema.safeParse(
     rollout.spec?.strategy?.canary?.steps?.[rollout.status?.currentStepIndex ?? 0],
   ).data;
-  if (step?.plugin?.name !== stepPluginType) return undefined;
+  if (step?.plugin?.name !== stepPluginName) return undefined;
   const parsed = stepConfigSchema.safeParse(step.plugin.config);
   return parsed.success ? parsed.data : undefined;
 }

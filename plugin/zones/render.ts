@@ -2,8 +2,9 @@
 // that nobody writes (or mistypes) the per-zone step list by hand.
 
 import { parseGoDurationMs } from '../kube/go-duration.ts';
-import { stepPluginName, type ZoneAction } from './actions.ts';
+import { stepPluginName } from '../rollouts/plugin-names.ts';
 import type { ZoneSpecDocument } from './spec.ts';
+import type { ZoneAction } from './step/actions.ts';
 
 export const defaultHealthTemplate = 'vmzones-zone-healthy';
 

@@ -9,7 +9,7 @@ import { GoDurationError, parseGoDurationMs } from '../kube/go-duration.ts';
 import { dns1123Label, hostNameSchema, namespaceNameSchema, objectNameSchema } from '../kube/names.ts';
 import { type WriterKind, type WriterKindName, writerKinds } from '../vm/writer-kinds.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
-import { composeMergePatches, isJsonObject, type JsonObject } from './merge-patch.ts';
+import { composeMergePatches, isJsonObject, type JsonObject } from './state/merge-patch.ts';
 
 export const specAnnotation = 'vmzones.io/spec';
 export const specVersions = ['v1'] as const;

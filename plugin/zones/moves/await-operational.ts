@@ -1,15 +1,15 @@
 // Await operational: the zone's object is operational at (at least) the generation of the change, and — where the
 // reconciler brings a zone back after a rollback or an unfinished walk — every vmagent queue for it has delivered
-// what piled up (the vmagentQueueDrained evidence, zones/completeness.ts).
+// what piled up (the vmagentQueueDrained evidence, zones/moves/queue-check.ts).
 
 import type { ObjectRef } from '../../kube/objects.ts';
 import { vmclusterReadiness } from '../../vm/vmcluster.ts';
 import { defaultZoneKind, zoneKindOf } from '../../vm/zone-kinds.ts';
-import type { ZoneQueueCheck } from '../completeness.ts';
-import { waitInCall } from '../deps.ts';
-import type { Handoff } from '../state.ts';
+import type { Handoff } from '../state/zone-annotations.ts';
+import { waitInCall } from '../step/deps.ts';
 import type { MoveDeps } from './drain.ts';
 import { done, failedMove, type MoveOutcome, waiting } from './outcome.ts';
+import type { ZoneQueueCheck } from './queue-check.ts';
 
 /** done: operational; waiting: the operator is still at it; failed: the operator says it failed. */
 export async function awaitOperational(

@@ -3,16 +3,21 @@
 // Refused while the zone serves reads, and when the API server would reject or silently prune a field.
 
 import { KubeError, type KubeObject } from '../../kube/objects.ts';
-import type { ZoneDeps } from '../deps.ts';
-import { deepEqual, diffMergePatch, type JsonObject, valueAt } from '../merge-patch.ts';
-import { describeCluster } from '../messages.ts';
-import { readLayer, routingTo } from '../read-layer.ts';
-import { annotationValue, type RollbackRecord, rollbackAnnotation, timestamp } from '../state.ts';
-import { overUnfinishedWalk, rollbackChanges } from '../superseded-changes.ts';
-import type { ZoneTarget } from '../target.ts';
-import { type LoadedCluster, patchCluster } from '../vmcluster-state.ts';
+import { readLayer, routingTo } from '../../vm/read-layer.ts';
+import { deepEqual, diffMergePatch, type JsonObject, valueAt } from '../state/merge-patch.ts';
+import { describeCluster } from '../state/messages.ts';
+import {
+  annotationValue,
+  type RollbackRecord,
+  rollbackAnnotation,
+  timestamp,
+} from '../state/zone-annotations.ts';
+import { type LoadedCluster, patchCluster } from '../state/zone-object.ts';
+import type { ZoneDeps } from '../step/deps.ts';
+import type { ZoneTarget } from '../step/target.ts';
 import { readsCarry } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome } from './outcome.ts';
+import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
 import { transition } from './transition.ts';
 
 export function fieldName(path: readonly string[]): string {

@@ -5,8 +5,7 @@
 import type { Clock } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
-import type { ReadBalancerConfig } from '../../vm/read-balancer.ts';
-import { waitInCall } from '../deps.ts';
+import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import {
   drainedFrom,
   drainLayer,
@@ -18,15 +17,16 @@ import {
   type ReadLayer,
   readLayer,
   routingTo,
-} from '../read-layer.ts';
-import { graceWindow } from '../read-safety.ts';
-import type { ClusterPatch, LoadedCluster } from '../vmcluster-state.ts';
+} from '../../vm/read-layer.ts';
+import { graceWindow } from '../../vm/read-safety.ts';
+import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
+import { waitInCall } from '../step/deps.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
 
 export interface MoveDeps extends Clock {
-  /** The zone's objects, each in its own cluster (zones/cluster-routing.ts). */
+  /** The zone's objects, each in its own cluster (vm/cluster-routing.ts). */
   kube: KubeObjects;
   clusters: ClusterClients;
   /** How long to wait inside the call for quick evidence (the reconciler: 0, it looks again next pass). */

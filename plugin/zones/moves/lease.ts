@@ -2,7 +2,7 @@
 // (maintenance), and how to reach its reads without the Rollout (the reads record) are built here only.
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
-import type { ReadBalancerConfig } from '../../vm/read-balancer.ts';
+import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import {
   annotationValue,
   handoffAnnotation,
@@ -16,10 +16,10 @@ import {
   type RolloutIdentity,
   readsRecord,
   timestamp,
-} from '../state.ts';
-import type { ZoneTarget } from '../target.ts';
-import { agentsCluster } from '../target.ts';
-import type { ClusterPatch, LoadedCluster } from '../vmcluster-state.ts';
+} from '../state/zone-annotations.ts';
+import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
+import type { ZoneTarget } from '../step/target.ts';
+import { agentsCluster } from '../step/target.ts';
 import { type TransitionResult, transition } from './transition.ts';
 
 /** How to reach the zone's reads and agents: carried by leases, rollback records and handoffs. */

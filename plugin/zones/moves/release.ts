@@ -9,8 +9,8 @@ import {
   maintenanceLabel,
   pendingLabel,
   rollbackAnnotation,
-} from '../state.ts';
-import type { ClusterPatch, LoadedCluster } from '../vmcluster-state.ts';
+} from '../state/zone-annotations.ts';
+import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import { type TransitionResult, transition } from './transition.ts';
 
 export interface ReleaseRequest {

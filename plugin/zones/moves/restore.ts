@@ -3,10 +3,10 @@
 // the object the caller decided on: a takeover by a step that lands between that decision and the restore makes
 // this write lose with 409, so the balancer is never touched for a zone that changed hands (issue 21 item 2).
 
-import { waitInCall } from '../deps.ts';
-import { latestChange, layerEvidence, readLayer, restoreLayer, routingTo } from '../read-layer.ts';
-import { timestamp } from '../state.ts';
-import type { LoadedCluster } from '../vmcluster-state.ts';
+import { latestChange, layerEvidence, readLayer, restoreLayer, routingTo } from '../../vm/read-layer.ts';
+import { timestamp } from '../state/zone-annotations.ts';
+import type { LoadedCluster } from '../state/zone-object.ts';
+import { waitInCall } from '../step/deps.ts';
 import type { MoveDeps, ZoneReads } from './drain.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';

@@ -3,9 +3,14 @@
 // not ours to undo.
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
-import { deepEqual, revertPatch, valueAt } from '../merge-patch.ts';
-import { annotationValue, type RollbackRecord, rollbackAnnotation, timestamp } from '../state.ts';
-import type { LoadedCluster } from '../vmcluster-state.ts';
+import { deepEqual, revertPatch, valueAt } from '../state/merge-patch.ts';
+import {
+  annotationValue,
+  type RollbackRecord,
+  rollbackAnnotation,
+  timestamp,
+} from '../state/zone-annotations.ts';
+import type { LoadedCluster } from '../state/zone-object.ts';
 import { done, lost, type MoveOutcome } from './outcome.ts';
 import { transition } from './transition.ts';
 

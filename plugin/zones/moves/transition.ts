@@ -4,9 +4,9 @@
 // move is lost and its caller decides again from the zone as it is now (issue 21 item 2).
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
-import { isConflict } from '../outcome.ts';
-import type { ZoneState } from '../state.ts';
-import { type ClusterPatch, type LoadedCluster, loadedCluster, patchCluster } from '../vmcluster-state.ts';
+import type { ZoneState } from '../state/zone-annotations.ts';
+import { type ClusterPatch, type LoadedCluster, loadedCluster, patchCluster } from '../state/zone-object.ts';
+import { isConflict } from '../step/outcome.ts';
 
 /** Who holds the zone and what is asked of it: what a concurrent move changes, unlike a status write. */
 export function handsOf(state: ZoneState): string {

@@ -1,7 +1,7 @@
 // Every wait of a step ends (issue 21 item 3): a step that waits records since when in its status, the next Run
 // reads it back, and past the deadline the step fails with a message naming what never came.
 
-import { timestamp } from '../state.ts';
+import { timestamp } from '../state/zone-annotations.ts';
 
 /** How long a step waits for the reconciler to finish earlier work on its zone: the reconciler may itself wait
  *  for the operator (readyTimeout), for vmauth and for the grace period, so twice readyTimeout. */

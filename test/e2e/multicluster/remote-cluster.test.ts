@@ -16,7 +16,7 @@ import { after, before, test } from 'node:test';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObject } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { type BuiltBinaries, buildAll, cacheDir } from '../../env/build.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { freePort } from '../../sandbox/ports.ts';

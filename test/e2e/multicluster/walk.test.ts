@@ -27,7 +27,7 @@ import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { defaultHealthTemplate } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';

@@ -2,7 +2,7 @@
 // --full during a pause, a new revision (a new commit) during a pause and during a zone's health analysis, the
 // template reverted to the stable one, the Rollout deleted mid-walk. Each must end with every zone serving reads
 // from a healthy, known spec, released and out of maintenance — finished by the plugin's background reconciler
-// (plugin/zones/walk.ts). Reads go through vmauth all along; a routed zone must never be unhealthy.
+// (plugin/zones/reconciler/walk-ending.ts). Reads go through vmauth all along; a routed zone must never be unhealthy.
 // One sandbox (3 zones) for the file.
 
 import assert from 'node:assert/strict';
@@ -197,7 +197,7 @@ test('promote --full during a pause after zone-a was changed: zone-a comes back 
   const ended = events.find((e) => e.reason === 'ZoneWalkEnded' && e.regarding?.kind === 'Rollout');
   // `promote --full` moves the step index past the last step and then makes the revision stable, in two writes of
   // the controller: a reconciler pass between them sees "moved past the steps", one after them "promoted to stable".
-  // Both are true of this ending and both finish the zone with its change (plugin/zones/walk.ts), which is asserted.
+  // Both are true of this ending and both finish the zone with its change (plugin/zones/reconciler/walk-ending.ts), which is asserted.
   assert.match(
     ended?.note ?? '',
     /(promoted to stable before zone zone-a was finished|moved past the steps of zone zone-a \(now at step \d+\) while it held the zone); vmzones finishes it with the change it has/,

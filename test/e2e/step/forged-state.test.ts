@@ -1,4 +1,4 @@
-// Records are data, never authority (plugin/zones/record-trust.ts, docs/reliability.md "Trust boundary"), under the
+// Records are data, never authority (plugin/zones/reconciler/record-trust.ts, docs/reliability.md "Trust boundary"), under the
 // real API server's RBAC and the real controller running the plugin: a ServiceAccount whose Role may only get, list
 // and patch VMClusters in namespace team-a writes, with kubectl as itself, a forged handoff and a forged lease on
 // team-a's VMClusters. They name the sandbox's VMUser in namespace vm (its backends), a Secret of kube-system as a

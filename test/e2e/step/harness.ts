@@ -15,7 +15,7 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { type ZoneKindName, zoneKindOrDefault, zoneObjectRef } from '../../../plugin/vm/zone-kinds.ts';
 import { type CanaryStep, renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import {
   type EventuallyOptions,
   type StillPossible,

@@ -17,9 +17,9 @@ import { WatchCache } from '../../../plugin/kube/watch-cache.ts';
 import { watchedObjects } from '../../../plugin/kube/watched-objects.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
-import { maintenanceOf } from '../../../plugin/zones/maintenance.ts';
-import { reconcilerWatchedKinds, ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
+import { reconcilerWatchedKinds, ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { maintenanceOf } from '../../../plugin/zones/state/maintenance.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import {

@@ -3,7 +3,7 @@
 // - objects by apiVersion/kind/namespace/name; every write takes the next resourceVersion of one counter (as etcd's
 //   revision), `generation` starts at 1 and moves on only when the spec changes, `uid` is set once;
 // - RFC 7396 merge patches (nulls delete, objects merge, anything else replaces) by this file's own implementation,
-//   not the product's (plugin/zones/merge-patch.ts is under test elsewhere); a stale resourceVersion is a 409
+//   not the product's (plugin/zones/state/merge-patch.ts is under test elsewhere); a stale resourceVersion is a 409
 //   `conflict`, a missing object a 404; a dry run answers the result and stores nothing;
 // - create of an existing object is a 409; lists filter by kind, namespace ('' = every namespace) and equality
 //   label selectors (`a=b,c=d`).

@@ -13,8 +13,8 @@ import {
   maintenanceLabel,
   type RollbackRecord,
   rollbackAnnotation,
-} from '../../../plugin/zones/state.ts';
-import { resolveTarget } from '../../../plugin/zones/target.ts';
+} from '../../../plugin/zones/state/zone-annotations.ts';
+import { resolveTarget } from '../../../plugin/zones/step/target.ts';
 
 export const who = { rollout: 'vm/walk', uid: 'uid-1', revision: 'rev-1' };
 export const drainedAt = new Date('2026-12-01T10:00:00Z');

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { deriveZoneStates, type ZoneRow } from '../../../plugin/observe/zone-states.ts';
-import { maintenanceAnnotation } from '../../../plugin/zones/state.ts';
+import { maintenanceAnnotation } from '../../../plugin/zones/state/zone-annotations.ts';
 import { rollout, step, vmcluster, who } from './zone-fixtures.ts';
 
 function zoneA(rows: ZoneRow[]): ZoneRow {

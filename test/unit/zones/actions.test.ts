@@ -11,12 +11,12 @@ import { drainZone } from '../../../plugin/vm/read-routing.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { leasePatch } from '../../../plugin/zones/moves/lease.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { readsRecord, rolloutIdentity, zoneState } from '../../../plugin/zones/state.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
-import { readBackends, readBalancerConfigs } from '../../../plugin/zones/target.ts';
-import { loadedCluster, patchCluster } from '../../../plugin/zones/vmcluster-state.ts';
+import { readsRecord, rolloutIdentity, zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { loadedCluster, patchCluster } from '../../../plugin/zones/state/zone-object.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { readBackends, readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

@@ -1,14 +1,14 @@
 // Issue 21 item 9: a zone that cannot progress is retried with exponential backoff (the next pass, then 10, 20,
 // 40 s, at most every 60 s) and its warning is logged once per change of reason, not at every 5 s pass. The
-// bookkeeping (plugin/zones/zone-backoff.ts) on its own clock, then the reconciler over the in-memory API with a
+// bookkeeping (plugin/zones/reconciler/zone-backoff.ts) on its own clock, then the reconciler over the in-memory API with a
 // balancer it may not patch.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Logger, silentLogger } from '../../../plugin/goplugin/index.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
-import { ZoneBackoff } from '../../../plugin/zones/zone-backoff.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { ZoneBackoff } from '../../../plugin/zones/reconciler/zone-backoff.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { rolloutObject, stepPluginOf, threeZones, useVmauthFixture } from './memory-cluster.ts';
 

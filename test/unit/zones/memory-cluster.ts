@@ -9,8 +9,8 @@ import { after, before } from 'node:test';
 import { type Clock, silentLogger, systemClock } from '../../../plugin/goplugin/index.ts';
 import type { ClusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 export const ns = 'vm';
@@ -85,7 +85,7 @@ export function threeZones(vmauthPort: number): MemoryKube {
     status: { updateStatus: 'operational', observedGeneration: 1 },
   });
   // The VMAuth that serves the VMUser, and its pod with the operator's labels: how the reconciler finds the
-  // vmauth pods when no Rollout's spec document names them (plugin/zones/record-trust.ts).
+  // vmauth pods when no Rollout's spec document names them (plugin/zones/reconciler/record-trust.ts).
   kube.put({
     apiVersion: vmApi,
     kind: 'VMAuth',

@@ -6,7 +6,7 @@ import {
   type JsonObject,
   mergePatch,
   revertPatch,
-} from '../../../plugin/zones/merge-patch.ts';
+} from '../../../plugin/zones/state/merge-patch.ts';
 
 test('mergePatch follows the RFC 7396 examples', () => {
   // Appendix A of RFC 7396, a selection.

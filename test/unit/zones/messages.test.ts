@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { zoneKinds, zoneObjectRef } from '../../../plugin/vm/zone-kinds.ts';
-import { describeCluster } from '../../../plugin/zones/messages.ts';
+import { describeCluster } from '../../../plugin/zones/state/messages.ts';
 
 test("step messages name a zone's object by its own kind", () => {
   assert.equal(describeCluster(zoneObjectRef(zoneKinds.vmcluster, 'vm', 'vm-a')), 'VMCluster vm/vm-a');

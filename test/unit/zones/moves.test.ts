@@ -10,11 +10,11 @@ import { KubeError, type ObjectRef, type PatchOptions } from '../../../plugin/ku
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { transition } from '../../../plugin/zones/moves/transition.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
-import { loadedCluster } from '../../../plugin/zones/vmcluster-state.ts';
+import { loadedCluster } from '../../../plugin/zones/state/zone-object.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

@@ -8,13 +8,13 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { clusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError, type KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import type { ReadBalancerConfig } from '../../../plugin/vm/read-balancer.ts';
+import type { ReadBalancerConfig } from '../../../plugin/vm/read-backends.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
-import type { ZoneQueueRequest } from '../../../plugin/zones/completeness.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import type { ZoneQueueRequest } from '../../../plugin/zones/moves/queue-check.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube } from '../kube/memory-kube.ts';
 import {

@@ -7,11 +7,11 @@ import { test } from 'node:test';
 import { clusterClients, podAccessAnnotation } from '../../../plugin/kube/cluster-registry.ts';
 import { KubeError } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import type { ReadBalancerConfig } from '../../../plugin/vm/read-balancer.ts';
+import type { ReadBalancerConfig } from '../../../plugin/vm/read-backends.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { recordedBalancers, zoneState } from '../../../plugin/zones/state.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { recordedBalancers, zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
 import {

@@ -15,8 +15,8 @@ import { createGatesProvider } from '../../../plugin/gates/provider.ts';
 import { hubOnly } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { readRouting } from '../../../plugin/vm/read-routing.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
-import { readBalancerConfigs } from '../../../plugin/zones/target.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 import {

@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
-import { changedSummary } from '../../../plugin/zones/apply.ts';
-import { maintenanceOf } from '../../../plugin/zones/maintenance.ts';
+import { maintenanceOf } from '../../../plugin/zones/state/maintenance.ts';
 import {
   changeRecords,
   fieldChanges,
@@ -15,7 +14,8 @@ import {
   sameRollout,
   timestamp,
   zoneState,
-} from '../../../plugin/zones/state.ts';
+} from '../../../plugin/zones/state/zone-annotations.ts';
+import { changedSummary } from '../../../plugin/zones/step/apply.ts';
 
 function cluster(annotations: Record<string, string>): KubeObject {
   return { metadata: { name: 'vm-zone-a', namespace: 'vm', annotations } };

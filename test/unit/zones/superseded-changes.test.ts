@@ -3,8 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { RollbackRecord } from '../../../plugin/zones/state.ts';
-import { rollbackChanges } from '../../../plugin/zones/superseded-changes.ts';
+import { rollbackChanges } from '../../../plugin/zones/moves/superseded-changes.ts';
+import type { RollbackRecord } from '../../../plugin/zones/state/zone-annotations.ts';
 
 const who = { rollout: 'vm/walk', uid: 'uid-walk', revision: 'rev-2' };
 const earlier: RollbackRecord = {

@@ -8,10 +8,10 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { restoreZone } from '../../../plugin/vm/read-routing.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
-import { readBackends, readBalancerConfigs } from '../../../plugin/zones/target.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { readBackends, readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

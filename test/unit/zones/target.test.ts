@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { parseSpecDocument, SpecError } from '../../../plugin/zones/spec.ts';
-import { parseStepConfig, readBalancerConfigs, resolveTarget } from '../../../plugin/zones/target.ts';
+import { parseStepConfig, readBalancerConfigs, resolveTarget } from '../../../plugin/zones/step/target.ts';
 
 const specText = `
 overrideSpec: {clusterVersion: v1.151.0-cluster}

@@ -1,4 +1,4 @@
-// Records on a zone object are data, never authority (plugin/zones/record-trust.ts, docs/reliability.md "Trust
+// Records on a zone object are data, never authority (plugin/zones/reconciler/record-trust.ts, docs/reliability.md "Trust
 // boundary"): a person who may only patch a VMCluster in their own namespace forges a handoff or a lease on it,
 // naming another namespace's VMUser, a Secret of kube-system as a scrape credential, and a pod and port of their
 // choosing. The reconciler must change nothing outside that namespace, read no such Secret, send nothing to that
@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { createLogger } from '../../../plugin/goplugin/index.ts';
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 import { ns, rolloutObject, threeZones, untilSettled, useVmauthFixture } from './memory-cluster.ts';

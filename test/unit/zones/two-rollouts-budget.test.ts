@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { readBackends } from '../../../plugin/zones/target.ts';
+import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

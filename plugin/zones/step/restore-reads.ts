@@ -4,20 +4,20 @@
 // The moves (zones/moves/: await operational, restore, release) are the reconciler's too; this maps their
 // outcomes to a step result, with a deadline on every wait.
 
-import type { StepResult } from '../rollouts/types.ts';
+import type { StepResult } from '../../rollouts/types.ts';
+import { drainedFrom, readLayer, routingTo } from '../../vm/read-layer.ts';
+import { awaitOperational } from '../moves/await-operational.ts';
+import { release } from '../moves/release.ts';
+import { restoreReadsMove } from '../moves/restore.ts';
+import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
+import { pastDeadline } from '../moves/wait-deadline.ts';
+import { emitZoneEvent } from '../state/events.ts';
+import { describeHandoff, leasedByOther } from '../state/messages.ts';
+import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
+import { loadCluster, openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
-import { emitZoneEvent } from './events.ts';
-import { describeHandoff, leasedByOther } from './messages.ts';
-import { awaitOperational } from './moves/await-operational.ts';
-import { release } from './moves/release.ts';
-import { restoreReadsMove } from './moves/restore.ts';
-import { lostRace, waitForReconciler } from './moves/step-waits.ts';
-import { pastDeadline } from './moves/wait-deadline.ts';
 import { running, StepFailure, successful } from './outcome.ts';
-import { drainedFrom, readLayer, routingTo } from './read-layer.ts';
-import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
-import { loadCluster, openZoneAction } from './vmcluster-state.ts';
 
 export async function restoreReads(
   deps: ZoneDeps,

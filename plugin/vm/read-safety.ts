@@ -2,9 +2,11 @@
 // and the reconciler's rollbacks, so both drain by the same rules and wait for the same evidence.
 
 import type { ClusterClients } from '../kube/cluster-registry.ts';
-import type { ReadBalancerConfig, ReadEvidence, ReadRouting } from '../vm/read-balancer.ts';
-import { vmclusterReadiness } from '../vm/vmcluster.ts';
-import { zoneKindOrDefault, zoneObjectRef } from '../vm/zone-kinds.ts';
+import type { ReadBalancerConfig } from './read-backends.ts';
+import type { ReadEvidence } from './read-evidence.ts';
+import type { ReadRouting } from './read-routing.ts';
+import { vmclusterReadiness } from './vmcluster.ts';
+import { zoneKindOrDefault, zoneObjectRef } from './zone-kinds.ts';
 
 /**
  * Why `zone` must not leave the balancer now, or undefined. A zone disruption budget: no other zone may be out of

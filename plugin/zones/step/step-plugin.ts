@@ -2,31 +2,30 @@
 // validates everything it needs before it writes, is safe to replay, and keeps its state only in Kubernetes.
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
-import { type Clock, createLogger, type Logger, systemClock } from '../goplugin/index.ts';
+import { type Clock, createLogger, type Logger, systemClock } from '../../goplugin/index.ts';
 import {
   type NamespaceAllowance,
   parseNamespaceAllowance,
   parseWatchNamespaces,
   reconcilerNamespaces,
   requireReconciled,
-} from '../kube/allowed-namespaces.ts';
-import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
-import { type KubeObjects, kubeObjects } from '../kube/objects.ts';
-import type { WatchedObjects } from '../kube/watched-objects.ts';
-import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
+} from '../../kube/allowed-namespaces.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../../kube/cluster-registry.ts';
+import { type KubeObjects, kubeObjects } from '../../kube/objects.ts';
+import type { WatchedObjects } from '../../kube/watched-objects.ts';
+import { stepPluginName } from '../../rollouts/plugin-names.ts';
+import type { RolloutView, StepContext, StepPlugin, StepResult } from '../../rollouts/types.ts';
+import { zoneKube } from '../../vm/cluster-routing.ts';
+import type { ZoneQueueCheck } from '../moves/queue-check.ts';
+import { ZoneReconciler } from '../reconciler/reconciler.ts';
+import { SpecError } from '../spec.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
 import { applyZone } from './apply.ts';
-import { zoneKube } from './cluster-routing.ts';
-import type { ZoneQueueCheck } from './completeness.ts';
 import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
 import { failed, isFinal, successful, withTransientRetries } from './outcome.ts';
-import { ZoneReconciler } from './reconciler.ts';
 import { restoreReads } from './restore-reads.ts';
-import { SpecError } from './spec.ts';
 import { resolveTarget, type ZoneTarget } from './target.ts';
-
-export const stepPluginType = 'vmzones/step';
 
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */
@@ -192,7 +191,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       }),
     terminate: (rollout, context) => act('Terminate', rollout, context, terminateStep),
     abort: (rollout, context) => act('Abort', rollout, context, abortStep),
-    type: () => stepPluginType,
+    type: () => stepPluginName,
     reconciler: () => reconciler,
     async stop() {
       await reconciler?.stop();

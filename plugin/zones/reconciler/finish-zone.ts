@@ -5,23 +5,21 @@
 // Every write on the VMCluster is guarded by the resourceVersion the pass decided on: a step that takes the zone
 // back meanwhile makes the reconciler's next write lose, and the reconciler touches nothing more (issue 21 item 2).
 
-import type { Logger } from '../goplugin/index.ts';
-import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
-import type { ClusterClients } from '../kube/cluster-registry.ts';
-import { parseGoDurationMs } from '../kube/go-duration.ts';
-import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
-import type { ZoneQueueCheck } from './completeness.ts';
-import { emitZoneEvent } from './events.ts';
-import { describeCluster } from './messages.ts';
-import { awaitOperational, awaitQueueDrained } from './moves/await-operational.ts';
-import { drainReadsMove, type MoveDeps } from './moves/drain.ts';
-import { maintenancePatch, maintenanceRecord, takeLease } from './moves/lease.ts';
-import { release } from './moves/release.ts';
-import { restoreReadsMove } from './moves/restore.ts';
-import { revertMove } from './moves/revert.ts';
-import { isConflict } from './outcome.ts';
-import { drainedFrom, readLayer } from './read-layer.ts';
-import { trustedHandoff } from './record-trust.ts';
+import type { Logger } from '../../goplugin/index.ts';
+import type { NamespaceAllowance } from '../../kube/allowed-namespaces.ts';
+import type { ClusterClients } from '../../kube/cluster-registry.ts';
+import { parseGoDurationMs } from '../../kube/go-duration.ts';
+import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
+import { drainedFrom, readLayer } from '../../vm/read-layer.ts';
+import { awaitOperational, awaitQueueDrained } from '../moves/await-operational.ts';
+import { drainReadsMove, type MoveDeps } from '../moves/drain.ts';
+import { maintenancePatch, maintenanceRecord, takeLease } from '../moves/lease.ts';
+import type { ZoneQueueCheck } from '../moves/queue-check.ts';
+import { release } from '../moves/release.ts';
+import { restoreReadsMove } from '../moves/restore.ts';
+import { revertMove } from '../moves/revert.ts';
+import { emitZoneEvent } from '../state/events.ts';
+import { describeCluster } from '../state/messages.ts';
 import {
   annotationValue,
   describeHolder,
@@ -33,15 +31,17 @@ import {
   sameRollout,
   timestamp,
   zoneState,
-} from './state.ts';
-import { loadedCluster, patchCluster } from './vmcluster-state.ts';
-import { holderExists } from './walk.ts';
+} from '../state/zone-annotations.ts';
+import { loadedCluster, patchCluster } from '../state/zone-object.ts';
+import { isConflict } from '../step/outcome.ts';
+import { trustedHandoff } from './record-trust.ts';
+import { holderExists } from './walk-ending.ts';
 
 /** done: released; working: in progress; blocked: cannot move now (waits for another zone or Rollout). */
 export type ZoneProgress = 'done' | 'working' | 'blocked';
 
 export interface FinishDeps {
-  /** The zone's objects, each in its own cluster (zones/cluster-routing.ts). */
+  /** The zone's objects, each in its own cluster (vm/cluster-routing.ts). */
   kube: KubeObjects;
   clusters: ClusterClients;
   logger: Logger;
@@ -49,7 +49,7 @@ export interface FinishDeps {
   sleep(ms: number): Promise<void>;
   /** Without it (tests of the decisions), a zone is complete once operational. */
   queueCheck?: ZoneQueueCheck;
-  /** What the handoff is checked against (zones/record-trust.ts): the plugin's `--allowed-namespaces`, and the
+  /** What the handoff is checked against (zones/reconciler/record-trust.ts): the plugin's `--allowed-namespaces`, and the
    *  registered cluster the zone object lives in (undefined = the controller's own). */
   records: { allowance: NamespaceAllowance; zoneCluster: string | undefined };
 }

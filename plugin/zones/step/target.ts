@@ -2,15 +2,14 @@
 // touched: the zone, its VMCluster, its read balancer and the timings. Every problem here is a SpecError, which
 // the actions answer with Failed and nothing changed.
 
-import { type NamespaceAllowance, requireNamespaceAllowed } from '../kube/allowed-namespaces.ts';
-import { parseGoDurationMs } from '../kube/go-duration.ts';
-import { dns1123Label } from '../kube/names.ts';
-import type { ObjectRef } from '../kube/objects.ts';
-import type { RolloutView } from '../rollouts/types.ts';
-import { defaultVmselectHosts, type ZoneReadBackend } from '../vm/read-backends.ts';
-import type { ReadBalancerConfig, ReadBalancerRef } from '../vm/read-balancer.ts';
-import { defaultZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
-import { type ZoneAction, zoneActions } from './actions.ts';
+import { type NamespaceAllowance, requireNamespaceAllowed } from '../../kube/allowed-namespaces.ts';
+import { parseGoDurationMs } from '../../kube/go-duration.ts';
+import { dns1123Label } from '../../kube/names.ts';
+import type { ObjectRef } from '../../kube/objects.ts';
+import type { RolloutView } from '../../rollouts/types.ts';
+import type { ReadBalancerConfig, ReadBalancerRef } from '../../vm/read-backends.ts';
+import { defaultVmselectHosts, type ZoneReadBackend } from '../../vm/read-backends.ts';
+import { defaultZoneKind, zoneObjectRef } from '../../vm/zone-kinds.ts';
 import {
   drainGracePeriodOf,
   type ResolvedZone,
@@ -22,8 +21,9 @@ import {
   type ZoneSpecDocument,
   zoneWorkload,
   zoneWriters,
-} from './spec.ts';
-import { type RolloutIdentity, rolloutIdentity } from './state.ts';
+} from '../spec.ts';
+import { type RolloutIdentity, rolloutIdentity } from '../state/zone-annotations.ts';
+import { type ZoneAction, zoneActions } from './actions.ts';
 
 export interface StepConfig {
   zone: string;

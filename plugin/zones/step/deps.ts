@@ -1,12 +1,12 @@
 // What every zone action and the reconciler work with: Kubernetes access, the clock, the logger, and the short
 // waits inside a call that save a controller round trip.
 
-import type { Clock, Logger } from '../goplugin/index.ts';
-import type { ClusterClients } from '../kube/cluster-registry.ts';
-import type { KubeObjects } from '../kube/objects.ts';
+import type { Clock, Logger } from '../../goplugin/index.ts';
+import type { ClusterClients } from '../../kube/cluster-registry.ts';
+import type { KubeObjects } from '../../kube/objects.ts';
 
 export interface ZoneDeps extends Clock {
-  /** The zone's objects, each in the cluster it lives in (zones/cluster-routing.ts). */
+  /** The zone's objects, each in the cluster it lives in (vm/cluster-routing.ts). */
   kube: KubeObjects;
   /** Any registered cluster's client, for the other zones' VMClusters (docs/multicluster.md). */
   clusters: ClusterClients;

@@ -1,7 +1,7 @@
 // One step acts on several clusters (docs/multicluster.md): the zone's object (a VMCluster, VMSingle or VLCluster,
 // with its lease, rollback record, handoff) lives in the zone's cluster, the Rollout with its Events in the
 // controller's own, and each read balancer (VMUser / Secret / ConfigMap, VMAuths and their pods) where its vmauth
-// runs (zones/read-layer.ts reaches those through clusterClientFor). The actions keep one KubeObjects for the
+// runs (vm/read-layer.ts reaches those through clusterClientFor). The actions keep one KubeObjects for the
 // zone; this sends each call to the cluster its object lives in, by kind. With no cluster named the controller's
 // own client is used as it is.
 
@@ -11,7 +11,7 @@ import {
   requireClusterNamespace,
 } from '../kube/cluster-registry.ts';
 import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
-import { zoneKindOf } from '../vm/zone-kinds.ts';
+import { zoneKindOf } from './zone-kinds.ts';
 
 /** Where the Event is about: one regarding the zone's object goes next to it. */
 function eventRegardsZoneObject(object: KubeObject): boolean {

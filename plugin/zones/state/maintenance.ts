@@ -2,8 +2,8 @@
 // VMClusters' vmzones.io/maintenance annotations — never from what a process remembers doing. The observe layer
 // lists the VMClusters when scraped and exports it as vmzones_zone_maintenance (docs/observe.md).
 
-import type { KubeObject } from '../kube/objects.ts';
-import { maintenanceAnnotation, StateError, zoneState } from './state.ts';
+import type { KubeObject } from '../../kube/objects.ts';
+import { maintenanceAnnotation, StateError, zoneState } from './zone-annotations.ts';
 
 export interface ZoneMaintenance {
   zone: string;

@@ -3,23 +3,23 @@
 // what was removed, so a replayed Run finds the zone already out and only waits. The sequence itself is the drain
 // move (zones/moves/drain.ts), shared with the reconciler; this maps its outcome to a step result.
 
-import { KubeError } from '../kube/objects.ts';
-import type { StepResult } from '../rollouts/types.ts';
-import { ReadRoutingError } from '../vm/read-backends.ts';
+import { KubeError } from '../../kube/objects.ts';
+import type { StepResult } from '../../rollouts/types.ts';
+import { ReadRoutingError } from '../../vm/read-backends.ts';
+import { drainedFrom, readLayer } from '../../vm/read-layer.ts';
+import { drainReadsMove } from '../moves/drain.ts';
+import { readsCarry, stepLeasePatch, takeLease } from '../moves/lease.ts';
+import { release } from '../moves/release.ts';
+import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
+import { pastDeadline, waitingSince, waitStatus } from '../moves/wait-deadline.ts';
+import { holderExists } from '../reconciler/walk-ending.ts';
+import { emitZoneEvent } from '../state/events.ts';
+import { describeHandoff, leasedByOther } from '../state/messages.ts';
+import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
+import { loadCluster, openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
-import { emitZoneEvent } from './events.ts';
-import { describeHandoff, leasedByOther } from './messages.ts';
-import { drainReadsMove } from './moves/drain.ts';
-import { readsCarry, stepLeasePatch, takeLease } from './moves/lease.ts';
-import { release } from './moves/release.ts';
-import { lostRace, waitForReconciler } from './moves/step-waits.ts';
-import { pastDeadline, waitingSince, waitStatus } from './moves/wait-deadline.ts';
 import { running, StepFailure, successful } from './outcome.ts';
-import { drainedFrom, readLayer } from './read-layer.ts';
-import { describeHolder, sameRevision, sameRollout, timestamp } from './state.ts';
 import type { ZoneTarget } from './target.ts';
-import { loadCluster, openZoneAction } from './vmcluster-state.ts';
-import { holderExists } from './walk.ts';
 
 /** How much later than RequeueAfter the controller calls Run again (measured by npm run bench, dead time). */
 const controllerRequeueLagMs = 5_000;

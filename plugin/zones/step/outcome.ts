@@ -1,16 +1,16 @@
 // Step results as the actions return them, and the failures that end a step (Failed) as opposed to the faults
 // that are worth retrying (thrown, so that the controller records Error and retries after 30 s).
 
-import { NamespaceAllowanceError } from '../kube/allowed-namespaces.ts';
-import { ClusterRegistryError } from '../kube/cluster-registry.ts';
-import { KubeError } from '../kube/objects.ts';
-import { LabelSelectorError } from '../kube/selectors.ts';
-import type { StepResult } from '../rollouts/types.ts';
-import { PodSelectionError } from '../vm/pods.ts';
-import { ReadRoutingError } from '../vm/read-backends.ts';
-import { SecretRefError } from '../vm/scrape-credentials.ts';
-import { SpecError } from './spec.ts';
-import { StateError } from './state.ts';
+import { NamespaceAllowanceError } from '../../kube/allowed-namespaces.ts';
+import { ClusterRegistryError } from '../../kube/cluster-registry.ts';
+import { KubeError } from '../../kube/objects.ts';
+import { LabelSelectorError } from '../../kube/selectors.ts';
+import type { StepResult } from '../../rollouts/types.ts';
+import { PodSelectionError } from '../../vm/pods.ts';
+import { ReadRoutingError } from '../../vm/read-backends.ts';
+import { SecretRefError } from '../../vm/scrape-credentials.ts';
+import { SpecError } from '../spec.ts';
+import { StateError } from '../state/zone-annotations.ts';
 
 /** How long a waiting step sleeps; the controller turns anything at or below 10 s into 30 s. */
 export const waitRequeueMs = 15_000;

@@ -4,9 +4,9 @@
 // it in (plugin/gates/zone-queue-check.ts). One call is one reading; `state` carries the rounds between readings
 // and is kept in the handoff annotation, so a plugin restart loses nothing.
 
-import type { ClusterRegistration } from '../kube/cluster-registry.ts';
-import type { KubeObjects } from '../kube/objects.ts';
-import type { ZoneKindName } from '../vm/zone-kinds.ts';
+import type { ClusterRegistration } from '../../kube/cluster-registry.ts';
+import type { KubeObjects } from '../../kube/objects.ts';
+import type { ZoneKindName } from '../../vm/zone-kinds.ts';
 
 export interface ZoneQueueRequest {
   namespace: string;

@@ -4,10 +4,10 @@
 // (a new commit), a template reverted to the stable one, a deleted Rollout, an Abort lost to a crash. Each is read
 // here from the Rollout itself, so the reconciler can finish what no step will (docs/step-plugin.md, "Endings").
 
-import { KubeError, type KubeObjects } from '../kube/objects.ts';
-import { type RolloutProgress, rolloutProgress } from '../rollouts/rollout-object.ts';
-import { stepPluginName } from './actions.ts';
-import { describeHolder, type RolloutIdentity } from './state.ts';
+import { KubeError, type KubeObjects } from '../../kube/objects.ts';
+import { stepPluginName } from '../../rollouts/plugin-names.ts';
+import { type RolloutProgress, rolloutProgress } from '../../rollouts/rollout-object.ts';
+import { describeHolder, type RolloutIdentity } from '../state/zone-annotations.ts';
 
 /** walking: leave the zone to the steps; finish: bring it back with the change it has; rollback: undo first. */
 export type WalkVerdict =

@@ -1,10 +1,10 @@
 // The background reconciler of the step-plugin process. Each pass lists the zone objects of every kind once and
-//   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/walk.ts: promoted past,
+//   1. hands over every zone whose walk ended without a step finishing it (plugin/zones/reconciler/walk-ending.ts: promoted past,
 //      superseded, reverted, deleted, aborted with the Abort lost), from its lease and rollback record — data that
-//      others may have written, so what it acts on is rebuilt or checked first (plugin/zones/record-trust.ts);
-//   2. advances every handed-over zone (plugin/zones/finish-zone.ts), each on its own: a zone that waits for its
+//      others may have written, so what it acts on is rebuilt or checked first (plugin/zones/reconciler/record-trust.ts);
+//   2. advances every handed-over zone (plugin/zones/reconciler/finish-zone.ts), each on its own: a zone that waits for its
 //      operator or for another Rollout never holds up the others. Rollbacks still take a zone out of reads only
-//      when no other zone is out and the zones left serving are healthy (plugin/zones/read-safety.ts).
+//      when no other zone is out and the zones left serving are healthy (plugin/vm/read-safety.ts).
 // Everything is read from Kubernetes, so work left by an earlier process, or by a crashed one, resumes. The
 // controller's own cluster and every registered one (docs/multicluster.md) are listed; a cluster that cannot be
 // listed is skipped for the pass with a warning naming it, and the others go on.
@@ -13,24 +13,24 @@
 // a zone is only handed over after its object and its holder's Rollout were read again from the API server and
 // still say so (docs/scale.md). Registered clusters are listed through their live clients.
 
-import { type Clock, type Logger, systemClock } from '../goplugin/index.ts';
-import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
-import { type ClusterClients, hubOnly } from '../kube/cluster-registry.ts';
-import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
-import { KubeError } from '../kube/objects.ts';
-import type { RolloutProgress } from '../rollouts/rollout-object.ts';
-import { errorMessage } from '../rollouts/service-replies.ts';
-import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../vm/zone-kinds.ts';
-import { zoneKube } from './cluster-routing.ts';
-import type { ZoneQueueCheck } from './completeness.ts';
-import { emitZoneEvent } from './events.ts';
+import { type Clock, type Logger, systemClock } from '../../goplugin/index.ts';
+import type { NamespaceAllowance } from '../../kube/allowed-namespaces.ts';
+import { type ClusterClients, hubOnly } from '../../kube/cluster-registry.ts';
+import type { KubeObject, KubeObjects, ObjectRef } from '../../kube/objects.ts';
+import { KubeError } from '../../kube/objects.ts';
+import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
+import { errorMessage } from '../../rollouts/service-replies.ts';
+import { zoneKube } from '../../vm/cluster-routing.ts';
+import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../../vm/zone-kinds.ts';
+import type { ZoneQueueCheck } from '../moves/queue-check.ts';
+import { emitZoneEvent } from '../state/events.ts';
+import { type RollbackRecord, type RolloutIdentity, sameRevision } from '../state/zone-annotations.ts';
+import { loadedCluster } from '../state/zone-object.ts';
+import { isTransient } from '../step/outcome.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
-import { isTransient } from './outcome.ts';
 import { RecordRefusedError, RefusalReporter, recordedReads, trustedReads } from './record-trust.ts';
-import { type RollbackRecord, type RolloutIdentity, sameRevision } from './state.ts';
-import { loadedCluster } from './vmcluster-state.ts';
-import { holderProgress, walkVerdict } from './walk.ts';
+import { holderProgress, walkVerdict } from './walk-ending.ts';
 import { ZoneBackoff } from './zone-backoff.ts';
 
 export type { ZoneProgress } from './finish-zone.ts';
@@ -50,7 +50,7 @@ export interface ReconcilerOptions {
   namespaces?: readonly string[];
   /** Where to list VMClusters and read holder Rollouts when nothing is to be done (a watch cache); default kube. */
   watched?: KubeObjects;
-  /** The plugin's `--allowed-namespaces`: records are checked against it (zones/record-trust.ts); default: only
+  /** The plugin's `--allowed-namespaces`: records are checked against it (zones/reconciler/record-trust.ts); default: only
    *  each zone object's own namespace. */
   allowance?: NamespaceAllowance;
 }
@@ -321,7 +321,7 @@ export class ZoneReconciler {
   }
 
   /** The one zone's objects: its zone object in its cluster, the rest in the controller's own (the balancers are
-   *  reached each in its own cluster, zones/read-layer.ts). */
+   *  reached each in its own cluster, vm/read-layer.ts). */
   #zoneKube(where: string | undefined, listed: KubeObject): Promise<KubeObjects> {
     return zoneKube(this.#clusters, this.#kube, where, listed.metadata.namespace ?? '');
   }

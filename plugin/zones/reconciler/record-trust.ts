@@ -4,7 +4,7 @@
 // the record cannot write, or checked against one, before any act:
 //   - while the holder's Rollout exists and its spec document names this very zone object: everything (balancers,
 //     their vmauth pods and credentials, the zone's backends, agents) is rebuilt from that document, exactly as a
-//     step of that Rollout resolves it (zones/target.ts), with the same namespace allowance;
+//     step of that Rollout resolves it (zones/step/target.ts), with the same namespace allowance;
 //   - otherwise (the Rollout is gone, or names other objects) the record's fields are checked one by one: every
 //     namespace is the zone object's own or allowed by `--allowed-namespaces`, every cluster a registered one whose
 //     Secret allows that namespace, the holder's namespace one whose Rollouts could act on the zone, the zone's own
@@ -15,27 +15,27 @@
 // No MAC over the records: every field that grants anything is rebuilt or checked here, so a key to keep, rotate and
 // share between plugin replicas would add no protection.
 
-import type { Logger } from '../goplugin/index.ts';
+import type { Logger } from '../../goplugin/index.ts';
 import {
   type NamespaceAllowance,
   NamespaceAllowanceError,
   namespaceAllowed,
   requireNamespaceAllowed,
-} from '../kube/allowed-namespaces.ts';
+} from '../../kube/allowed-namespaces.ts';
 import {
   type ClusterClients,
   ClusterRegistryError,
   requireClusterNamespace,
-} from '../kube/cluster-registry.ts';
-import { parseGoDurationMs } from '../kube/go-duration.ts';
-import { type KubeObjects, namespacedName, type ObjectRef } from '../kube/objects.ts';
-import type { RolloutProgress } from '../rollouts/rollout-object.ts';
-import { errorMessage } from '../rollouts/service-replies.ts';
-import { defaultVmselectHosts, describeBalancer } from '../vm/read-backends.ts';
-import type { ReadBalancerConfig } from '../vm/read-balancer.ts';
-import { defaultZoneKind, zoneKindOf, zoneKindOrDefault } from '../vm/zone-kinds.ts';
-import { emitZoneEvent } from './events.ts';
-import { drainGracePeriodOf, resolveZone, specFromAnnotations, zoneWriters } from './spec.ts';
+} from '../../kube/cluster-registry.ts';
+import { parseGoDurationMs } from '../../kube/go-duration.ts';
+import { type KubeObjects, namespacedName, type ObjectRef } from '../../kube/objects.ts';
+import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
+import { errorMessage } from '../../rollouts/service-replies.ts';
+import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
+import { defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
+import { defaultZoneKind, zoneKindOf, zoneKindOrDefault } from '../../vm/zone-kinds.ts';
+import { drainGracePeriodOf, resolveZone, specFromAnnotations, zoneWriters } from '../spec.ts';
+import { emitZoneEvent } from '../state/events.ts';
 import {
   describeHolder,
   type Handoff,
@@ -44,9 +44,9 @@ import {
   type RolloutIdentity,
   readsRecord,
   recordedBalancers,
-} from './state.ts';
-import { readBalancerConfigs } from './target.ts';
-import { holderProgress } from './walk.ts';
+} from '../state/zone-annotations.ts';
+import { readBalancerConfigs } from '../step/target.ts';
+import { holderProgress } from './walk-ending.ts';
 
 /** What the reconciler acts on for a zone: the fields a lease, rollback record or handoff carry. */
 export interface TrustedReads {
@@ -129,7 +129,7 @@ function rebuiltFromSpec(
     resolved.vmcluster === place.ref.name &&
     resolved.cluster === place.cluster;
   if (!same) return undefined;
-  // The same allowance a step of that Rollout is held to (zones/target.ts).
+  // The same allowance a step of that Rollout is held to (zones/step/target.ts).
   requireNamespaceAllowed(
     trust.allowance,
     { describe: `Rollout ${holder.rollout}`, namespace: rolloutNamespace },

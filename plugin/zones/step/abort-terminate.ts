@@ -1,21 +1,21 @@
 // Abort and Terminate. The controller calls each once, never retries it and never accepts Running, so neither
 // waits: each writes what must still happen into the VMCluster (the rollback request, the handoff) in one guarded
-// patch (the step plugin retries transient API faults around it, plugin/zones/outcome.ts), and the background reconciler finishes it — after a restart of the
+// patch (the step plugin retries transient API faults around it, plugin/zones/step/outcome.ts), and the background reconciler finishes it — after a restart of the
 // plugin or the controller too. Should even that fail, the reconciler finds the zone from its lease and rollback
-// record alone (plugin/zones/walk.ts).
+// record alone (plugin/zones/reconciler/walk-ending.ts).
 
-import { showFieldValue } from '../kube/redact.ts';
-import type { StepResult } from '../rollouts/types.ts';
+import { showFieldValue } from '../../kube/redact.ts';
+import type { StepResult } from '../../rollouts/types.ts';
+import { fieldName } from '../moves/change.ts';
+import { readsCarry } from '../moves/lease.ts';
+import { handOver } from '../reconciler/handoff.ts';
+import { emitZoneEvent } from '../state/events.ts';
+import { describeCluster } from '../state/messages.ts';
+import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '../state/zone-annotations.ts';
+import { type LoadedCluster, loadCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
-import { emitZoneEvent } from './events.ts';
-import { handOver } from './handoff.ts';
-import { describeCluster } from './messages.ts';
-import { fieldName } from './moves/change.ts';
-import { readsCarry } from './moves/lease.ts';
 import { type StatusDocument, successful } from './outcome.ts';
-import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
 import type { ZoneTarget } from './target.ts';
-import { type LoadedCluster, loadCluster } from './vmcluster-state.ts';
 
 async function handTargetOver(
   deps: ZoneDeps,

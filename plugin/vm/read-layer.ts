@@ -7,18 +7,10 @@
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
-import { describeBalancer } from '../vm/read-backends.ts';
-import {
-  type DrainRecord,
-  drainZone,
-  type ReadBalancerConfig,
-  type ReadEvidence,
-  type ReadRouting,
-  readEvidence,
-  readRouting,
-  restoreZone,
-} from '../vm/read-balancer.ts';
 import { clusterClientFor } from './cluster-routing.ts';
+import { describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
+import { type ReadEvidence, readEvidence } from './read-evidence.ts';
+import { type DrainRecord, drainZone, type ReadRouting, readRouting, restoreZone } from './read-routing.ts';
 import { drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {

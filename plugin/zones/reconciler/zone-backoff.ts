@@ -1,4 +1,4 @@
-// The reconciler's bookkeeping for zones that cannot progress (plugin/zones/reconciler.ts): a zone whose pass
+// The reconciler's bookkeeping for zones that cannot progress (plugin/zones/reconciler/reconciler.ts): a zone whose pass
 // fails is tried again at the next pass, then after 10 s, 20 s, 40 s and at most every 60 s while it keeps
 // failing, so that one broken zone (a forbidden patch, an unreachable cluster) does not cost API calls and a log
 // warning every 5 s pass; its warning is said once per change of reason. A pass that gets through resets it.

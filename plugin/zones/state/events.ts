@@ -6,9 +6,9 @@
 
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Logger } from '../goplugin/index.ts';
-import { KubeError, type KubeObjects, type ObjectRef } from '../kube/objects.ts';
-import type { RolloutIdentity } from './state.ts';
+import type { Logger } from '../../goplugin/index.ts';
+import { KubeError, type KubeObjects, type ObjectRef } from '../../kube/objects.ts';
+import type { RolloutIdentity } from './zone-annotations.ts';
 
 export type ZoneEventReason =
   | 'ZoneDrained'
@@ -33,7 +33,7 @@ export interface ZoneEvent {
   cluster: ObjectRef;
   /** Tells apart two events of one reason for the same zone and revision (e.g. a generation). */
   detail?: string;
-  /** Written on the zone's object only: the holder comes from a refused record (zones/record-trust.ts), and
+  /** Written on the zone's object only: the holder comes from a refused record (zones/reconciler/record-trust.ts), and
    *  vmzones writes nothing into a namespace a record names. */
   zoneObjectOnly?: boolean;
 }

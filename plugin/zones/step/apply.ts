@@ -2,18 +2,24 @@
 // every changed field had before — in the step status for humans and, in the same guarded write as the change,
 // in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
 
-import { redactFieldValue, showFieldValue } from '../kube/redact.ts';
-import type { StepResult } from '../rollouts/types.ts';
+import { redactFieldValue, showFieldValue } from '../../kube/redact.ts';
+import type { StepResult } from '../../rollouts/types.ts';
+import { changeMove, fieldName } from '../moves/change.ts';
+import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
+import { emitZoneEvent } from '../state/events.ts';
+import type { FieldChange } from '../state/merge-patch.ts';
+import { describeCluster, leasedByOther } from '../state/messages.ts';
+import {
+  describeHolder,
+  fieldChanges,
+  type RollbackRecord,
+  sameRevision,
+  sameRollout,
+} from '../state/zone-annotations.ts';
+import { loadCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
-import { emitZoneEvent } from './events.ts';
-import type { FieldChange } from './merge-patch.ts';
-import { describeCluster, leasedByOther } from './messages.ts';
-import { changeMove, fieldName } from './moves/change.ts';
-import { lostRace, waitForReconciler } from './moves/step-waits.ts';
 import { type StatusDocument, StepFailure, successful } from './outcome.ts';
-import { describeHolder, fieldChanges, type RollbackRecord, sameRevision, sameRollout } from './state.ts';
 import type { ZoneTarget } from './target.ts';
-import { loadCluster } from './vmcluster-state.ts';
 
 const maxChangedStatusChars = 3000;
 

@@ -1,6 +1,4 @@
-// The step plugin's name and the actions a step can ask of a zone.
-
-export const stepPluginName = 'vmzones/step';
+// The actions a step can ask of a zone (the step plugin's name: plugin/rollouts/plugin-names.ts).
 
 export const zoneActions = ['drainReads', 'apply', 'restoreReads'] as const;
 

@@ -1,10 +1,10 @@
 // Reading a zone's VMCluster with its vmzones state, and the guarded writes of that state.
 
-import type { KubeObject, KubeObjects, ObjectRef } from '../kube/objects.ts';
+import type { KubeObject, KubeObjects, ObjectRef } from '../../kube/objects.ts';
+import { required, type StatusDocument } from '../step/outcome.ts';
+import type { ZoneTarget } from '../step/target.ts';
 import { describeCluster } from './messages.ts';
-import { required, type StatusDocument } from './outcome.ts';
-import { type ZoneState, zoneState } from './state.ts';
-import type { ZoneTarget } from './target.ts';
+import { type ZoneState, zoneState } from './zone-annotations.ts';
 
 export interface LoadedCluster {
   object: KubeObject;

@@ -3,9 +3,9 @@
 // reconciler still has to finish. Every value is a compact JSON annotation that a human can read.
 
 import { z } from 'zod';
-import type { KubeObject } from '../kube/objects.ts';
-import type { RolloutView } from '../rollouts/types.ts';
-import type { ReadBalancerConfig } from '../vm/read-balancer.ts';
+import type { KubeObject } from '../../kube/objects.ts';
+import type { RolloutView } from '../../rollouts/types.ts';
+import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import type { FieldChange, JsonValue } from './merge-patch.ts';
 
 const jsonValue = z.custom<JsonValue>(() => true);
@@ -94,7 +94,7 @@ const rollbackSchema = z.object({
   changes: z.array(
     z.object({ path: z.array(z.string()), before: jsonValue.optional(), after: jsonValue.optional() }),
   ),
-  /** The Rollout's stable revision when the change was applied (zones/superseded-changes.ts). */
+  /** The Rollout's stable revision when the change was applied (zones/moves/superseded-changes.ts). */
   stableRevision: z.string().optional(),
   /** The unfinished walk this change was made over, whose "before" values the changes carry. */
   overRevision: z.string().optional(),
@@ -118,7 +118,7 @@ const handoffSchema = z.object({
   vmagents: z.array(z.string()).optional(),
   vmagentsCluster: z.string().optional(),
   vminsertHosts: z.array(z.string()).optional(),
-  /** The rounds of the queue check so far (plugin/zones/completeness.ts). */
+  /** The rounds of the queue check so far (plugin/zones/moves/queue-check.ts). */
   queueState: z.unknown().optional(),
   /** The reconciler's latest progress, in words. */
   message: z.string().optional(),

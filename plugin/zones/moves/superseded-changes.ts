@@ -6,8 +6,13 @@
 // both change, and for the fields only the earlier walk changed (if they still hold its value). Without this,
 // an abort or a Git revert after a superseded walk would leave the zone on the superseded walk's spec.
 
-import { deepEqual, type FieldChange, type JsonObject, valueAt } from './merge-patch.ts';
-import { changeRecords, type RollbackRecord, type RolloutIdentity, sameRollout } from './state.ts';
+import { deepEqual, type FieldChange, type JsonObject, valueAt } from '../state/merge-patch.ts';
+import {
+  changeRecords,
+  type RollbackRecord,
+  type RolloutIdentity,
+  sameRollout,
+} from '../state/zone-annotations.ts';
 
 type ChangeRecord = RollbackRecord['changes'][number];
 

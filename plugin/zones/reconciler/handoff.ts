@@ -2,8 +2,8 @@
 // the rollback request when the change is to be undone) onto the zone's VMCluster, so that it survives any restart.
 // Abort, Terminate and the reconciler's own discovery of walks that ended without them all hand over through here.
 
-import type { KubeObjects, ObjectRef } from '../kube/objects.ts';
-import { leaseRecord } from './moves/lease.ts';
+import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
+import { leaseRecord } from '../moves/lease.ts';
 import {
   annotationValue,
   type Handoff,
@@ -15,9 +15,9 @@ import {
   type RolloutIdentity,
   rollbackAnnotation,
   timestamp,
-} from './state.ts';
-import type { LoadedCluster } from './vmcluster-state.ts';
-import { patchCluster } from './vmcluster-state.ts';
+} from '../state/zone-annotations.ts';
+import type { LoadedCluster } from '../state/zone-object.ts';
+import { patchCluster } from '../state/zone-object.ts';
 
 export interface HandoffRequest {
   zone: string;

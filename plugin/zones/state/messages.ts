@@ -1,7 +1,7 @@
 // The words of step messages that several actions share, so that a zone reads the same everywhere.
 
-import type { ObjectRef } from '../kube/objects.ts';
-import { describeHolder, type Lease, type ZoneState } from './state.ts';
+import type { ObjectRef } from '../../kube/objects.ts';
+import { describeHolder, type Lease, type ZoneState } from './zone-annotations.ts';
 
 /** The zone's object by its kind (VMCluster, VMSingle, VLCluster) and name. */
 export function describeCluster(ref: ObjectRef): string {
