@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
-import { ZoneReconciler } from '../../../plugin/zones/reconciler.ts';
-import { zoneState } from '../../../plugin/zones/state.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import { rolloutObject, stepPluginOf, threeZones, untilSettled, useVmauthFixture } from './memory-cluster.ts';
