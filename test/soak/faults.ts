@@ -18,6 +18,7 @@ import { vmagentName, vmauthName } from '../sandbox/manifests.ts';
 import { pidsRunning } from '../sandbox/processes.ts';
 import { zoneObservation } from './observe.ts';
 import { type SoakRollout, soakSpec, soakZones } from './topology.ts';
+import { vmagentOutageSeqs } from './vmagent-outage.ts';
 
 /** How long a restarted data-plane process may take to answer /health again (the data plane resyncs ≤ 15 s). */
 const restartDeadlineMs = 60_000;
@@ -149,9 +150,14 @@ export class Injectors {
         'vmagent',
       );
     } finally {
-      // What vmagent accepted but had not yet written to its on-disk queue (a flush interval, 1 s) dies with it.
-      const after = (await loadgenStatus(this.sandbox)).lastSeq;
-      this.ledger.vmagentSeqs.push({ from: before - 3, to: after + 2 });
+      // What vmagent had not yet written to its on-disk queue, and every batch refused until it accepts again.
+      this.ledger.vmagentSeqs.push(
+        await vmagentOutageSeqs(
+          before,
+          async () => (await loadgenStatus(this.sandbox)).lastSeq,
+          () => sleep(500),
+        ),
+      );
       this.ledger.count('vmagent restart');
     }
   }

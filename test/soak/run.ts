@@ -72,7 +72,12 @@ const history = new History(
 const violations: (Violation & { walk: number })[] = [];
 let currentWalk = 0;
 
+/** Set on the first SIGINT: the report of the walks so far is printed and the sandbox stopped (a second SIGINT exits). */
+let interrupted = false;
+
 function report(v: Violation): void {
+  // After SIGINT the sandbox is being torn down: what the checks see then is the teardown, not vmzones.
+  if (interrupted) return;
   violations.push({ ...v, walk: currentWalk });
   console.log(
     [
@@ -82,6 +87,27 @@ function report(v: Violation): void {
     ].join('\n'),
   );
 }
+
+/** The figures so far, once the soak runs: printed at the end, or at once on SIGINT. */
+let figuresSoFar: (() => RunFigures) | undefined;
+let stopSandbox: (() => Promise<void>) | undefined;
+process.on('SIGINT', () => {
+  if (interrupted) process.exit(130);
+  interrupted = true;
+  console.log(
+    `\n[soak] SIGINT: the walk in progress (walk ${currentWalk}) is left uncounted; the report of the walks that ended:`,
+  );
+  if (figuresSoFar !== undefined) console.log(`\n${formatText(figuresSoFar())}\n`);
+  else console.log('[soak] no walk had started yet');
+  const code = violations.length > 0 ? 1 : 0;
+  within(60_000, 'stopping the sandbox', stopSandbox?.() ?? Promise.resolve()).then(
+    () => process.exit(code),
+    (error: unknown) => {
+      console.error(`[soak] ${String(error)}`);
+      process.exit(code);
+    },
+  );
+});
 
 let values = 0;
 /** A value of the walked field no revision has used yet. */
@@ -95,6 +121,9 @@ async function main(): Promise<number> {
     plugin: true,
     faultProxy: true,
   });
+  stopSandbox = async () => {
+    await sandbox.stop();
+  };
   try {
     return await soak(sandbox, started);
   } finally {
@@ -109,6 +138,26 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
   const checker = new InvariantChecker({ budgetPerBalancer: budget, leaseStallMs, deadHolderGraceMs });
   const walks: WalkFigures[] = [];
   const samples = { checked: 0, lost: 0, apart: 0 };
+  let prober: ReturnType<typeof startReadProber> | undefined;
+  const figures = (reads: { sent: number; failed: number }): RunFigures => ({
+    seed,
+    startedAt: started,
+    endedAt: Date.now(),
+    walks: [...walks],
+    injected: injectors.ledger.injected,
+    checks: checker.checks + samples.checked * soakZones.length,
+    snapshotsFailed,
+    reads: {
+      sent: reads.sent,
+      failed: reads.failed - checker.readsFailedDuringVmauthRestart,
+      apart: checker.readsFailedDuringVmauthRestart,
+    },
+    samples,
+    violations,
+    settleBoundMs,
+  });
+  figuresSoFar = () => figures(prober?.figures ?? { sent: 0, failed: 0 });
+  let snapshotsFailed = 0;
 
   // The first revision of each Rollout runs no steps.
   for (const rollout of Object.keys(soakRollouts) as SoakRollout[])
@@ -127,7 +176,7 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
   for (const rollout of Object.keys(soakRollouts) as SoakRollout[]) injectors.markStable(rollout);
   history.add('both Rollouts at their first revision, Healthy');
 
-  const prober = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser, undefined, 100);
+  prober = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser, undefined, 100);
   const inputs = {
     kube,
     reads: prober.figures,
@@ -137,10 +186,9 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
 
   // The invariants, every second, until the soak ends.
   let latest: Snapshot | undefined;
-  let snapshotsFailed = 0;
   let watching = true;
   const watchLoop = (async () => {
-    while (watching) {
+    while (watching && !interrupted) {
       const tick = Date.now();
       try {
         latest = await takeSnapshot(inputs, latest?.at ?? tick);
@@ -161,7 +209,7 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
   };
 
   try {
-    while (walks.length < maxWalks && Date.now() - started < maxMs) {
+    while (!interrupted && walks.length < maxWalks && Date.now() - started < maxMs) {
       const plan = planner.next();
       currentWalk = plan.index;
       history.startWalk();
@@ -218,24 +266,8 @@ async function soak(sandbox: Sandbox, started: number): Promise<number> {
     await watchLoop;
   }
   const reads = await prober.stop();
-  const figures: RunFigures = {
-    seed,
-    startedAt: started,
-    endedAt: Date.now(),
-    walks,
-    injected: injectors.ledger.injected,
-    checks: checker.checks + samples.checked * soakZones.length,
-    snapshotsFailed,
-    reads: {
-      sent: reads.sent,
-      failed: reads.failed - checker.readsFailedDuringVmauthRestart,
-      apart: checker.readsFailedDuringVmauthRestart,
-    },
-    samples,
-    violations,
-    settleBoundMs,
-  };
-  console.log(`\n${formatText(figures)}\n`);
+  if (interrupted) return violations.length > 0 ? 1 : 0; // the SIGINT handler printed the report
+  console.log(`\n${formatText(figures(reads))}\n`);
   return violations.length > 0 ? 1 : 0;
 }
 

@@ -350,7 +350,8 @@ export class ZoneReconciler {
     const zone = state.lease?.zone ?? state.maintenance?.zone ?? state.rollback?.zone;
     if (zone === undefined) return false;
     const progress = await progressOf(holder);
-    const verdict = walkVerdict(holder, zone, leased, progress);
+    const changedOver = sameRevision(state.rollback, holder) ? state.rollback?.stableRevision : undefined;
+    const verdict = walkVerdict(holder, zone, leased, progress, changedOver);
     if (verdict.verdict === 'walking') return false;
     if (confirmWith !== undefined) {
       // The watched view says the walk ended; act only on what the API server says now.

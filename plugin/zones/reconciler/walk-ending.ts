@@ -53,13 +53,15 @@ function lastStepOf(progress: RolloutProgress, zone: string): number {
 
 /**
  * What should become of a zone that `holder` leased (`leased`) or only changed and released (its rollback record
- * is still `applied`). `progress` is the holder's Rollout, `undefined` when deleted.
+ * is still `applied`). `progress` is the holder's Rollout, `undefined` when deleted. `changedOver` is the stable
+ * revision the holder's rollback record says it changed the zone over, when it has one.
  */
 export function walkVerdict(
   holder: RolloutIdentity,
   zone: string,
   leased: boolean,
   progress: RolloutProgress | undefined,
+  changedOver?: string,
 ): WalkVerdict {
   const who = describeHolder(holder);
   if (progress === undefined) {
@@ -68,8 +70,14 @@ export function walkVerdict(
   }
   const revision = holder.revision;
   if (progress.currentRevision !== '' && progress.currentRevision !== revision) {
-    if (progress.currentRevision === progress.stableRevision && progress.stableRevision !== revision) {
+    if (
+      progress.currentRevision === progress.stableRevision &&
+      progress.stableRevision !== revision &&
+      (changedOver === undefined || changedOver === progress.stableRevision)
+    ) {
       // Back to the stable template (a Git revert): the controller skips every step, so nobody else undoes it.
+      // A stable revision other than the one the change was made over moved forward (a later revision promoted,
+      // e.g. `promote --full` before its walk reached this zone): that undoes nothing (a soak finding, issue 25).
       return {
         verdict: 'rollback',
         why: `${who} was abandoned: the Rollout went back to its stable revision ${progress.stableRevision}`,
