@@ -65,20 +65,31 @@ function stateOf(dir: string): SandboxState | undefined {
  * Argo CD build ran 969 s before its state.json existed). A sandbox whose owner is gone (a killed test) is taken
  * down first, its daemons and pod network with it. The newest folder is kept for its logs.
  */
+function mtimeOf(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function pruneOldTestDirs(
   root: string,
   deps: PruneDeps = { isAlive, down, now: Date.now },
 ): Promise<string[]> {
+  // Another lane's start prunes the same root at the same time: a folder gone between the listing and its stat
+  // (or a dangling link) is no folder to prune, not an error.
   const dirs = readdirSync(root)
     .filter((name) => name.startsWith('test-'))
-    .map((name) => join(root, name))
-    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+    .map((name) => ({ dir: join(root, name), mtimeMs: mtimeOf(join(root, name)) }))
+    .filter((entry): entry is { dir: string; mtimeMs: number } => entry.mtimeMs !== undefined)
+    .sort((a, b) => b.mtimeMs - a.mtimeMs);
   const removed: string[] = [];
-  for (const [i, dir] of dirs.entries()) {
+  for (const [i, { dir, mtimeMs }] of dirs.entries()) {
     const owner = readOwner(dir);
     if (owner !== undefined && deps.isAlive(owner)) continue;
     const state = stateOf(dir);
-    if (owner === undefined && deps.now() - statSync(dir).mtimeMs < ownerlessGraceMs) continue;
+    if (owner === undefined && deps.now() - mtimeMs < ownerlessGraceMs) continue;
     if (state?.daemons.some((d) => deps.isAlive(d.pid))) {
       if (owner === undefined) continue; // from before owner files: whoever runs it stops it
       await deps.down(dir);

@@ -4,7 +4,7 @@
 // removed; the newest folder stays for its logs.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -56,4 +56,28 @@ test('a starting sandbox (live owner, no state.json, old folder) is never pruned
   assert.ok(existsSync(newest), 'the newest folder stays for its logs');
   assert.ok(existsSync(justMade), 'a folder whose owner is being written stays');
   assert.ok(existsSync(other), 'only test- folders are pruned');
+});
+
+test('a folder gone between the listing and its stat (another lane pruned it) is passed over, not an error', async () => {
+  const lanes = mkdtempSync(join(tmpdir(), 'vmzones-prune-race-'));
+  try {
+    // A dangling link lists like a folder and fails stat with ENOENT, as a folder removed after readdir does.
+    symlinkSync(join(lanes, 'removed-meanwhile'), join(lanes, 'test-gone'));
+    const abandoned = join(lanes, 'test-abandoned');
+    mkdirSync(abandoned);
+    writeFileSync(join(abandoned, 'owner.pid'), '400\n');
+    const at = new Date(now - 20 * minutes);
+    utimesSync(abandoned, at, at);
+    const kept = join(lanes, 'test-newest');
+    mkdirSync(kept);
+    writeFileSync(join(kept, 'owner.pid'), '999\n');
+    const removed = await pruneOldTestDirs(lanes, {
+      isAlive: () => false,
+      down: async () => {},
+      now: () => now,
+    });
+    assert.deepEqual(removed, [abandoned]);
+  } finally {
+    rmSync(lanes, { recursive: true, force: true });
+  }
 });
