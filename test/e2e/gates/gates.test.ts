@@ -316,7 +316,9 @@ test('an agent pod that stops answering is not drained; drained again once it an
     vmcluster: 'vm-zone-b',
     vmagent: 'vmagent',
     consecutiveRounds: 2,
-    roundSpacing: '2s',
+    // Further apart than the provider's in-call window (gatesInCallWaitMs, 5 s): each round is a call of its own,
+    // so the test stops and resumes the pod between rounds (2 s rounds would all be taken inside one call).
+    roundSpacing: '6s',
     timeout: '2m',
     pods: { scrapeTimeout: '1s' },
   });
@@ -562,7 +564,9 @@ test('a vmagent restarted mid-gate (its counters reset) is not drained until fre
                   vmcluster: 'vm-zone-b',
                   vmagent: 'vmagent',
                   consecutiveRounds: 3,
-                  roundSpacing: '2s',
+                  // Rounds beyond the in-call window (5 s) end each Measure call with "1 (or 2) of the 3", the
+                  // moment this test restarts vmagent; 2 s rounds would pass the gate inside its first call.
+                  roundSpacing: '6s',
                   timeout: '5m',
                 },
               },
