@@ -577,7 +577,18 @@ export interface DataPlaneOptions extends ClusterDaemonOptions {
  * How long the CRDs (the Argo Rollouts ones and all 25 of the operator's) may take to be established: a few seconds
  * alone, past 60 s in a zone cluster started beside three other sandboxes at a load average of 35 (2026-12-03).
  */
-export const crdEstablishedTimeout = '180s';
+const crdEstablishedTimeout = '180s';
+
+/** Waits until every CRD of the cluster `kubectl` reaches is established, within crdEstablishedTimeout. */
+export async function crdsEstablished(kubectl: Kubectl): Promise<void> {
+  await kubectl.run([
+    'wait',
+    '--for=condition=established',
+    `--timeout=${crdEstablishedTimeout}`,
+    'crd',
+    '--all',
+  ]);
+}
 
 /**
  * The real operator's own poll intervals (its config, `internal/config/config.go` of v0.74.1): how often it looks
@@ -817,13 +828,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
     await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
     await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
-    await kubectl.run([
-      'wait',
-      '--for=condition=established',
-      `--timeout=${crdEstablishedTimeout}`,
-      'crd',
-      '--all',
-    ]);
+    await crdsEstablished(kubectl);
 
     await nodeDaemonsReady(node, kubectl);
 

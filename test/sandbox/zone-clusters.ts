@@ -20,7 +20,7 @@ import type { PodNetwork } from './pod-network.ts';
 import { freePort } from './ports.ts';
 import type { DaemonRecord, DaemonSpec } from './processes.ts';
 import {
-  crdEstablishedTimeout,
+  crdsEstablished,
   kubeconfigYaml,
   nodeDaemonsReady,
   repoRoot,
@@ -91,13 +91,7 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   const node = await startNodeDaemons({ ...cluster, pkiDir });
   await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
   await kubectl.apply([namespace(vmNamespace)]);
-  await kubectl.run([
-    'wait',
-    '--for=condition=established',
-    `--timeout=${crdEstablishedTimeout}`,
-    'crd',
-    '--all',
-  ]);
+  await crdsEstablished(kubectl);
   await nodeDaemonsReady(node, kubectl);
 
   const address = `127.0.0.${options.index + 1}`;
