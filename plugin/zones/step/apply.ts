@@ -17,7 +17,7 @@ import {
   sameRevision,
   sameRollout,
 } from '../state/zone-annotations.ts';
-import { loadCluster } from '../state/zone-object.ts';
+import { openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, StepFailure, successful } from './outcome.ts';
 import type { ZoneTarget } from './target.ts';
@@ -77,10 +77,7 @@ function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boo
 
 export async function applyZone(deps: ZoneDeps, target: ZoneTarget, previous?: unknown): Promise<StepResult> {
   const { kube } = deps;
-  const zone = target.config.zone;
-  const name = describeCluster(target.cluster);
-  const cluster = await loadCluster(kube, target.cluster, zone);
-  const { state } = cluster;
+  const { zone, name, status, cluster, state } = await openZoneAction(kube, target, 'apply');
 
   if (state.handoff !== undefined) {
     return waitForReconciler(
@@ -89,7 +86,7 @@ export async function applyZone(deps: ZoneDeps, target: ZoneTarget, previous?: u
       previous,
       state.handoff,
       `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})`,
-      { zone, action: 'apply', vmcluster: `${target.cluster.namespace}/${target.cluster.name}` },
+      status,
     );
   }
   if (
