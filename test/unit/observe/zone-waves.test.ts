@@ -66,7 +66,7 @@ test("the wave is the one of the Rollout the row names: the lease holder's, not 
 });
 
 test('the zone metrics carry wave="N" for a zone of a walk in waves, and no wave label otherwise', async () => {
-  const page = async (spec: object) => {
+  const page = async (spec: ReturnType<typeof rolloutWith>) => {
     const kube = new MemoryKube().put(spec);
     for (const zone of zones) kube.put(vmcluster(zone, { drained: zone === 'zone-b' }));
     const metrics = createMetrics('step');
