@@ -4,7 +4,7 @@
 //
 //   const observe = await observedPluginArgs();                  // before the sandbox starts
 //   const sandbox = await startSandbox({ plugin: true, pluginArgs: observe.pluginArgs, ... });
-//   const scraper = await startMetricsScraper(sandbox, observe.targets);
+//   const scraper = await startMetricsScraper(sandbox);          // finds the plugins' addresses in their args
 //   const from = new Date(); /* the walk */ const to = new Date();
 //   await checkDashboardPanels(scraper.url, dashboardJson, { from, to });   // throws naming every empty panel
 //   await scraper.stop();
@@ -14,7 +14,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { z } from 'zod';
 import type { Sandbox } from '../../sandbox/helper.ts';
 import type { PluginExtraArgs } from '../../sandbox/manifests.ts';
 import { freePort } from '../../sandbox/ports.ts';
@@ -53,6 +54,42 @@ export async function observedPluginArgs(
   };
 }
 
+const pluginListSchema = z.array(z.looseObject({ name: z.string(), args: z.array(z.string()).default([]) }));
+
+/** The `host:port` a plugin's `--observe-address [HOST]:PORT` (docs/observe.md) is reached at from this machine. */
+function observeTarget(plugin: string, args: readonly string[]): string {
+  const at = args.findIndex((a) => a === '--observe-address' || a.startsWith('--observe-address='));
+  const value = at < 0 ? undefined : (args[at]?.split('=')[1] ?? args[at + 1]);
+  if (value === undefined)
+    throw new Error(`plugin ${plugin} runs without --observe-address: nothing to scrape`);
+  const match = /^(?:(.*):)?(\d+)$/.exec(value);
+  const host = match?.[1] ?? '';
+  const port = Number(match?.[2] ?? 0);
+  if (port === 0)
+    throw new Error(`plugin ${plugin}: --observe-address ${value} names no fixed port to scrape`);
+  return `${host === '' || host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+}
+
+/** Where the sandbox's controller runs the two plugins' observe endpoints, from its argo-rollouts-config. */
+export async function pluginObserveTargets(sandbox: Sandbox): Promise<PluginTargets> {
+  const config = await sandbox.kubectl.getJson<{ data?: Record<string, string> }>([
+    'configmap',
+    'argo-rollouts-config',
+    '-n',
+    sandbox.state.controllerNamespace,
+  ]);
+  const entry = (key: string, name: string) => {
+    const list = pluginListSchema.parse(parse(config.data?.[key] ?? '[]'));
+    const plugin = list.find((p) => p.name === name);
+    if (plugin === undefined) throw new Error(`argo-rollouts-config has no ${key} entry ${name}`);
+    return observeTarget(name, plugin.args);
+  };
+  return {
+    step: entry('stepPlugins', 'vmzones/step'),
+    gates: entry('metricProviderPlugins', 'vmzones/gates'),
+  };
+}
+
 export interface MetricsScraper {
   /** victoria-metrics' HTTP API (`http://127.0.0.1:PORT`). */
   url: string;
@@ -83,17 +120,18 @@ function vmagentTargets(sandbox: Sandbox): string[] {
 
 /**
  * Starts the real victoria-metrics binary of the sandbox (its build cache, test/env/build.ts) on loopback, scraping
- * both plugin processes (`job="vmzones"`, honor_labels as manifests/observe/vmpodscrape.yaml scrapes them) and every
+ * both plugin processes (`job="vmzones"`, honor_labels as manifests/observe/vmpodscrape.yaml scrapes them; found in
+ * the controller's argo-rollouts-config unless `plugins` names them: start the sandbox with observedPluginArgs) and every
  * vmagent of the sandbox (`job="vmagent"`) every `scrapeIntervalSeconds`. Targets that are not up yet (the controller
  * starts the plugin processes on first use) are scraped once they are. The process is recorded in the sandbox's
  * state, so the sandbox's teardown stops it too should the test end early.
  */
 export async function startMetricsScraper(
   sandbox: Sandbox,
-  plugins: PluginTargets,
-  options: { scrapeIntervalSeconds?: number } = {},
+  options: { scrapeIntervalSeconds?: number; plugins?: PluginTargets } = {},
 ): Promise<MetricsScraper> {
   const scrapeIntervalSeconds = options.scrapeIntervalSeconds ?? 1;
+  const plugins = options.plugins ?? (await pluginObserveTargets(sandbox));
   const targets = { vmzones: [plugins.step, plugins.gates], vmagent: vmagentTargets(sandbox) };
   if (targets.vmagent.length === 0) throw new Error('the sandbox publishes no VMAgent endpoint to scrape');
   const stray = Object.values(targets)

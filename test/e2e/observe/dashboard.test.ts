@@ -41,7 +41,8 @@ import {
 const name = 'dashboard-walk';
 const waves = [['zone-a'], ['zone-b', 'zone-c']];
 const dashboardText = readFileSync(dashboardPath, 'utf8');
-const variables = { namespace: ns, rollout: `${ns}/${name}` };
+// The walk's namespace and Rollout, and its budget: the widest wave (the spec's default maxZonesOut).
+const variables = { namespace: ns, rollout: `${ns}/${name}`, max_zones_out: '2' };
 
 let sandbox: Sandbox;
 let kube: KubeObjects;
@@ -61,7 +62,12 @@ before(async () => {
   report.push(`sandbox start: ${((Date.now() - started) / 1000).toFixed(0)} s`);
   kube = sandboxKube(sandbox);
   await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
-  scraper = await startMetricsScraper(sandbox, observe.targets);
+  scraper = await startMetricsScraper(sandbox);
+  assert.deepEqual(
+    scraper.targets.vmzones,
+    [observe.targets.step, observe.targets.gates],
+    'the plugins found',
+  );
 });
 
 after(async () => {
@@ -151,6 +157,17 @@ test('a walk in two waves to Healthy, scraped: every panel of the dashboard retu
     { 'zone-a': '1', 'zone-b': '2', 'zone-c': '2' },
     'each zone is labelled with its wave',
   );
+  // What "Zones out of reads against the budget" drew: at most the budget, and the whole second wave at once.
+  const range = Math.ceil((walk.to.getTime() - from.getTime()) / 1000);
+  const peak = (await (
+    await fetch(
+      `${scraper.url}/api/v1/query?${new URLSearchParams({
+        query: `max_over_time(sum(vmzones_zone_maintenance{rollout="${ns}/${name}"})[${range}s:1s])`,
+        time: String(walk.to.getTime() / 1000),
+      })}`,
+    )
+  ).json()) as { data: { result: { value: [number, string] }[] } };
+  assert.equal(peak.data.result[0]?.value[1], '2', 'two zones out of reads at once: the second wave');
 });
 
 test('a panel whose query names a metric nothing exports fails the check, naming the panel', async () => {
