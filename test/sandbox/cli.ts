@@ -126,7 +126,9 @@ async function main(): Promise<number> {
   if (command === 'down') {
     const report = await down(defaultStateDir());
     process.stdout.write(
-      report.stopped.length ? `stopped: ${report.stopped.join(', ')}\n` : 'nothing was running\n',
+      report.stopped.length
+        ? `stopped in ${report.seconds.toFixed(1)} s: ${report.stopped.join(', ')}\n`
+        : 'nothing was running\n',
     );
     if (report.portsStillBound.length) {
       process.stderr.write(`ports still bound after down: ${report.portsStillBound.join(', ')}\n`);

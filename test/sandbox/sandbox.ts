@@ -63,6 +63,7 @@ import {
   waitFor,
 } from './processes.ts';
 import { takeStartSlot } from './start-slots.ts';
+import { type StartStep, StartSteps } from './start-steps.ts';
 import { startZoneCluster, type ZoneClusterState } from './zone-clusters.ts';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -175,6 +176,8 @@ export interface SandboxState {
   podNetwork?: PodNetwork;
   /** Seconds this start spent building missing binaries (0 when the cache had them all). */
   buildSeconds?: number;
+  /** Each step of the start with the second it began at and its length (test/sandbox/start-steps.ts). */
+  startSteps?: StartStep[];
   /** The process group of the process that started it: npm test stops a phase by its group, then takes down
    *  the sandboxes that group started (their daemons run in groups of their own). */
   processGroup?: number;
@@ -359,7 +362,14 @@ function writeBinDir(stateDir: string, binaries: BuiltBinaries): void {
   );
 }
 
+/** Times a step of a start (StartSteps.time); the default runs it untimed. */
+export type TimeStep = <T>(step: string, work: () => Promise<T> | T) => Promise<T>;
+
+const untimed: TimeStep = async (_step, work) => await work();
+
 export interface ControlPlaneOptions {
+  /** Times the waits on etcd and kube-apiserver; default untimed. */
+  time?: TimeStep;
   /** Starts and records a daemon (torn down with the rest of its sandbox). */
   daemon: (spec: Parameters<typeof startDaemon>[0]) => DaemonRecord;
   binaries: BuiltBinaries;
@@ -375,6 +385,7 @@ export interface ControlPlaneOptions {
 /** etcd and kube-apiserver of one cluster; returns the API server's URL once /readyz answers 200. */
 export async function startControlPlane(options: ControlPlaneOptions): Promise<string> {
   const { daemon, binaries, stateDir, pkiDir, logDir } = options;
+  const time = options.time ?? untimed;
   const prefix = options.name === 'sandbox' ? '' : `${options.name}-`;
   const etcdClient = await freePort();
   const etcdPeer = await freePort();
@@ -395,12 +406,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<s
     log: join(logDir, `${prefix}etcd.log`),
     ports: [etcdClient, etcdPeer],
   });
-  await waitFor(() => httpOk(`http://127.0.0.1:${etcdClient}/health`), {
-    part: `${prefix}etcd`,
-    log: etcd.log,
-    pid: etcd.pid,
-    timeoutMs: 30_000,
-  });
+  await time(`${prefix}etcd healthy`, () =>
+    waitFor(() => httpOk(`http://127.0.0.1:${etcdClient}/health`), {
+      part: `${prefix}etcd`,
+      log: etcd.log,
+      pid: etcd.pid,
+      timeoutMs: 30_000,
+    }),
+  );
 
   const apiPort = await freePort();
   const apiServer = `https://127.0.0.1:${apiPort}`;
@@ -429,18 +442,22 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<s
     log: join(logDir, `${prefix}kube-apiserver.log`),
     ports: [apiPort],
   });
-  await waitFor(
-    async () => {
-      const r = await httpsGet(`${apiServer}/readyz`, pkiDir);
-      if (r.status !== 200) throw new Error(`readyz ${r.status}: ${r.body.slice(0, 200)}`);
-      return true;
-    },
-    { part: `${prefix}kube-apiserver`, log: apiserver.log, pid: apiserver.pid, timeoutMs: 90_000 },
+  await time(`${prefix}kube-apiserver ready`, () =>
+    waitFor(
+      async () => {
+        const r = await httpsGet(`${apiServer}/readyz`, pkiDir);
+        if (r.status !== 200) throw new Error(`readyz ${r.status}: ${r.body.slice(0, 200)}`);
+        return true;
+      },
+      { part: `${prefix}kube-apiserver`, log: apiserver.log, pid: apiserver.pid, timeoutMs: 90_000 },
+    ),
   );
   return apiServer;
 }
 
 export interface ClusterDaemonOptions {
+  /** Times the waits of this cluster's start; default untimed. */
+  time?: TimeStep;
   daemon: (spec: DaemonSpec) => DaemonRecord;
   binaries: BuiltBinaries;
   stateDir: string;
@@ -663,12 +680,14 @@ export async function startOperatorAndDataPlane(options: DataPlaneOptions): Prom
       ports: [metricsPort, probePort],
     });
     // The operator serves its probes at /health and /ready (not /healthz, /readyz).
-    await waitFor(() => httpOk(`http://127.0.0.1:${probePort}/ready`), {
-      part: realOperator.name,
-      log: realOperator.log,
-      pid: realOperator.pid,
-      timeoutMs: 60_000,
-    });
+    await (options.time ?? untimed)(`${prefix}vm-operator ready`, () =>
+      waitFor(() => httpOk(`http://127.0.0.1:${probePort}/ready`), {
+        part: realOperator.name,
+        log: realOperator.log,
+        pid: realOperator.pid,
+        timeoutMs: 60_000,
+      }),
+    );
   }
   const name = operatorMode === 'real' ? 'vm-dataplane' : 'vmoperator-sim';
   return daemon({
@@ -705,6 +724,15 @@ export async function resourcesOperational(
 export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[sandbox] ${line}\n`));
   const started = Date.now();
+  // Each step's length goes to the log and, once state.json exists, into it (startSteps).
+  let recordSteps: SandboxState | undefined;
+  const steps = new StartSteps({ now: Date.now }, (step) => {
+    log(`step "${step.step}": ${step.seconds.toFixed(1)} s${step.failed ? ' (failed)' : ''}`);
+    if (recordSteps === undefined) return;
+    recordSteps.startSteps = steps.steps;
+    writeState(recordSteps);
+  });
+  const time: TimeStep = (step, work) => steps.time(step, work);
   const stateDir = resolve(options.stateDir ?? defaultStateDir());
   const operatorMode = options.operator ?? operatorFromEnv();
   const previous = readState(stateDir);
@@ -728,7 +756,9 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     timeoutMs: sandboxBuildTimeoutSeconds() * 1000,
     boundBy: `${buildTimeoutVariable}, default ${defaultBuildTimeoutSeconds} s`,
   };
-  const binaries = buildAll(withArgoCd ? bound : { ...bound, except: ['argocd'] });
+  const binaries = await time('build missing binaries', () =>
+    buildAll(withArgoCd ? bound : { ...bound, except: ['argocd'] }),
+  );
   const buildSeconds = (Date.now() - buildStarted) / 1000;
   if (buildSeconds >= 1) log(`binaries built in ${buildSeconds.toFixed(1)} s`);
   const zoneClusters = options.zoneClusters ?? 0;
@@ -784,8 +814,10 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     endpointsFile: join(stateDir, 'endpoints.json'),
     processGroup: processGroupOf(process.pid),
     buildSeconds,
+    startSteps: steps.steps,
   };
   writeState(state);
+  recordSteps = state;
 
   const daemon = (spec: Parameters<typeof startDaemon>[0]): DaemonRecord => {
     if (options.signal?.aborted) throw new StartError(spec.name, 'interrupted');
@@ -797,12 +829,15 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   };
 
   // Starts of one npm test run take turns (test/sandbox/start-slots.ts); the build above does not need a turn.
-  const releaseStartSlot = await takeStartSlot();
+  const releaseStartSlot = await time('wait for a start slot', () => takeStartSlot());
   try {
-    execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
-    writeBinDir(stateDir, binaries);
+    await time('pki and bin folder', () => {
+      execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
+      writeBinDir(stateDir, binaries);
+    });
 
     state.apiServer = await startControlPlane({
+      time,
       daemon,
       binaries,
       stateDir,
@@ -825,12 +860,14 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     });
 
     log('installing the Argo Rollouts and VictoriaMetrics CRDs ...');
-    await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
-    await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
-    await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
-    await crdsEstablished(kubectl);
+    await time('apply CRDs, namespaces, config', async () => {
+      await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
+      await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
+      await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
+    });
+    await time('CRDs established', () => crdsEstablished(kubectl));
 
-    await nodeDaemonsReady(node, kubectl);
+    await time('node daemons ready', () => nodeDaemonsReady(node, kubectl));
 
     let pluginKubeconfig = kubeconfig;
     if (options.faultProxy ?? process.env.VMZONES_SANDBOX_FAULT_PROXY === '1') {
@@ -850,12 +887,14 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         ports: [proxyPort, controlPort],
       });
       const controlUrl = `http://127.0.0.1:${controlPort}`;
-      await waitFor(() => httpOk(`${controlUrl}/stats`), {
-        part: 'fault-proxy',
-        log: proxy.log,
-        pid: proxy.pid,
-        timeoutMs: 15_000,
-      });
+      await time('fault proxy ready', () =>
+        waitFor(() => httpOk(`${controlUrl}/stats`), {
+          part: 'fault-proxy',
+          log: proxy.log,
+          pid: proxy.pid,
+          timeoutMs: 15_000,
+        }),
+      );
       pluginKubeconfig = join(stateDir, 'plugin-kubeconfig');
       writeFileSync(pluginKubeconfig, kubeconfigYaml(`https://127.0.0.1:${proxyPort}`, pkiDir), {
         mode: 0o600,
@@ -878,6 +917,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
 
     const builtVersion = versions.victoriaMetrics;
     const operator = await startOperatorAndDataPlane({
+      time,
       daemon,
       binaries,
       stateDir,
@@ -911,6 +951,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       state.zoneClusters = await Promise.all(
         remoteZones.map((zone, i) =>
           startZoneCluster({
+            time,
             daemon,
             binaries,
             stateDir,
@@ -940,21 +981,23 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       if (z.kind === 'VMSingle') return vmSingle(z, builtVersion, port);
       return vmCluster(z, `${builtVersion}-cluster`, port);
     };
-    await kubectl.apply([
-      ...hubZones.map((z, i) => zoneObject(z, zonePorts[i] ?? 0)),
-      logZones
-        ? vlAgent(zones, versions.victoriaLogs, await freePort())
-        : vmAgent(zones, builtVersion, await freePort(), remote),
-      vmAuth(builtVersion, await freePort()),
-      vmUser(zones, remote),
-    ]);
+    await time('apply zones, agent, vmauth', async () =>
+      kubectl.apply([
+        ...hubZones.map((z, i) => zoneObject(z, zonePorts[i] ?? 0)),
+        logZones
+          ? vlAgent(zones, versions.victoriaLogs, await freePort())
+          : vmAgent(zones, builtVersion, await freePort(), remote),
+        vmAuth(builtVersion, await freePort()),
+        vmUser(zones, remote),
+      ]),
+    );
     const resources = [
       ...hubZones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
       writer.resource,
       `vmauth/${vmauthName}`,
     ];
-    await resourcesOperational(kubectl, resources, operator);
-    await controllerReady;
+    await time('zones, agent, vmauth operational', () => resourcesOperational(kubectl, resources, operator));
+    await time('rollouts controller healthy', () => controllerReady);
     const agent = endpointOf(state, writer.kind, writer.name);
     if (!agent) throw new StartError(operator.name, `${writer.name} endpoint not published`, operator.log);
 
@@ -974,24 +1017,28 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       ports: [loadgenPort],
     });
     state.loadgenUrl = `http://127.0.0.1:${loadgenPort}`;
-    await waitFor(() => httpOk(`${state.loadgenUrl}/health`), {
-      part: 'loadgen',
-      log: loadgen.log,
-      pid: loadgen.pid,
-      timeoutMs: 20_000,
-    });
+    await time('loadgen healthy', () =>
+      waitFor(() => httpOk(`${state.loadgenUrl}/health`), {
+        part: 'loadgen',
+        log: loadgen.log,
+        pid: loadgen.pid,
+        timeoutMs: 20_000,
+      }),
+    );
     if (withArgoCd) {
       log('starting Argo CD (redis, repo-server, application controller, API server) and a Git server ...');
-      state.argocd = await startArgoCd({
-        stateDir,
-        logDir,
-        kubeconfig,
-        kubectl,
-        binaries,
-        daemon,
-        binDir: join(stateDir, 'bin'),
-        repoRoot,
-      });
+      state.argocd = await time('argo cd', () =>
+        startArgoCd({
+          stateDir,
+          logDir,
+          kubeconfig,
+          kubectl,
+          binaries,
+          daemon,
+          binDir: join(stateDir, 'bin'),
+          repoRoot,
+        }),
+      );
       writeState(state);
     }
     const stray = addressViolations(
@@ -1086,6 +1133,8 @@ async function stopAll(state: SandboxState): Promise<void> {
 export interface DownReport {
   stopped: string[];
   portsStillBound: number[];
+  /** How long the teardown took. */
+  seconds: number;
 }
 
 /** Takes down every sandbox under `root` that a process of `processGroup` started and left running. */
@@ -1106,8 +1155,9 @@ export async function downStartedBy(
 }
 
 export async function down(stateDir = defaultStateDir()): Promise<DownReport> {
+  const started = Date.now();
   const state = readState(resolve(stateDir));
-  if (!state) return { stopped: [], portsStillBound: [] };
+  if (!state) return { stopped: [], portsStillBound: [], seconds: 0 };
   const stopped = state.daemons.filter((d) => isAlive(d.pid)).map((d) => d.name);
   const zoneUrls = [state, ...(state.zoneClusters ?? [])]
     .flatMap((s) => readEndpoints(s))
@@ -1120,7 +1170,7 @@ export async function down(stateDir = defaultStateDir()): Promise<DownReport> {
   for (const url of zoneUrls) {
     if (!(await isPortFree(Number(url.port), url.hostname))) portsStillBound.push(Number(url.port));
   }
-  return { stopped, portsStillBound };
+  return { stopped, portsStillBound, seconds: (Date.now() - started) / 1000 };
 }
 
 export interface PartStatus {

@@ -28,6 +28,7 @@ import {
   startControlPlane,
   startNodeDaemons,
   startOperatorAndDataPlane,
+  type TimeStep,
   vmCrdsFile,
 } from './sandbox.ts';
 
@@ -50,6 +51,8 @@ export interface ZoneClusterState {
 }
 
 export interface ZoneClusterOptions {
+  /** Times the steps of this cluster's start (named after it); default untimed. */
+  time?: TimeStep;
   daemon: (spec: DaemonSpec) => DaemonRecord;
   binaries: BuiltBinaries;
   /** The sandbox's state dir: this cluster's state goes under `<name>/` in it. */
@@ -71,11 +74,13 @@ export interface ZoneClusterOptions {
 
 export async function startZoneCluster(options: ZoneClusterOptions): Promise<ZoneClusterState> {
   const { daemon, binaries, logDir, name, zone } = options;
+  const time: TimeStep = (step, work) =>
+    options.time === undefined ? Promise.resolve(work()) : options.time(`${name}: ${step}`, work);
   const stateDir = join(options.stateDir, name);
   const pkiDir = join(stateDir, 'pki');
   mkdirSync(stateDir, { recursive: true });
-  execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]);
-  const apiServer = await startControlPlane({ daemon, binaries, stateDir, pkiDir, logDir, name });
+  await time('pki', () => execFileSync(binaries.sandboxctl, ['pki', '--dir', pkiDir]));
+  const apiServer = await startControlPlane({ daemon, binaries, stateDir, pkiDir, logDir, name, time });
   const kubeconfig = join(stateDir, 'kubeconfig');
   writeFileSync(kubeconfig, kubeconfigYaml(apiServer, pkiDir), { mode: 0o600 });
   const kubectl = new Kubectl(binaries.kubectl, kubeconfig);
@@ -86,13 +91,16 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     logDir,
     kubeconfig,
     name,
+    time,
     ...(options.podNetwork === undefined ? {} : { podNetwork: options.podNetwork }),
   };
   const node = await startNodeDaemons({ ...cluster, pkiDir });
-  await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
-  await kubectl.apply([namespace(vmNamespace)]);
-  await crdsEstablished(kubectl);
-  await nodeDaemonsReady(node, kubectl);
+  await time('apply CRDs, namespace', async () => {
+    await kubectl.applyFiles([vmCrdsFile(stateDir, 'real')]);
+    await kubectl.apply([namespace(vmNamespace)]);
+  });
+  await time('CRDs established', () => crdsEstablished(kubectl));
+  await time('node daemons ready', () => nodeDaemonsReady(node, kubectl));
 
   const address = `127.0.0.${options.index + 1}`;
   const insertPort = await freePort();
@@ -110,16 +118,22 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     ],
   });
   await kubectl.apply([vmCluster(zone, `${versions.victoriaMetrics}-cluster`, await freePort())]);
-  await resourcesOperational(kubectl, [`vmcluster/${zone.vmcluster}`], operator);
+  await time('zone operational', () =>
+    resourcesOperational(kubectl, [`vmcluster/${zone.vmcluster}`], operator),
+  );
 
   // The least RBAC a zone cluster grants vmzones, and the cluster Secret the admin writes in the hub.
-  await kubectl.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
-  const token = (await kubectl.run(['create', 'token', 'vmzones', '-n', 'vmzones', '--duration=24h'])).trim();
-  const caData = readFileSync(join(pkiDir, 'ca.crt')).toString('base64');
-  const registration = clusterSecret(name, apiServer, { bearerToken: token, tlsClientConfig: { caData } });
-  await options.hub.apply([
-    { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
-  ]);
+  await time('register in the hub', async () => {
+    await kubectl.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
+    const token = (
+      await kubectl.run(['create', 'token', 'vmzones', '-n', 'vmzones', '--duration=24h'])
+    ).trim();
+    const caData = readFileSync(join(pkiDir, 'ca.crt')).toString('base64');
+    const registration = clusterSecret(name, apiServer, { bearerToken: token, tlsClientConfig: { caData } });
+    await options.hub.apply([
+      { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
+    ]);
+  });
   return {
     name,
     zone: zone.zone,
