@@ -313,24 +313,54 @@ export function pluginLocation(): PluginLocation | undefined {
   return { location: realpathSync(node), args: [...pluginNodeFlags, bundle] };
 }
 
+/** The kinds the simulated operator serves. */
+const simulatedKinds = ['vmclusters', 'vmagents', 'vmauths', 'vmusers'];
+
 /**
- * The VictoriaMetrics CRDs from the operator module's bundle: all of them for the real operator
- * (it refuses to start without every kind it serves), else VMCluster, VMAgent, VMAuth, VMUser.
+ * The kinds the sandbox, the tests and the benches create (test/bench/rollout-vmdistributed.ts a VMDistributed):
+ * they keep their full schema, so the API server validates, prunes and defaults them as in a cluster.
+ */
+export const fullSchemaKinds = [...simulatedKinds, 'vmsingles', 'vmdistributed', 'vlclusters', 'vlagents'];
+
+/** The CRDs of a bundle file, by plural name (`vmclusters`), in the bundle's order. */
+export function crdsByPlural(bundle: string): Map<string, string> {
+  const crds = new Map<string, string>();
+  for (const doc of bundle.split(/^---\s*$/m)) {
+    const name = /^ {2}name: ([a-z0-9]+)\.operator\.victoriametrics\.com$/m.exec(doc)?.[1];
+    if (name !== undefined && /^kind: CustomResourceDefinition$/m.test(doc)) crds.set(name, doc.trim());
+  }
+  return crds;
+}
+
+/**
+ * The VictoriaMetrics CRDs the sandbox installs, from the operator module's bundles. The real operator refuses to
+ * start without every kind it serves (25), but the sandbox creates only `fullSchemaKinds`: those come from the
+ * description-less bundle with their whole schema; the others from the upstream's spec-less bundle (same kinds,
+ * versions and status schema, spec unvalidated). The spec-less ones are 2 % of the bytes: the API server's work on
+ * the 25 CRDs (structural schemas, managed fields, the OpenAPI document kubectl downloads next) is CPU on two loaded
+ * cores, 14 s of a 41 s start with the whole bundle (docs/testing.md, "Sandbox start"). The simulated operator
+ * gets only the four kinds it serves.
  */
 export function vmCrdsFile(stateDir: string, operator: OperatorMode): string {
-  const dir = moduleDir('github.com/VictoriaMetrics/operator', versions.vmOperator, 'vmoperator');
-  const path = join(dir, 'config', 'crd', 'overlay', 'crd.descriptionless.yaml');
-  if (operator === 'real') return path;
-  const bundle = readFileSync(path, 'utf8');
-  const wanted = ['vmclusters', 'vmagents', 'vmauths', 'vmusers'].map(
-    (n) => `${n}.operator.victoriametrics.com`,
+  const dir = join(
+    moduleDir('github.com/VictoriaMetrics/operator', versions.vmOperator, 'vmoperator'),
+    'config',
+    'crd',
+    'overlay',
   );
-  const docs = bundle.split(/^---\s*$/m).filter((doc) => wanted.some((w) => doc.includes(`name: ${w}\n`)));
-  if (docs.length !== wanted.length) {
-    throw new StartError('vm-crds', `found ${docs.length} of ${wanted.length} CRDs in ${dir}`);
+  const full = crdsByPlural(readFileSync(join(dir, 'crd.descriptionless.yaml'), 'utf8'));
+  const specless = crdsByPlural(readFileSync(join(dir, 'crd.specless.yaml'), 'utf8'));
+  const plurals = operator === 'real' ? [...full.keys()] : simulatedKinds;
+  const docs = plurals.map((plural) => (fullSchemaKinds.includes(plural) ? full : specless).get(plural));
+  const missing = plurals.filter((_, i) => docs[i] === undefined);
+  if (missing.length > 0 || !fullSchemaKinds.every((plural) => full.has(plural))) {
+    throw new StartError(
+      'vm-crds',
+      `the operator's CRD bundles in ${dir} lack ${[...missing, ...fullSchemaKinds.filter((p) => !full.has(p))].join(', ')}`,
+    );
   }
   const out = join(stateDir, 'vm-crds.yaml');
-  writeFileSync(out, docs.join('\n---\n'));
+  writeFileSync(out, `${docs.join('\n---\n')}\n`);
   return out;
 }
 
@@ -819,8 +849,15 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   writeState(state);
   recordSteps = state;
 
+  // Starts that run beside the hub's (the zone clusters): a failed start tears down only once they ended.
+  const backgroundStarts: Promise<unknown>[] = [];
+  let tearingDown = false;
+  // The zone clusters' registration awaits it; a failed start rejects it, so that they end too.
+  const hubNamespaces = Promise.withResolvers<void>();
+  hubNamespaces.promise.catch(() => undefined);
   const daemon = (spec: Parameters<typeof startDaemon>[0]): DaemonRecord => {
     if (options.signal?.aborted) throw new StartError(spec.name, 'interrupted');
+    if (tearingDown) throw new StartError(spec.name, 'the start failed elsewhere');
     const record = startDaemon(spec);
     state.daemons.push(record);
     writeState(state);
@@ -849,6 +886,50 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     writeState(state);
     const kubectl = new Kubectl(binaries.kubectl, kubeconfig);
 
+    // The zone clusters start beside the hub (their own etcd, API server, CRDs, operator and zone): only their
+    // registration in the hub waits for the hub's namespaces, and the hub's VMAgent and VMUser for their URLs.
+    let zoneClustersStarted: Promise<ZoneClusterState[]> | undefined;
+    if (remoteZones.length > 0) {
+      log(
+        `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
+      );
+      let podNetwork: PodNetwork | undefined;
+      if (options.zonePodNetwork === true) {
+        // Owned by the hub's etcd, the first daemon a sandbox starts and the last it stops: a namespace whose owner
+        // is gone belongs to a sandbox that no longer runs, and the next start with a pod network removes it.
+        const owner = state.daemons.find((d) => d.name === 'etcd');
+        if (owner === undefined) throw new StartError('pod network', 'the hub etcd is not recorded');
+        for (const removed of pruneStalePodNetworks(isAlive)) log(`removed the stale pod network ${removed}`);
+        podNetwork = createPodNetwork(owner.pid);
+        state.podNetwork = podNetwork;
+        writeState(state);
+        log(`pod network ${podNetwork.netns}: Pods at ${podNetwork.podAddress} (${podNetwork.subnet})`);
+      }
+      zoneClustersStarted = Promise.all(
+        remoteZones.map((zone, i) =>
+          startZoneCluster({
+            time,
+            daemon,
+            binaries,
+            stateDir,
+            logDir,
+            name: zone.cluster ?? '',
+            zone,
+            index: i + 1,
+            hub: kubectl,
+            hubReady: hubNamespaces.promise,
+            secretsNamespace: controllerNamespace,
+            readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
+            podRestartSeconds: options.podRestartSeconds ?? 10,
+            ...(podNetwork === undefined ? {} : { podNetwork }),
+          }),
+        ),
+      );
+      // Awaited below; a failure meanwhile must not end the process as an unhandled rejection.
+      zoneClustersStarted.catch(() => undefined);
+      backgroundStarts.push(zoneClustersStarted);
+    }
+
     const node = await startNodeDaemons({
       daemon,
       binaries,
@@ -860,11 +941,18 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     });
 
     log('installing the Argo Rollouts and VictoriaMetrics CRDs ...');
-    await time('apply CRDs, namespaces, config', async () => {
-      await kubectl.applyFiles([...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]);
-      await kubectl.apply([namespace(controllerNamespace), namespace(vmNamespace)]);
-      await kubectl.apply([argoRolloutsConfig(plugin, pluginArgs)]);
-    });
+    // One kubectl for all (each run pays its start and discovery): the namespaces first, then what goes in them.
+    const hubBase = join(stateDir, 'hub-base.yaml');
+    writeFileSync(
+      hubBase,
+      [namespace(controllerNamespace), namespace(vmNamespace), argoRolloutsConfig(plugin, pluginArgs)]
+        .map((o) => JSON.stringify(o))
+        .join('\n---\n'),
+    );
+    await time('apply namespaces, config, CRDs', () =>
+      kubectl.applyFiles([hubBase, ...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]),
+    );
+    hubNamespaces.resolve();
     await time('CRDs established', () => crdsEstablished(kubectl));
 
     await time('node daemons ready', () => nodeDaemonsReady(node, kubectl));
@@ -915,7 +1003,38 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
       controllerReady.catch(() => undefined);
     }
 
+    // The hub's zones are created while the operator starts, so that its first reconcile finds them; without zone
+    // clusters the VMAgent, VMAuth and VMUser too (with them, those wait for the clusters' URLs).
     const builtVersion = versions.victoriaMetrics;
+    const hubZones = zones.filter((z) => z.cluster === undefined);
+    const writer = logZones
+      ? { kind: 'VLAgent', name: vlagentName, resource: `vlagent/${vlagentName}` }
+      : { kind: 'VMAgent', name: vmagentName, resource: `vmagent/${vmagentName}` };
+    log(`creating ${hubZones.length} zones, ${writer.name} and vmauth in namespace ${vmNamespace} ...`);
+    const zonePorts = await Promise.all(hubZones.map(() => freePort()));
+    const zoneObject = (z: Zone, port: number) => {
+      if (z.kind === 'VLCluster') return vlCluster(z, versions.victoriaLogs, port);
+      if (z.kind === 'VMSingle') return vmSingle(z, builtVersion, port);
+      return vmCluster(z, `${builtVersion}-cluster`, port);
+    };
+    const readPath = async (remote: Record<string, ZoneClusterState>) => [
+      logZones
+        ? vlAgent(zones, versions.victoriaLogs, await freePort())
+        : vmAgent(zones, builtVersion, await freePort(), remote),
+      vmAuth(builtVersion, await freePort()),
+      vmUser(zones, remote),
+    ];
+    const hubZoneObjects = hubZones.map((z, i) => zoneObject(z, zonePorts[i] ?? 0));
+    const hubObjectsApplied = time(
+      zoneClustersStarted === undefined ? 'apply zones, agent, vmauth' : 'apply hub zones',
+      async () =>
+        kubectl.apply(
+          zoneClustersStarted === undefined ? [...hubZoneObjects, ...(await readPath({}))] : hubZoneObjects,
+        ),
+    );
+    // Awaited once the operator runs; a failure meanwhile must not end the process as an unhandled rejection.
+    hubObjectsApplied.catch(() => undefined);
+    backgroundStarts.push(hubObjectsApplied);
     const operator = await startOperatorAndDataPlane({
       time,
       daemon,
@@ -932,65 +1051,14 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         ? {}
         : { watchNamespaces: options.operatorWatchNamespaces }),
     });
-    if (remoteZones.length > 0) {
-      log(
-        `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
-      );
-      let podNetwork: PodNetwork | undefined;
-      if (options.zonePodNetwork === true) {
-        // Owned by the hub's etcd, the first daemon a sandbox starts and the last it stops: a namespace whose owner
-        // is gone belongs to a sandbox that no longer runs, and the next start with a pod network removes it.
-        const owner = state.daemons.find((d) => d.name === 'etcd');
-        if (owner === undefined) throw new StartError('pod network', 'the hub etcd is not recorded');
-        for (const removed of pruneStalePodNetworks(isAlive)) log(`removed the stale pod network ${removed}`);
-        podNetwork = createPodNetwork(owner.pid);
-        state.podNetwork = podNetwork;
-        writeState(state);
-        log(`pod network ${podNetwork.netns}: Pods at ${podNetwork.podAddress} (${podNetwork.subnet})`);
-      }
-      state.zoneClusters = await Promise.all(
-        remoteZones.map((zone, i) =>
-          startZoneCluster({
-            time,
-            daemon,
-            binaries,
-            stateDir,
-            logDir,
-            name: zone.cluster ?? '',
-            zone,
-            index: i + 1,
-            hub: kubectl,
-            secretsNamespace: controllerNamespace,
-            readyTimeoutSeconds: options.readyTimeoutSeconds ?? 60,
-            podRestartSeconds: options.podRestartSeconds ?? 10,
-            ...(podNetwork === undefined ? {} : { podNetwork }),
-          }),
-        ),
-      );
+    await hubObjectsApplied;
+    if (zoneClustersStarted !== undefined) {
+      state.zoneClusters = await time('zone clusters started', () => zoneClustersStarted);
       writeState(state);
+      const remote = Object.fromEntries(state.zoneClusters.map((c) => [c.zone, c]));
+      const objects = await readPath(remote);
+      await time('apply agent, vmauth', () => kubectl.apply(objects));
     }
-    const remote = Object.fromEntries((state.zoneClusters ?? []).map((c) => [c.zone, c]));
-    const hubZones = zones.filter((z) => z.cluster === undefined);
-    const writer = logZones
-      ? { kind: 'VLAgent', name: vlagentName, resource: `vlagent/${vlagentName}` }
-      : { kind: 'VMAgent', name: vmagentName, resource: `vmagent/${vmagentName}` };
-    log(`creating ${hubZones.length} zones, ${writer.name} and vmauth in namespace ${vmNamespace} ...`);
-    const zonePorts = await Promise.all(hubZones.map(() => freePort()));
-    const zoneObject = (z: Zone, port: number) => {
-      if (z.kind === 'VLCluster') return vlCluster(z, versions.victoriaLogs, port);
-      if (z.kind === 'VMSingle') return vmSingle(z, builtVersion, port);
-      return vmCluster(z, `${builtVersion}-cluster`, port);
-    };
-    await time('apply zones, agent, vmauth', async () =>
-      kubectl.apply([
-        ...hubZones.map((z, i) => zoneObject(z, zonePorts[i] ?? 0)),
-        logZones
-          ? vlAgent(zones, versions.victoriaLogs, await freePort())
-          : vmAgent(zones, builtVersion, await freePort(), remote),
-        vmAuth(builtVersion, await freePort()),
-        vmUser(zones, remote),
-      ]),
-    );
     const resources = [
       ...hubZones.map((z) => `${z.kind.toLowerCase()}/${z.vmcluster}`),
       writer.resource,
@@ -1056,6 +1124,12 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     return state;
   } catch (error) {
     log('start failed: tearing down what was started ...');
+    // Stopping the daemons first ends the waits of the starts beside this one (each polls its daemon's pid); no
+    // new daemon starts meanwhile, and what started before the stop is stopped by the second pass.
+    tearingDown = true;
+    hubNamespaces.reject(new StartError('sandbox', 'the hub failed to start'));
+    await stopAll(state);
+    await Promise.allSettled(backgroundStarts);
     await stopAll(state);
     throw error;
   } finally {
@@ -1124,9 +1198,19 @@ export async function crashAndRestartController(stateDir: string): Promise<Sandb
   return state;
 }
 
+/**
+ * The order a teardown stops daemons in: everything that talks to an API server first (the data plane, the
+ * controllers, the kubelet), then the API servers, then etcd; the daemons of one tier stop side by side, each with
+ * its own grace period (a tier takes as long as its slowest daemon, not the sum).
+ */
+export function stopTiers(daemons: readonly DaemonRecord[]): DaemonRecord[][] {
+  const tierOf = (d: DaemonRecord) =>
+    d.name.endsWith('etcd') ? 2 : d.name.endsWith('kube-apiserver') ? 1 : 0;
+  return [0, 1, 2].map((tier) => daemons.filter((d) => tierOf(d) === tier)).filter((t) => t.length > 0);
+}
+
 async function stopAll(state: SandboxState): Promise<void> {
-  // Reverse start order: the data plane and controllers go before the API server and etcd.
-  for (const record of [...state.daemons].reverse()) await stopDaemon(record);
+  for (const tier of stopTiers(state.daemons)) await Promise.all(tier.map((record) => stopDaemon(record)));
   if (state.podNetwork !== undefined) removePodNetwork(state.podNetwork);
 }
 

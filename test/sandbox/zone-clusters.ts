@@ -64,6 +64,8 @@ export interface ZoneClusterOptions {
   index: number;
   /** The hub's admin kubectl: the cluster Secret is created there. */
   hub: Kubectl;
+  /** Resolves once the hub has the Secrets' namespace (the cluster starts beside the hub); default at once. */
+  hubReady?: Promise<unknown>;
   /** Namespace of the cluster Secrets (the plugins' --cluster-secrets-namespace). */
   secretsNamespace: string;
   readyTimeoutSeconds: number;
@@ -118,22 +120,18 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     ],
   });
   await kubectl.apply([vmCluster(zone, `${versions.victoriaMetrics}-cluster`, await freePort())]);
-  await time('zone operational', () =>
-    resourcesOperational(kubectl, [`vmcluster/${zone.vmcluster}`], operator),
-  );
+  await resourcesOperational(kubectl, [`vmcluster/${zone.vmcluster}`], operator);
 
   // The least RBAC a zone cluster grants vmzones, and the cluster Secret the admin writes in the hub.
-  await time('register in the hub', async () => {
-    await kubectl.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
-    const token = (
-      await kubectl.run(['create', 'token', 'vmzones', '-n', 'vmzones', '--duration=24h'])
-    ).trim();
-    const caData = readFileSync(join(pkiDir, 'ca.crt')).toString('base64');
-    const registration = clusterSecret(name, apiServer, { bearerToken: token, tlsClientConfig: { caData } });
-    await options.hub.apply([
-      { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
-    ]);
-  });
+  await kubectl.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
+  const token = (await kubectl.run(['create', 'token', 'vmzones', '-n', 'vmzones', '--duration=24h'])).trim();
+  const caData = readFileSync(join(pkiDir, 'ca.crt')).toString('base64');
+  const registration = clusterSecret(name, apiServer, { bearerToken: token, tlsClientConfig: { caData } });
+  // The cluster starts beside the hub: its Secret waits for the hub's namespaces.
+  await time('wait for the hub to register in it', () => options.hubReady);
+  await options.hub.apply([
+    { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
+  ]);
   return {
     name,
     zone: zone.zone,
