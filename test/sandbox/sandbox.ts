@@ -16,6 +16,7 @@ import {
 import { Agent, request } from 'node:https';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
 import { pluginNodeFlags } from '../../scripts/package.ts';
 import { type BuiltBinaries, buildAll, cacheDir, moduleDir } from '../env/build.ts';
 import { versions } from '../env/versions.ts';
@@ -364,15 +365,38 @@ export function vmCrdsFile(stateDir: string, operator: OperatorMode): string {
   return out;
 }
 
-function argoCrdFiles(): string[] {
+/**
+ * A copy of `value` without the `description` texts of its OpenAPI schemas; a field named "description" (a key of a
+ * `properties` map) stays. Descriptions only document (kubectl explain): validation, pruning and defaults are the same.
+ */
+export function withoutDescriptions(value: unknown, keysAreFieldNames = false): unknown {
+  if (Array.isArray(value)) return value.map((item) => withoutDescriptions(item));
+  if (value === null || typeof value !== 'object') return value;
+  const kept: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (key === 'description' && !keysAreFieldNames && typeof item === 'string') continue;
+    kept[key] = withoutDescriptions(item, key === 'properties' && !keysAreFieldNames);
+  }
+  return kept;
+}
+
+/**
+ * The Argo Rollouts CRDs of the controller's module, without their descriptions (as the operator's
+ * crd.descriptionless.yaml): 1.35 MB of JSON with them, 0.32 MB without, and the API server's work on CRDs is
+ * most of a start's CPU (docs/testing.md, "Sandbox start").
+ */
+function argoCrdsFile(stateDir: string): string {
   const dir = join(
     moduleDir('github.com/argoproj/argo-rollouts', versions.argoRollouts, 'kube'),
     'manifests',
     'crds',
   );
-  return readdirSync(dir)
+  const docs = readdirSync(dir)
     .filter((f) => f.endsWith('-crd.yaml'))
-    .map((f) => join(dir, f));
+    .map((f) => JSON.stringify(withoutDescriptions(parseYaml(readFileSync(join(dir, f), 'utf8')))));
+  const out = join(stateDir, 'rollouts-crds.yaml');
+  writeFileSync(out, `${docs.join('\n---\n')}\n`);
+  return out;
 }
 
 /**
@@ -950,7 +974,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         .join('\n---\n'),
     );
     await time('apply namespaces, config, CRDs', () =>
-      kubectl.applyFiles([hubBase, ...argoCrdFiles(), vmCrdsFile(stateDir, operatorMode)]),
+      kubectl.applyFiles([hubBase, argoCrdsFile(stateDir), vmCrdsFile(stateDir, operatorMode)]),
     );
     hubNamespaces.resolve();
     await time('CRDs established', () => crdsEstablished(kubectl));

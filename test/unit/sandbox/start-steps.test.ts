@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { crdsByPlural, stopTiers } from '../../sandbox/sandbox.ts';
+import { crdsByPlural, stopTiers, withoutDescriptions } from '../../sandbox/sandbox.ts';
 import { type StartStep, StartSteps } from '../../sandbox/start-steps.ts';
 import { FakeClock } from '../fake-clock.ts';
 
@@ -92,4 +92,40 @@ test('crdsByPlural: the CRDs of a bundle by plural name, other documents left ou
   const found = crdsByPlural(`---\n${bundle}\n`);
   assert.deepEqual([...found.keys()], ['vmclusters', 'vlagents']);
   assert.equal(found.get('vlagents'), crd('vlagents'));
+});
+
+test('withoutDescriptions drops the schemas\' description texts and keeps a field named "description"', () => {
+  const crd = {
+    spec: {
+      versions: [
+        {
+          schema: {
+            openAPIV3Schema: {
+              description: 'Rollout is ...',
+              properties: {
+                description: { description: 'a field of that name', type: 'string' },
+                spec: { description: 'the spec', type: 'object', required: ['selector'] },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+  assert.deepEqual(withoutDescriptions(crd), {
+    spec: {
+      versions: [
+        {
+          schema: {
+            openAPIV3Schema: {
+              properties: {
+                description: { type: 'string' },
+                spec: { type: 'object', required: ['selector'] },
+              },
+            },
+          },
+        },
+      ],
+    },
+  });
 });
