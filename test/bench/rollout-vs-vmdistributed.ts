@@ -48,7 +48,7 @@ async function inSandbox(
   log(
     `${what}: starting a fresh sandbox (3 zones, real operator v0.74.1${plugin ? ', vmzones plugins' : ''})`,
   );
-  const sandbox = await startSandbox({ zones: 3, plugin, log: () => {} });
+  const sandbox = await startSandbox({ zones: 3, plugin, vmDistributed: true, log: () => {} });
   try {
     await run(sandbox);
   } catch (error) {
