@@ -280,6 +280,8 @@ try {
       a.metadata.ownerReferences?.some((o) => o.kind === 'Rollout' && o.name === rolloutName[way]),
     );
   const wall: Partial<Record<Way, number>> = {};
+  const rolloutBytes: number[] = [];
+  const zonesAtLimit: number[] = [];
   for (const way of ways) {
     const before = new Set((await analysisRunsOf(way)).map((a) => a.metadata.name));
     const rollout = placeholderRollout(way, { retentionPeriod: '2' }) as {
@@ -319,10 +321,15 @@ try {
     out(`rollout_step_statuses_${way}`, size.stepStatuses);
     out(`rollout_bytes_per_zone_${way}`, size.perZone);
     out(`zones_at_etcd_limit_${way}`, Math.floor(size.zonesAt(etcdRequestLimitBytes)));
+    rolloutBytes.push(Math.max(largest, raw.length));
+    zonesAtLimit.push(Math.floor(size.zonesAt(etcdRequestLimitBytes)));
   }
   const wavesWall = wall.waves;
   const oneWall = wall.one_at_a_time;
   if (wavesWall !== undefined && oneWall !== undefined) out('wall_ratio_waves_over_one', wavesWall / oneWall);
+  // The larger Rollout of the two ways, and so the fewer zones before etcd's limit.
+  out('rollout_bytes', Math.max(...rolloutBytes));
+  out('zones_at_etcd_limit', Math.min(...zonesAtLimit));
 } catch (error) {
   failed = true;
   console.error(`waves bench did not complete: ${error instanceof Error ? error.message : String(error)}`);
