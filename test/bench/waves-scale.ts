@@ -20,9 +20,10 @@
 //                    8, 8, 8, 9); the budget's maxZonesOut defaults to the widest wave;
 //   one_at_a_time  — no waves: today's walk, one zone per wave.
 // Prints `name value` lines: waves<N>_wall_s_<way>, waves<N>_wall_ratio_waves_over_one, waves<N>_analysisruns_<way>,
-// waves<N>_kube_requests_<way> and _per_s_<way>, the Rollout's stored size at the end of each walk with every step
-// status (waves<N>_rollout_bytes_<way>, the largest seen during the walk, and _per_zone_<way>) and where etcd's
-// default request limit (1.5 MiB, --max-request-bytes) falls: waves<N>_zones_at_etcd_limit_<way>.
+// waves<N>_kube_requests_<way> and _per_s_<way>, what the walk left (zones serving and changed), the Rollout's
+// stored size at the end of each walk with every step status (waves<N>_rollout_bytes_<way>, the largest seen during
+// the walk, and _per_zone_<way>) and where etcd's default request limit (1.5 MiB, --max-request-bytes) falls:
+// waves<N>_zones_at_etcd_limit_<way>; last, the larger of the two (waves<N>_rollout_bytes, _zones_at_etcd_limit).
 // Flags: --zones N (default 40).
 
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -303,6 +304,30 @@ try {
     const seconds = (Date.now() - from) / 1000;
     const stats = await proxy.stats();
     wall[way] = seconds;
+    // What the walk left: every zone back in the balancer and at the new generation (a walk that skipped its
+    // moves would show here, not only in the wall time).
+    const secret = (await kube.get({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: scaleNs,
+      name: helmSecret.name,
+    })) as {
+      data?: Record<string, string>;
+    };
+    const served = Buffer.from(secret.data?.[helmSecret.key] ?? '', 'base64').toString('utf8');
+    out(
+      `zones_serving_after_${way}`,
+      zoneNames.filter((z) => served.includes(vmselectUrl(vmclusterOf(way, z)))).length,
+    );
+    const clusters = await kube.list('operator.victoriametrics.com/v1beta1', 'VMCluster', scaleNs);
+    out(
+      `zones_changed_${way}`,
+      clusters.filter(
+        (c) =>
+          zoneNames.some((z) => vmclusterOf(way, z) === c.metadata.name) &&
+          (c.spec as { retentionPeriod?: string } | undefined)?.retentionPeriod === '2',
+      ).length,
+    );
     const raw = await rolloutRaw(way);
     const runs = (await analysisRunsOf(way)).filter((a) => !before.has(a.metadata.name));
     log(`${way}: Healthy after ${fixed(seconds, 0)} s`);
