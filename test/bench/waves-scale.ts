@@ -20,7 +20,8 @@
 //                    8, 8, 8, 9); the budget's maxZonesOut defaults to the widest wave;
 //   one_at_a_time  — no waves: today's walk, one zone per wave.
 // Prints `name value` lines: waves<N>_wall_s_<way>, waves<N>_wall_ratio_waves_over_one, waves<N>_analysisruns_<way>,
-// waves<N>_kube_requests_<way> and _per_s_<way>, what the walk left (zones serving and changed), the Rollout's
+// waves<N>_kube_requests_<way> and _per_s_<way>, the time in each action's steps (step_s_<way>_<action>, summed
+// from the controller's startedAt/finishedAt), what the walk left (zones serving and changed), the Rollout's
 // stored size at the end of each walk with every step status (waves<N>_rollout_bytes_<way>, the largest seen during
 // the walk, and _per_zone_<way>) and where etcd's default request limit (1.5 MiB, --max-request-bytes) falls:
 // waves<N>_zones_at_etcd_limit_<way>; last, the larger of the two (waves<N>_rollout_bytes, _zones_at_etcd_limit).
@@ -329,6 +330,17 @@ try {
       ).length,
     );
     const raw = await rolloutRaw(way);
+    // Where the time went: each plugin step's Run, from the controller's own record of it, summed by action.
+    const steps = rollout.spec.strategy.canary.steps as { plugin?: { config?: { action?: string } } }[];
+    const byAction = new Map<string, number>();
+    for (const st of (JSON.parse(raw) as { status?: { canary?: { stepPluginStatuses?: StepRecord[] } } })
+      .status?.canary?.stepPluginStatuses ?? []) {
+      const action = steps[st.index ?? -1]?.plugin?.config?.action;
+      if (action === undefined || st.operation !== 'Run' || !st.startedAt || !st.finishedAt) continue;
+      const ms = Date.parse(st.finishedAt) - Date.parse(st.startedAt);
+      byAction.set(action, (byAction.get(action) ?? 0) + ms);
+    }
+    for (const [action, ms] of byAction) out(`step_s_${way}_${action}`, ms / 1000);
     const runs = (await analysisRunsOf(way)).filter((a) => !before.has(a.metadata.name));
     log(`${way}: Healthy after ${fixed(seconds, 0)} s`);
     out(`wall_s_${way}`, seconds);
@@ -366,6 +378,14 @@ try {
   await sandbox.stop();
 }
 if (failed) process.exitCode = 1;
+
+/** One step's record in the Rollout's status, as the controller writes it. */
+interface StepRecord {
+  index?: number;
+  operation?: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
 
 interface RolloutParts {
   metadata?: { annotations?: Record<string, string>; managedFields?: unknown[] };
