@@ -1,12 +1,12 @@
-// Zone clusters: Kubernetes clusters of their own next to the sandbox's hub, each holding one zone. Each runs
+// Zone clusters: Kubernetes clusters of their own next to the sandbox's hub, each holding one zone or more. Each runs
 // etcd + kube-apiserver (its own CA, RBAC on), kube-controller-manager, kube-scheduler, the simulated kubelet, the
 // real VM operator and the data plane, and is registered in the hub as an Argo CD cluster Secret with the token
 // of the ServiceAccount that manifests/multicluster/zone-cluster-rbac.yaml binds (docs/multicluster.md).
 //
 // The hub reaches a zone cluster's vminsert and vmselect as in production, through addresses outside either
-// cluster: the zone cluster's data plane publishes the two Services on a loopback address of its own (127.0.0.2,
-// 127.0.0.3, ...: one per cluster, as a LoadBalancer gives each cluster its own IP), and the hub's VMAgent
-// remote-write URL and VMUser static URL name those addresses.
+// cluster: the zone cluster's data plane publishes the two Services of each of its zones on a loopback address of its
+// own (127.0.0.2, 127.0.0.3, ...: one per cluster, as a LoadBalancer gives each cluster its own IP), and the hub's
+// VMAgent remote-write URL and VMUser static URL name those addresses.
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -31,6 +31,8 @@ import {
   vmCrdsFile,
 } from './sandbox.ts';
 
+/** One zone of a zone cluster: a cluster holding several zones has one of these per zone, sharing all but the zone
+ *  and its two published URLs. */
 export interface ZoneClusterState {
   /** The registered name (`zones.<zone>.cluster`), e.g. "cluster-b". */
   name: string;
@@ -56,7 +58,8 @@ export interface ZoneClusterOptions {
   stateDir: string;
   logDir: string;
   name: string;
-  zone: Zone;
+  /** The zones it holds (each a VMCluster in its vm namespace). */
+  zones: Zone[];
   /** The n-th zone cluster (1, 2, ...): its loopback address is 127.0.0.(n+1). */
   index: number;
   /** The hub's admin kubectl: the cluster Secret is created there. */
@@ -69,8 +72,8 @@ export interface ZoneClusterOptions {
   podNetwork?: Pick<PodNetwork, 'podAddress' | 'netns'>;
 }
 
-export async function startZoneCluster(options: ZoneClusterOptions): Promise<ZoneClusterState> {
-  const { daemon, binaries, logDir, name, zone } = options;
+export async function startZoneCluster(options: ZoneClusterOptions): Promise<ZoneClusterState[]> {
+  const { daemon, binaries, logDir, name, zones } = options;
   const stateDir = join(options.stateDir, name);
   const pkiDir = join(stateDir, 'pki');
   mkdirSync(stateDir, { recursive: true });
@@ -95,8 +98,9 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   await nodeDaemonsReady(node, kubectl);
 
   const address = `127.0.0.${options.index + 1}`;
-  const insertPort = await freePort();
-  const selectPort = await freePort();
+  const published = await Promise.all(
+    zones.map(async (zone) => ({ zone, insertPort: await freePort(), selectPort: await freePort() })),
+  );
   const endpointsFile = join(stateDir, 'endpoints.json');
   const operator = await startOperatorAndDataPlane({
     ...cluster,
@@ -104,13 +108,20 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     endpointsFile,
     readyTimeoutSeconds: options.readyTimeoutSeconds,
     podRestartSeconds: options.podRestartSeconds,
-    publish: [
+    publish: published.flatMap(({ zone, insertPort, selectPort }) => [
       { address: `${address}:${insertPort}`, service: `vminsert-${zone.vmcluster}.${vmNamespace}.svc:8480` },
       { address: `${address}:${selectPort}`, service: `vmselect-${zone.vmcluster}.${vmNamespace}.svc:8481` },
-    ],
+    ]),
   });
-  await kubectl.apply([vmCluster(zone, `${versions.victoriaMetrics}-cluster`, await freePort())]);
-  await resourcesOperational(kubectl, [`vmcluster/${zone.vmcluster}`], operator);
+  const ports = await Promise.all(zones.map(() => freePort()));
+  await kubectl.apply(
+    zones.map((zone, i) => vmCluster(zone, `${versions.victoriaMetrics}-cluster`, ports[i] ?? 0)),
+  );
+  await resourcesOperational(
+    kubectl,
+    zones.map((zone) => `vmcluster/${zone.vmcluster}`),
+    operator,
+  );
 
   // The least RBAC a zone cluster grants vmzones, and the cluster Secret the admin writes in the hub.
   await kubectl.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
@@ -120,7 +131,7 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   await options.hub.apply([
     { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
   ]);
-  return {
+  return published.map(({ zone, insertPort, selectPort }) => ({
     name,
     zone: zone.zone,
     apiServer,
@@ -130,5 +141,5 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     vminsertWriteUrl: `http://${address}:${insertPort}/insert/0/prometheus/api/v1/write`,
     vmselectUrl: `http://${address}:${selectPort}/`,
     ...(options.podNetwork === undefined ? {} : { podIP: options.podNetwork.podAddress }),
-  };
+  }));
 }
