@@ -4,9 +4,9 @@
 // of the ServiceAccount that manifests/multicluster/zone-cluster-rbac.yaml binds (docs/multicluster.md).
 //
 // The hub reaches a zone cluster's vminsert and vmselect as in production, through addresses outside either
-// cluster: the zone cluster's data plane publishes the two Services of each of its zones on a loopback address of its
-// own (127.0.0.2, 127.0.0.3, ...: one per cluster, as a LoadBalancer gives each cluster its own IP), and the hub's
-// VMAgent remote-write URL and VMUser static URL name those addresses.
+// cluster: the zone cluster's data plane publishes the two Services of each of its zones on a loopback address of the
+// zone's own (127.0.0.2, 127.0.0.3, ... for the first zone of each cluster, 127.0.1.2 for cluster 1's second: as a
+// LoadBalancer gives each its own IP), and the hub's VMAgent remote-write URL and VMUser static URL name them.
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -41,7 +41,7 @@ export interface ZoneClusterState {
   /** The admin's kubeconfig of this cluster (the test's view; the plugin uses the registered token). */
   kubeconfig: string;
   endpointsFile: string;
-  /** The loopback address this cluster publishes its Services on. */
+  /** The loopback address this cluster publishes the zone's Services on (each zone of a cluster has its own). */
   address: string;
   /** The hub's VMAgent writes the zone here (a `spec.remoteWrite[].url`). */
   vminsertWriteUrl: string;
@@ -60,7 +60,7 @@ export interface ZoneClusterOptions {
   name: string;
   /** The zones it holds (each a VMCluster in its vm namespace). */
   zones: Zone[];
-  /** The n-th zone cluster (1, 2, ...): its loopback address is 127.0.0.(n+1). */
+  /** The n-th zone cluster (1, 2, ...): its loopback addresses are 127.0.k.(n+1), k-th zone from 0. */
   index: number;
   /** The hub's admin kubectl: the cluster Secret is created there. */
   hub: Kubectl;
@@ -97,9 +97,15 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   await crdsEstablished(kubectl);
   await nodeDaemonsReady(node, kubectl);
 
-  const address = `127.0.0.${options.index + 1}`;
+  // Each zone on an address of its own (as each LoadBalancer Service gets its IP): the spec's vminsertHosts and
+  // vmselectHosts name a zone by host alone. The cluster's first zone keeps 127.0.0.(n+1), its k-th 127.0.k.(n+1).
   const published = await Promise.all(
-    zones.map(async (zone) => ({ zone, insertPort: await freePort(), selectPort: await freePort() })),
+    zones.map(async (zone, k) => ({
+      zone,
+      address: `127.0.${k}.${options.index + 1}`,
+      insertPort: await freePort(),
+      selectPort: await freePort(),
+    })),
   );
   const endpointsFile = join(stateDir, 'endpoints.json');
   const operator = await startOperatorAndDataPlane({
@@ -108,7 +114,7 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
     endpointsFile,
     readyTimeoutSeconds: options.readyTimeoutSeconds,
     podRestartSeconds: options.podRestartSeconds,
-    publish: published.flatMap(({ zone, insertPort, selectPort }) => [
+    publish: published.flatMap(({ zone, address, insertPort, selectPort }) => [
       { address: `${address}:${insertPort}`, service: `vminsert-${zone.vmcluster}.${vmNamespace}.svc:8480` },
       { address: `${address}:${selectPort}`, service: `vmselect-${zone.vmcluster}.${vmNamespace}.svc:8481` },
     ]),
@@ -131,7 +137,7 @@ export async function startZoneCluster(options: ZoneClusterOptions): Promise<Zon
   await options.hub.apply([
     { ...registration, metadata: { ...registration.metadata, namespace: options.secretsNamespace } },
   ]);
-  return published.map(({ zone, insertPort, selectPort }) => ({
+  return published.map(({ zone, address, insertPort, selectPort }) => ({
     name,
     zone: zone.zone,
     apiServer,

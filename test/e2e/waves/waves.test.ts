@@ -97,6 +97,15 @@ function walkSteps(doc: SpecDocument, only?: string[]): CanaryStep[] {
 
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
 
+/** Where a Rollout stands, for a wait's timeout: its phase, step and that step's message. */
+function standing(s: RolloutState): Error {
+  const at = s.status.currentStepIndex;
+  const step = at === undefined ? undefined : runStatus(s, at);
+  return new Error(
+    `phase ${s.status.phase ?? '-'} at step ${at ?? '-'}${step === undefined ? '' : ` (${step.phase}: ${step.message ?? ''})`}`,
+  );
+}
+
 before(async () => {
   const started = Date.now();
   sandbox = await startSandbox({
@@ -135,7 +144,11 @@ before(async () => {
   assert.deepEqual(waves.flat().sort(), zones.map((z) => z.zone).sort(), 'the waves name every zone once');
 });
 
+/** Probers and watchers still running: a test that failed before stopping its own leaves them to `after`. */
+const running = new Set<() => Promise<unknown>>();
+
 after(async () => {
+  await Promise.all([...running].map((stop) => stop()));
   const report = await sandbox?.stop();
   console.log(`waves walk figures: ${JSON.stringify(figures)}`);
   assert.deepEqual(report?.portsStillBound ?? [], [], 'every daemon of both clusters is gone');
@@ -155,7 +168,11 @@ async function probes() {
   const loadgen = await loadgenStatus(sandbox);
   const reads = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
   const watcher = startRoutingWatcher(hub, zones, 300, spec(undefined), kubeOf);
+  running.add(reads.stop);
+  running.add(watcher.stop);
   return async () => {
+    running.delete(reads.stop);
+    running.delete(watcher.stop);
     const read = await reads.stop();
     const { violations, checks, outOfReads } = await watcher.stop();
     const to = (await loadgenStatus(sandbox)).lastSeq - 3;
@@ -184,7 +201,8 @@ async function healthy(rollout: string, what: string, before?: RolloutState, tim
     async () => {
       const s = await rolloutState(hub, rollout);
       if (before !== undefined && s.status.currentPodHash === before.status.currentPodHash) return undefined;
-      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? s : undefined;
+      if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return s;
+      throw standing(s);
     },
     { timeoutMs, intervalMs: 500, unless: rolloutCanProgress(hub, rollout) },
   );
@@ -227,7 +245,8 @@ test('a commit walks six zones in three waves (1, 2, 3; two zones in cluster-e) 
       if (s.status.currentPodHash === before.status.currentPodHash) return undefined;
       const at = s.status.currentStepIndex ?? 0;
       for (let i = 0; i < waves.length; i++) if (at >= 4 * i) waveStarted[i] ??= Date.now();
-      return s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash ? true : undefined;
+      if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return true;
+      throw standing(s);
     },
     { timeoutMs: 8 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
   );
@@ -292,7 +311,8 @@ test('a second revision aborted between wave 2’s gate and its restore: waves 1
     'wave 2 changed, gated and out of reads, the Rollout paused before its restore',
     async () => {
       const s = await rolloutState(hub, name);
-      return s.status.phase === 'Paused' && s.status.currentStepIndex === pauseAt ? true : undefined;
+      if (s.status.phase === 'Paused' && s.status.currentStepIndex === pauseAt) return true;
+      throw standing(s);
     },
     { timeoutMs: 6 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
   );
@@ -317,7 +337,8 @@ test('a second revision aborted between wave 2’s gate and its restore: waves 1
     async () => {
       settled = await values();
       left = await leftovers();
-      return Object.values(settled).every((v) => v === '6s') && left.length === 0 ? true : undefined;
+      if (Object.values(settled).every((v) => v === '6s') && left.length === 0) return true;
+      throw new Error(`values ${JSON.stringify(settled)}, left: ${left.join('; ')}`);
     },
     5 * 60_000,
     1000,
@@ -361,7 +382,8 @@ test('the disruption budget across Rollouts: a drain of zone-d waits, naming zon
     'the holder to drain zone-b and zone-e and pause',
     async () => {
       const s = await rolloutState(hub, holder);
-      return s.status.phase === 'Paused' && s.status.currentStepIndex === 1 ? true : undefined;
+      if (s.status.phase === 'Paused' && s.status.currentStepIndex === 1) return true;
+      throw standing(s);
     },
     { timeoutMs: 3 * 60_000, unless: rolloutCanProgress(hub, holder) },
   );
@@ -370,8 +392,10 @@ test('the disruption budget across Rollouts: a drain of zone-d waits, naming zon
   const refused = await eventually(
     'the other Rollout’s drain of zone-d to wait on the budget',
     async () => {
-      const message = runStatus(await rolloutState(hub, other), 0)?.message ?? '';
-      return /disruption budget/.test(message) ? message : undefined;
+      const s = await rolloutState(hub, other);
+      const message = runStatus(s, 0)?.message ?? '';
+      if (/disruption budget/.test(message)) return message;
+      throw standing(s);
     },
     { timeoutMs: 90_000, unless: rolloutCanProgress(hub, other) },
   );
