@@ -6,11 +6,11 @@
 
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
-import { firstChange, type KubeObjects } from '../kube/objects.ts';
+import { firstChange, type KubeObject, type KubeObjects } from '../kube/objects.ts';
 import { clusterClientFor } from './cluster-routing.ts';
 import { describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
-import { type DrainRecord, drainZone, type ReadRouting, readRouting, restoreZone } from './read-routing.ts';
+import { type DrainRecord, drainZone, type ReadRouting, readBalancer, restoreZone } from './read-routing.ts';
 import { type DisruptionBudget, drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
@@ -18,6 +18,8 @@ export interface BalancerState {
   /** The client of the cluster the balancer runs in. */
   kube: KubeObjects;
   routing: ReadRouting;
+  /** The balancer's object as read for `routing`. */
+  object?: KubeObject;
   /** "VMUser vm/vmauth-read", with " in cluster <name>" for a balancer in a registered cluster. */
   describe: string;
 }
@@ -59,8 +61,8 @@ export async function readLayer(
               config.ref.namespace,
               'the read balancer (vmauth)',
             );
-      const routing = await readRouting(kube, config);
-      return { config, kube, routing, describe: describeBalancerConfig(config) };
+      const { object, routing } = await readBalancer(kube, config);
+      return { config, kube, routing, object, describe: describeBalancerConfig(config) };
     }),
   );
   return { balancers, describe: joinWords(balancers.map((b) => b.describe)) };
@@ -146,12 +148,19 @@ export async function restoreLayer(layer: ReadLayer, zone: string, clock: Clock)
 export async function layerEvidence(
   balancers: readonly BalancerState[],
   fallback: Date,
+  /** Judge the balancers' objects as `balancers` were read instead of reading them again. */
+  asRead = false,
 ): Promise<ReadEvidence> {
   if (balancers.length === 0) return { state: 'ready', message: 'no balancer routing was changed' };
   const each = await Promise.all(
     balancers.map(async (b) => ({
       b,
-      evidence: await readEvidence(b.kube, b.config, b.routing.changedAt ?? fallback),
+      evidence: await readEvidence(
+        b.kube,
+        b.config,
+        b.routing.changedAt ?? fallback,
+        asRead ? b.object : undefined,
+      ),
     })),
   );
   const waiting = each.filter((e) => e.evidence.state === 'waiting');
@@ -173,6 +182,23 @@ export async function layerEvidence(
     state: each.some((e) => e.evidence.state === 'unproven') ? 'unproven' : 'ready',
     message: say(each),
     ...(reloads.length === 0 ? {} : { reloadedAt: new Date(Math.max(...reloads)) }),
+  };
+}
+
+/**
+ * The evidence check of an in-call wait (zones/step/deps.ts waitInCall) over balancers read after the move's last
+ * write: the first answer rests on that read, each later one on a fresh read. A wait polled while nothing renders
+ * the VMUser read it three times per call before (docs/scale.md).
+ */
+export function evidenceCheck(
+  balancers: readonly BalancerState[],
+  fallback: Date,
+): () => Promise<ReadEvidence> {
+  let first = true;
+  return () => {
+    const asRead = first;
+    first = false;
+    return layerEvidence(balancers, fallback, asRead);
   };
 }
 

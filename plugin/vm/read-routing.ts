@@ -138,9 +138,14 @@ interface Loaded {
 }
 
 async function load(kube: KubeObjects, config: ReadBalancerConfig): Promise<Loaded> {
+  const object = await kube.get(balancerObjectRef(config.ref));
+  return { object, routing: routingOfObject(object, config) };
+}
+
+/** The routing the balancer's object says, as read (readRouting reads it first). */
+export function routingOfObject(object: KubeObject, config: ReadBalancerConfig): ReadRouting {
   const ref = config.ref;
   const where = describeBalancer(ref);
-  const object = await kube.get(balancerObjectRef(ref));
   const routed =
     ref.kind === 'VMUser'
       ? zonesRoutedByVMUser(object.spec?.targetRefs, ref.namespace, config.zones)
@@ -149,21 +154,26 @@ async function load(kube: KubeObjects, config: ReadBalancerConfig): Promise<Load
   const changed = annotations[readsChangedAnnotation];
   const changedAt = changed === undefined ? undefined : new Date(changed);
   return {
-    object,
-    routing: {
-      describe: where,
-      resourceVersion: object.metadata.resourceVersion ?? '',
-      routed,
-      drained: storedDrained(object, ref, where),
-      changedAt: changedAt !== undefined && Number.isNaN(changedAt.getTime()) ? undefined : changedAt,
-      baseline: parseJson(
-        annotations[reloadBaselineAnnotation],
-        reloadBaselineSchema,
-        `annotation ${reloadBaselineAnnotation}`,
-        where,
-      ),
-    },
+    describe: where,
+    resourceVersion: object.metadata.resourceVersion ?? '',
+    routed,
+    drained: storedDrained(object, ref, where),
+    changedAt: changedAt !== undefined && Number.isNaN(changedAt.getTime()) ? undefined : changedAt,
+    baseline: parseJson(
+      annotations[reloadBaselineAnnotation],
+      reloadBaselineSchema,
+      `annotation ${reloadBaselineAnnotation}`,
+      where,
+    ),
   };
+}
+
+/** The balancer's object and its routing, from one read. */
+export async function readBalancer(
+  kube: KubeObjects,
+  config: ReadBalancerConfig,
+): Promise<{ object: KubeObject; routing: ReadRouting }> {
+  return load(kube, config);
 }
 
 /** The current routing; a missing object is a KubeError of kind `notFound`. */

@@ -11,10 +11,10 @@ import {
   drainedFrom,
   drainLayer,
   drainRecordOf,
+  evidenceCheck,
   lastZoneThrough,
   latestChange,
   layerDrainBlocker,
-  layerEvidence,
   type ReadLayer,
   readLayer,
   routingTo,
@@ -124,14 +124,15 @@ export async function drainReadsMove(
   }
   if (routed) await drainLayer(layer, zone, request.by, deps);
 
-  const after = await readLayer(deps, request.reads);
+  // Read again only after a write: a replayed Run that finds the zone out already wrote nothing since `layer`.
+  const after = routed ? await readLayer(deps, request.reads) : layer;
   const changed = drainedFrom(after, zone);
   const drainedAt = new Date(drainRecordOf(after, zone)?.at ?? deps.now().toISOString());
   const since = latestChange(changed) ?? drainedAt;
   const balancers = changed.map((b) => b.describe).join(', ') || after.describe;
   const evidence = await waitInCall(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
-    () => layerEvidence(changed, drainedAt),
+    evidenceCheck(changed, drainedAt),
     (e) => e.state !== 'waiting',
     (e) => e.nextChange?.(),
   );
