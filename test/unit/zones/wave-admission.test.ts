@@ -152,7 +152,8 @@ test('two Rollouts with waves of two under maxZonesOut 2: one wave drains whole,
     westFirst.message ?? '',
     /zone zone-a \(drainReads by Rollout vm\/east \(revision east-2\)\) is already out of reads through VMUser vm\/vmauth-read; the disruption budget allows 2 zones out at once and the wave zone-c, zone-d needs 2/,
   );
-  for (const zone of westWave) assert.equal(leaseOf(kube, zone), undefined, `${zone}: nothing held while west waits`);
+  for (const zone of westWave)
+    assert.equal(leaseOf(kube, zone), undefined, `${zone}: nothing held while west waits`);
 
   const eastDrained = await onward(east, eastWave, 'drainReads', eastFirst);
   assert.equal(eastDrained.phase, 'Successful', eastDrained.message);
@@ -195,6 +196,11 @@ test('a wave admitted on a reading another Rollout changed before the drain was 
   );
   assert.equal(eastFirst.phase, 'Running', eastFirst.message);
   assert.match(eastFirst.message ?? '', /zone-c \(.*\), zone-d \(.*\) are already out of reads/);
+
+  assert.equal((await west.run(westWave, 'restoreReads')).phase, 'Successful');
+  const eastDrained = await onward(east, eastWave, 'drainReads', eastFirst);
+  assert.equal(eastDrained.phase, 'Successful', eastDrained.message);
+  assert.deepEqual(routed(kube, fourZones), ['zone-c', 'zone-d']);
 });
 
 test('minZonesServing is counted over the whole wave: a wave that would leave too few serving drains none of its zones', async () => {
