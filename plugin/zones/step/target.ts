@@ -21,6 +21,7 @@ import {
   specFromAnnotations,
   type VmauthSource,
   vmauthSources,
+  waveBudgetProblem,
   type ZoneSpecDocument,
   zoneWorkload,
   zoneWriters,
@@ -234,10 +235,22 @@ export function resolveWave(
     ...resolveTarget(rollout, { zone, action }, namespaces),
     wave: zones,
   }));
-  const budget = targets[0]?.budget;
-  if (budget !== undefined && zones.length > budget.maxZonesOut) {
+  const first = targets[0];
+  const problem =
+    first === undefined
+      ? undefined
+      : waveBudgetProblem(
+          // The budget's maxZonesOut as resolved (default: the widest wave); minZonesServing only as written.
+          {
+            maxZonesOut: first.budget.maxZonesOut,
+            minZonesServing: first.spec.disruptionBudget.minZonesServing,
+          },
+          Object.keys(first.spec.zones).length,
+          zones.length,
+        );
+  if (problem !== undefined) {
     throw new SpecError([
-      `step config.zones: a wave of ${zones.length} zones (${zones.join(', ')}) exceeds the spec's disruptionBudget.maxZonesOut ${budget.maxZonesOut}`,
+      `step config.zones: a wave of ${zones.length} zones (${zones.join(', ')}) ${problem.field === 'maxZonesOut' ? `exceeds the spec's disruptionBudget.maxZonesOut ${first?.budget.maxZonesOut}` : `can never drain: the spec's disruptionBudget.minZonesServing ${problem.message}`}`,
     ]);
   }
   return targets;
