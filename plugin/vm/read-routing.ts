@@ -137,7 +137,8 @@ interface Loaded {
   routing: ReadRouting;
 }
 
-async function load(kube: KubeObjects, config: ReadBalancerConfig): Promise<Loaded> {
+/** The balancer's object and its routing, from one read. */
+export async function readBalancer(kube: KubeObjects, config: ReadBalancerConfig): Promise<Loaded> {
   const object = await kube.get(balancerObjectRef(config.ref));
   return { object, routing: routingOfObject(object, config) };
 }
@@ -168,17 +169,9 @@ export function routingOfObject(object: KubeObject, config: ReadBalancerConfig):
   };
 }
 
-/** The balancer's object and its routing, from one read. */
-export async function readBalancer(
-  kube: KubeObjects,
-  config: ReadBalancerConfig,
-): Promise<{ object: KubeObject; routing: ReadRouting }> {
-  return load(kube, config);
-}
-
 /** The current routing; a missing object is a KubeError of kind `notFound`. */
 export async function readRouting(kube: KubeObjects, config: ReadBalancerConfig): Promise<ReadRouting> {
-  return (await load(kube, config)).routing;
+  return (await readBalancer(kube, config)).routing;
 }
 
 function zoneOf(config: ReadBalancerConfig, zone: string): ZoneReadBackend {
@@ -257,7 +250,7 @@ export async function drainZone(
   clock: Clock,
   checkedVersion?: string,
 ): Promise<boolean> {
-  const loaded = await load(kube, config);
+  const loaded = await readBalancer(kube, config);
   const { routing } = loaded;
   if (checkedVersion !== undefined && checkedVersion !== routing.resourceVersion) {
     throw new KubeError(
@@ -317,7 +310,7 @@ export async function restoreZone(
   zone: string,
   clock: Clock,
 ): Promise<boolean> {
-  const loaded = await load(kube, config);
+  const loaded = await readBalancer(kube, config);
   const { routing } = loaded;
   const record = routing.drained[zone];
   if (record === undefined) return false;
