@@ -54,8 +54,10 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
-  /** Abandons the request after this long (the API call timeout of plugin/kube/objects.ts). */
+  /** Abandons the request after this long, failing with "no answer from the API server within N s". */
   timeoutMs?: number;
+  /** Abandons the request when aborted (the caller's own deadline: plugin/kube/objects.ts). */
+  signal?: AbortSignal;
 }
 
 export interface WatchHandle {
@@ -272,7 +274,25 @@ export class KubeClient {
   /** One request; the parsed JSON answer, or a KubeApiError for a status outside 2xx. */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
     const what = `${method} ${path}`;
-    const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
+    const timeout = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
+    const signals = [timeout, options.signal].filter((x) => x !== undefined);
+    const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
+    try {
+      return await this.#exchange(method, path, options, signal, what);
+    } catch (err) {
+      if (timeout?.aborted === true)
+        throw new Error(`${what}: no answer from the API server within ${(options.timeoutMs ?? 0) / 1000} s`);
+      throw err;
+    }
+  }
+
+  async #exchange(
+    method: string,
+    path: string,
+    options: RequestOptions,
+    signal: AbortSignal | undefined,
+    what: string,
+  ): Promise<unknown> {
     const response = await this.#open(method, path, options, signal);
     const chunks: Buffer[] = [];
     let size = 0;

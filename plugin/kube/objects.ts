@@ -236,11 +236,20 @@ export function kubeObjects(
   timeoutMs: number = kubeCallTimeoutMs,
 ): KubeObjects {
   const client = kubeClientOf(connection);
-  // The deadline covers discovery and the call together, as one call of the layers above.
-  const call = <T>(what: string, run: (signal: { timeoutMs: number }) => Promise<T>) =>
-    withTimeout(run({ timeoutMs }), what, timeoutMs);
+  const discoveryTimeoutMs = 2 * timeoutMs;
+  // The deadline covers discovery and the call together, as one call of the layers above; a call past it is
+  // abandoned (its connection closed). Discovery, shared by concurrent calls, has a deadline of its own.
+  const call = async <T>(what: string, run: (options: { signal: AbortSignal }) => Promise<T>) => {
+    const controller = new AbortController();
+    try {
+      return await withTimeout(run({ signal: controller.signal }), what, timeoutMs);
+    } catch (err) {
+      controller.abort();
+      throw err;
+    }
+  };
   const objectPath = (ref: ObjectRef) =>
-    client.path(ref.apiVersion, ref.kind, ref.namespace, ref.name, timeoutMs);
+    client.path(ref.apiVersion, ref.kind, ref.namespace, ref.name, discoveryTimeoutMs);
   return {
     async get(ref) {
       const what = `reading ${describeRef(ref)}`;
@@ -283,7 +292,7 @@ export function kubeObjects(
         return (await call(what, async (o) =>
           client.request(
             'POST',
-            await client.path(object.apiVersion, object.kind, namespace, undefined, timeoutMs),
+            await client.path(object.apiVersion, object.kind, namespace, undefined, discoveryTimeoutMs),
             { ...o, body: object, query: { fieldManager } },
           ),
         )) as KubeObject;
@@ -295,10 +304,14 @@ export function kubeObjects(
       const where = `listing ${kind} in ${namespace === '' ? 'all namespaces' : namespace}`;
       try {
         const result = await call(where, async (o) =>
-          client.request('GET', await client.path(apiVersion, kind, namespace, undefined, timeoutMs), {
-            ...o,
-            query: { labelSelector },
-          }),
+          client.request(
+            'GET',
+            await client.path(apiVersion, kind, namespace, undefined, discoveryTimeoutMs),
+            {
+              ...o,
+              query: { labelSelector },
+            },
+          ),
         );
         return listItems(result, apiVersion, kind);
       } catch (err) {

@@ -61,6 +61,8 @@ export class ApiServerFixture {
   refuseWatches: number[] = [];
   /** Answers the next request with this status and body (e.g. a 422 quoting a credential). */
   failNext: { status: number; body: unknown } | undefined;
+  /** Accepts requests and never answers them (a server that hangs). */
+  silent = false;
   #resourceVersion = 100;
   #watchWaiters: (() => void)[] = [];
   readonly server: Server;
@@ -127,6 +129,7 @@ export class ApiServerFixture {
     };
     const status = (code: number, message: string) =>
       send(code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, message });
+    if (this.silent) return;
     if ((auth === 'token' && !this.tokens.has(bearer ?? '')) || auth === 'none')
       return status(401, 'Unauthorized');
     if (this.failNext !== undefined) {

@@ -149,6 +149,22 @@ test('errors keep their kind and lose the credentials the API server quotes back
   );
 });
 
+test('a server that accepts and never answers: the call ends at its deadline, saying so', async (t) => {
+  const kube = kubeObjects(withToken(), 300);
+  await kube.list('v1', 'Pod', 'vm'); // discovery done
+  api.silent = true;
+  t.after(() => {
+    api.silent = false;
+  });
+  await assert.rejects(
+    kube.get({ apiVersion: 'v1', kind: 'Pod', namespace: 'vm', name: 'p' }),
+    (e) =>
+      e instanceof KubeError &&
+      e.kind === 'unavailable' &&
+      /^reading Pod vm\/p: no answer from the API server within 0.3 s$/.test(e.message),
+  );
+});
+
 test('TLS is verified: a server certificate from another CA is refused unless the config skips verification', async () => {
   const kube = kubeObjects(withToken({ caData: b64(tls.otherCa) }));
   await assert.rejects(
