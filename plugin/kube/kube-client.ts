@@ -44,6 +44,8 @@ export class UnknownKindError extends CodedError {
 /** How often file material (token, CA, client certificate) is read again: kubelet rotates tokens well before
  *  they expire, and client-go re-reads them once a minute too. */
 const rereadMs = 60_000;
+/** How long discovery's "no such kind" is believed before the group/version is asked again. */
+const unknownKindRecheckMs = 60_000;
 /** An exec plugin's answer is trusted until this long before its expirationTimestamp. */
 const execEarlyMs = 10_000;
 const execTimeoutMs = 60_000;
@@ -139,7 +141,7 @@ export class KubeClient {
   #agent: { key: string; agent: HttpsAgent | HttpAgent } | undefined;
   #files: { at: number; ca?: string; cert?: string; key?: string; token?: string } | undefined;
   #exec: { until: number; credentials: Promise<Credentials> } | undefined;
-  readonly #resources = new Map<string, Promise<Map<string, Resource>>>();
+  readonly #resources = new Map<string, { at: number; byKind: Promise<Map<string, Resource>> }>();
 
   constructor(connection: KubeConnection, options: KubeClientOptions = {}) {
     this.connection = connection;
@@ -234,8 +236,13 @@ export class KubeClient {
             ...(c.tlsServerName === undefined ? {} : { servername: c.tlsServerName }),
           });
     this.#agent = { key, agent };
-    // Requests in flight on the old Agent finish; its idle sockets close now.
-    old?.destroy();
+    if (old !== undefined) {
+      // Requests in flight on the old Agent finish (watches included); its idle sockets close now, the others
+      // once their request is done.
+      old.maxFreeSockets = 0;
+      for (const sockets of Object.values(old.freeSockets))
+        for (const socket of sockets ?? []) socket.destroy();
+    }
     return agent;
   }
 
@@ -401,9 +408,9 @@ export class KubeClient {
 
   /** The REST path part and scope of `kind` in `apiVersion`, from the API server's discovery (cached). */
   async resource(apiVersion: string, kind: string, timeoutMs?: number): Promise<Resource> {
-    let resources = this.#resources.get(apiVersion);
-    if (resources === undefined) {
-      resources = this.request(
+    let cached = this.#resources.get(apiVersion);
+    if (cached === undefined) {
+      const byKind = this.request(
         'GET',
         groupVersionPath(apiVersion),
         timeoutMs === undefined ? {} : { timeoutMs },
@@ -411,25 +418,31 @@ export class KubeClient {
         (answer) => {
           const parsed = resourceListSchema.safeParse(answer);
           if (!parsed.success) throw new Error(`discovery of ${apiVersion}: not an APIResourceList`);
-          const byKind = new Map<string, Resource>();
+          const found = new Map<string, Resource>();
           // Subresources (`pods/status`) share the kind: the plain resource is the one without a slash.
           for (const r of parsed.data.resources)
-            if (!r.name.includes('/')) byKind.set(r.kind, { plural: r.name, namespaced: r.namespaced });
-          return byKind;
+            if (!r.name.includes('/')) found.set(r.kind, { plural: r.name, namespaced: r.namespaced });
+          return found;
         },
         (err: unknown) => {
           if (err instanceof KubeApiError && err.status === 404) return new Map<string, Resource>();
           throw err;
         },
       );
-      this.#resources.set(apiVersion, resources);
-      // A failed discovery is asked again next time; so is a group/version without the kind (a CRD installed
-      // later), below.
-      resources.catch(() => this.#resources.delete(apiVersion));
+      const entry = { at: this.#now(), byKind };
+      cached = entry;
+      this.#resources.set(apiVersion, entry);
+      // A failed discovery is asked again on the next call.
+      byKind.catch(() => {
+        if (this.#resources.get(apiVersion) === entry) this.#resources.delete(apiVersion);
+      });
     }
-    const found = (await resources).get(kind);
+    const found = (await cached.byKind).get(kind);
     if (found === undefined) {
-      this.#resources.delete(apiVersion);
+      // A kind not served (its CRD not installed, e.g. a zone kind nobody uses) is asked again only after a while:
+      // the reconciler lists every zone kind on each pass, and a CRD installed later is seen within a minute.
+      if (this.#now() - cached.at >= unknownKindRecheckMs && this.#resources.get(apiVersion) === cached)
+        this.#resources.delete(apiVersion);
       throw new UnknownKindError(apiVersion, kind);
     }
     return found;

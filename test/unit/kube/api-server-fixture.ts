@@ -87,6 +87,11 @@ export class ApiServerFixture {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
+  /** Serves `resources` in the discovery of `groupVersionPath` from now on (a CRD installed). */
+  serve(groupVersionPath: string, resources: { name: string; kind: string; namespaced: boolean }[]): void {
+    discovery[groupVersionPath] = resources;
+  }
+
   nextResourceVersion(): string {
     return String(++this.#resourceVersion);
   }
@@ -152,7 +157,7 @@ export class ApiServerFixture {
         .filter(([path]) => path.startsWith(prefix) && !path.slice(prefix.length).includes('/'))
         .map(([, o]) => o)
         .filter((o) => key === undefined || o.metadata.labels?.[key] === value);
-      if (items.length === 0 && !/\/(pods|vmclusters|secrets)$/.test(url.pathname))
+      if (items.length === 0 && !/\/(pods|vmclusters|secrets|widgets)$/.test(url.pathname))
         return status(404, `${url.pathname} not found`);
       return send(200, {
         kind: 'List',

@@ -165,6 +165,24 @@ test('a server that accepts and never answers: the call ends at its deadline, sa
   );
 });
 
+test('a kind discovery does not list is notFound, and asked for again only after a minute (a CRD installed later)', async () => {
+  let now = 5_000_000;
+  const kube = kubeObjects(new KubeClient(withToken(), { now: () => now }));
+  const discoveries = () => api.requests.filter((r) => r.path === '/apis/later.example/v1').length;
+  for (let i = 0; i < 3; i++)
+    await assert.rejects(
+      kube.list('later.example/v1', 'Widget', 'vm'),
+      (e) => e instanceof KubeError && e.kind === 'notFound',
+    );
+  assert.equal(discoveries(), 1, 'one discovery for three lists of a kind not served');
+  api.serve('/apis/later.example/v1', [{ name: 'widgets', kind: 'Widget', namespaced: true }]);
+  now += 61_000;
+  await assert.rejects(kube.list('later.example/v1', 'Widget', 'vm'), (e) => e instanceof KubeError);
+  // The first call after the minute still answers from the old discovery and drops it; the next asks again.
+  assert.deepEqual(await kube.list('later.example/v1', 'Widget', 'vm'), []);
+  assert.equal(discoveries(), 2);
+});
+
 test('TLS is verified: a server certificate from another CA is refused unless the config skips verification', async () => {
   const kube = kubeObjects(withToken({ caData: b64(tls.otherCa) }));
   await assert.rejects(
