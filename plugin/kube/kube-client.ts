@@ -33,6 +33,14 @@ function failureCodeOfStatus(status: number): FailureCode {
   return 'ApiTransient';
 }
 
+/** No byte came on a watch for its inactivity timeout: the connection may have died without a word. */
+export class WatchInactiveError extends CodedError {
+  constructor(path: string, inactivityMs: number) {
+    super('ApiTransient', `watch ${path}: no data for ${inactivityMs / 1000} s`);
+    this.name = 'WatchInactiveError';
+  }
+}
+
 /** Discovery found no such kind in its group/version (its CRD is not installed). */
 export class UnknownKindError extends CodedError {
   constructor(apiVersion: string, kind: string) {
@@ -44,6 +52,9 @@ export class UnknownKindError extends CodedError {
 /** How often file material (token, CA, client certificate) is read again: kubelet rotates tokens well before
  *  they expire, and client-go re-reads them once a minute too. */
 const rereadMs = 60_000;
+/** A watch without a byte for this long is closed and opened again (the previous Kubernetes client's figure;
+ *  docs/scale.md, "Reconnects"). */
+export const watchInactivityMs = 30_000;
 /** How long discovery's "no such kind" is believed before the group/version is asked again. */
 const unknownKindRecheckMs = 60_000;
 /** An exec plugin's answer is trusted until this long before its expirationTimestamp. */
@@ -326,15 +337,15 @@ export class KubeClient {
 
   /**
    * A watch: each event line to `onEvent`; `done(null)` when the server ends the stream, `done(err)` on a failure
-   * (a KubeApiError with the status when the server refused the watch, e.g. 410 Gone) or when no byte came for
-   * `inactivityMs` (a connection that died silently; the server's own timeoutSeconds is shorter).
+   * (a KubeApiError with the status when the server refused the watch, e.g. 410 Gone), or a WatchInactiveError when
+   * no byte came for `inactivityMs` (a quiet watch, or a connection that died without a word: both look the same).
    */
   async watch(
     path: string,
     query: NonNullable<RequestOptions['query']>,
     onEvent: WatchCallback,
     done: (err: unknown) => void,
-    inactivityMs = 6 * 60_000,
+    inactivityMs = watchInactivityMs,
   ): Promise<WatchHandle> {
     const controller = new AbortController();
     let finished = false;
@@ -349,7 +360,7 @@ export class KubeClient {
       clearTimeout(idle);
       idle = setTimeout(() => {
         controller.abort();
-        finish(new Error(`no data on the watch for ${inactivityMs / 1000} s`));
+        finish(new WatchInactiveError(path, inactivityMs));
       }, inactivityMs);
       idle.unref();
     };

@@ -2,7 +2,8 @@
 // them again costs no API call. docs/scale.md says why and what it costs. It
 //   - asks for bookmarks (allowWatchBookmarks): a quiet kind's resourceVersion stays recent, so a reconnect resumes
 //     from it instead of meeting 410 Gone and listing everything again;
-//   - resumes a watch the server ended (its timeoutSeconds) from the last resourceVersion, and relists on 410 Gone;
+//   - resumes a watch the server ended (its timeoutSeconds), or that stayed without a byte for 30 s (quiet, or a
+//     connection that died without a word), from the last resourceVersion, and relists on 410 Gone;
 //   - after a failed list or watch (anything else, a silent connection included: plugin/kube/kube-client.ts) restarts,
 //     waiting 1 s, 2 s, 4 s … up to 30 s between attempts (back to 1 s once a watch delivers an event, bookmarks
 //     included): a failed list is listed again, a failed watch resumes from the last resourceVersion;
@@ -12,7 +13,14 @@
 // One cache per kind and namespace and cluster: several clusters get one each.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeApiError, type KubeClient, type WatchCallback, type WatchHandle } from './kube-client.ts';
+import {
+  KubeApiError,
+  type KubeClient,
+  type WatchCallback,
+  type WatchHandle,
+  WatchInactiveError,
+  watchInactivityMs,
+} from './kube-client.ts';
 import type { KubeConnection } from './kube-config.ts';
 import { type KubeObject, kubeCallTimeoutMs, kubeClientOf, listItems, type ObjectChange } from './objects.ts';
 
@@ -36,6 +44,7 @@ export interface Watcher {
     params: Record<string, string | number | boolean | undefined>,
     onEvent: WatchCallback,
     done: (err: unknown) => void,
+    inactivityMs?: number,
   ): Promise<WatchHandle>;
 }
 
@@ -49,6 +58,8 @@ export interface WatchCacheOptions {
   list?: () => Promise<ListedObjects>;
   /** The watch; default: the cluster client's watch (tests give a scripted one). */
   watch?: Watcher;
+  /** A watch without a byte for this long is opened again from the last resourceVersion; default 30 s. */
+  watchInactivityMs?: number;
   /** Waits between restarts (tests give an instant one). */
   delay?: (ms: number) => Promise<void>;
   onProblem?: (message: string) => void;
@@ -115,6 +126,7 @@ export class WatchCache {
   readonly kind: WatchedKind;
   readonly namespace: string;
   readonly #path: string;
+  readonly #inactivityMs: number;
   readonly #list: () => Promise<ListedObjects>;
   readonly #watch: Watcher;
   readonly #keep: (object: KubeObject) => KubeObject;
@@ -163,6 +175,7 @@ export class WatchCache {
       });
     this.#watch = options.watch ?? { watch: (...args) => clientOf().watch(...args) };
     this.#path = path;
+    this.#inactivityMs = options.watchInactivityMs ?? watchInactivityMs;
   }
 
   #wake(key: string): void {
@@ -218,7 +231,10 @@ export class WatchCache {
       const done = (err: unknown) => {
         this.#open = undefined;
         const problem = err ?? failure;
-        if (gone || failureStatus(err) === 410) {
+        if (err instanceof WatchInactiveError && failure === undefined && !gone) {
+          // Quiet (no event, no bookmark) or silently dead: open it again from where it was, no list.
+          resolve('ended');
+        } else if (gone || failureStatus(err) === 410) {
           this.#fresh = false;
           resolve('gone');
         } else if (problem !== undefined) {

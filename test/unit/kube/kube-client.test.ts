@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { KubeClient } from '../../../plugin/kube/kube-client.ts';
+import { KubeClient, WatchInactiveError } from '../../../plugin/kube/kube-client.ts';
 import {
   inClusterConnection,
   type KubeConnection,
@@ -390,6 +390,36 @@ test('a watch cache on the client: list, watch with bookmarks, resume after the 
   assert.deepEqual(problems, [], '410 and a server-ended watch are no failures');
 });
 
+test('a watch cache whose watch stays silent opens it again from the last resourceVersion, without a list or a problem', async (t) => {
+  api.put('/api/v1/namespaces/quiet/pods', {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'q', namespace: 'quiet' },
+  });
+  const client = new KubeClient(withToken());
+  const problems: string[] = [];
+  const cache = new WatchCache({
+    kubeConfig: client,
+    kind: { apiVersion: 'v1', kind: 'Pod', plural: 'pods' },
+    namespace: 'quiet',
+    watchInactivityMs: 200,
+    onProblem: (m) => problems.push(m),
+  });
+  t.after(async () => {
+    await cache.stop();
+    client.close();
+  });
+  const before = api.watches.length;
+  await cache.start();
+  const first = await api.watchOpened(before + 1);
+  first.send('BOOKMARK', { metadata: { resourceVersion: '777' } });
+  const second = await api.watchOpened(before + 2);
+  assert.equal(second.query.get('resourceVersion'), '777');
+  assert.equal(cache.counts.lists, 1);
+  assert.deepEqual(problems, []);
+  assert.equal(cache.fresh, true);
+});
+
 test('a watch that goes silent ends with a failure after the inactivity timeout', async () => {
   const client = new KubeClient(withToken());
   const before = api.watches.length;
@@ -398,6 +428,7 @@ test('a watch that goes silent ends with a failure after the inactivity timeout'
   });
   await api.watchOpened(before + 1);
   const err = await ended;
-  assert.match(String((err as Error).message), /no data on the watch for 0.3 s/);
+  assert.ok(err instanceof WatchInactiveError, String(err));
+  assert.match(err.message, /no data for 0.3 s/);
   client.close();
 });
