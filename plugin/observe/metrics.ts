@@ -9,7 +9,9 @@ import { zoneStateNames } from './zone-states.ts';
 export type ObserveRole = 'step' | 'metricprovider';
 
 // `vmcluster` is the zone object's name whatever its kind (the first kind named it); `kind` says which kind.
-const zoneLabels = ['zone_cluster', 'namespace', 'kind', 'vmcluster', 'zone', 'rollout'] as const;
+// `wave` is set only where the Rollout's spec walks in waves (docs/observe.md), so other series stay as they were.
+const zoneLabels = ['zone_cluster', 'namespace', 'kind', 'vmcluster', 'zone', 'rollout', 'wave'] as const;
+const waveHelp = "; wave: its wave in the Rollout's walk, 1 first, where the spec walks in waves";
 
 /** Buckets of the step and gate durations: a second to an hour. */
 const walkBuckets = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
@@ -121,28 +123,28 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
   const registers = [registry];
   const maintenance = new Gauge({
     name: 'vmzones_zone_maintenance',
-    help: 'Is the zone out of reads, changed or being rolled back by vmzones (1) or serving normally (0)',
+    help: `Is the zone out of reads, changed or being rolled back by vmzones (1) or serving normally (0)${waveHelp}`,
     labelNames: zoneLabels,
     registers,
     collect,
   });
   const state = new Gauge({
     name: 'vmzones_zone_state',
-    help: `The zone's vmzones state, one series per state, 1 for the current one (${zoneStateNames.join(', ')})`,
+    help: `The zone's vmzones state, one series per state, 1 for the current one (${zoneStateNames.join(', ')})${waveHelp}`,
     labelNames: [...zoneLabels, 'state'],
     registers,
     collect,
   });
   const since = new Gauge({
     name: 'vmzones_zone_state_since_timestamp_seconds',
-    help: 'When the zone entered its current non-serving state, as its annotations record it',
+    help: `When the zone entered its current non-serving state, as its annotations record it${waveHelp}`,
     labelNames: zoneLabels,
     registers,
     collect,
   });
   const drifted = new Gauge({
     name: 'vmzones_zone_drifted',
-    help: "Does the serving zone's object differ from the stable spec of a Rollout naming it (1): no step changes it until a new revision walks it",
+    help: `Does the serving zone's object differ from the stable spec of a Rollout naming it (1): no step changes it until a new revision walks it${waveHelp}`,
     labelNames: zoneLabels,
     registers,
     collect,
@@ -179,6 +181,7 @@ export function registerZoneMetrics(registry: Registry, zones: ZoneSnapshots): v
         vmcluster: row.vmcluster,
         zone: row.zone,
         rollout: row.rollout,
+        ...(row.wave === undefined ? {} : { wave: String(row.wave) }),
       };
       maintenance.set(labels, row.maintenance ? 1 : 0);
       drifted.set(labels, row.drift === undefined ? 0 : 1);

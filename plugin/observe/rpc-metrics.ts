@@ -69,15 +69,38 @@ function onStep(metrics: ObserveMetrics, event: StepCallEvent): void {
   metrics.stepDuration.observe({ action, phase: result.phase }, duration);
 
   if (result.phase !== 'Successful') return;
-  const status = result.status ?? {};
   // drainReads: from taking the zone out to vmauth serving that; restoreReads: from putting it back to release.
-  const wait =
-    action === 'drainReads' && status.state === 'drained'
-      ? seconds(status.drainedAt, status.reloadedAt)
-      : action === 'restoreReads' && status.state === 'restored'
-        ? seconds(status.restoredAt, status.releasedAt)
-        : undefined;
-  if (wait !== undefined) metrics.vmauthReloadWait.observe({ source: action }, wait);
+  // A step over a wave keeps each zone's status under `zones.<zone>` (zones/step/wave.ts): one wait per zone.
+  const status = result.status ?? {};
+  const waveZones = record(status.zones);
+  const statuses: Record<string, unknown>[] = Array.isArray(record(event.context.config)?.zones)
+    ? Object.values(waveZones ?? {}).flatMap((zone): Record<string, unknown>[] => {
+        const found = record(zone);
+        return found === undefined ? [] : [found];
+      })
+    : [status];
+  for (const zone of statuses) {
+    const wait =
+      action === 'drainReads' && zone.state === 'drained'
+        ? seconds(zone.drainedAt, zone.reloadedAt)
+        : action === 'restoreReads' && zone.state === 'restored'
+          ? seconds(zone.restoredAt, zone.releasedAt)
+          : undefined;
+    if (wait !== undefined) metrics.vmauthReloadWait.observe({ source: action }, wait);
+  }
+}
+
+/** Each zone's figures of a gate reading: a gate over a wave keeps them under `zones.<zone>`
+ *  (gates/wave-reading.ts), each named by its zone; a one-zone reading is its own. */
+function zoneFigures(
+  figures: Record<string, unknown>,
+): { zone: string | undefined; figures: Record<string, unknown> }[] {
+  const zones = record(figures.zones);
+  if (zones === undefined || figures.agents !== undefined) return [{ zone: undefined, figures }];
+  return Object.entries(zones).flatMap(([zone, value]) => {
+    const found = record(value);
+    return found === undefined ? [] : [{ zone, figures: found }];
+  });
 }
 
 function onMeasurement(metrics: ObserveMetrics, event: MeasurementCallEvent): void {
@@ -91,21 +114,24 @@ function onMeasurement(metrics: ObserveMetrics, event: MeasurementCallEvent): vo
     figures = undefined;
   }
 
-  if (gate === 'vmagentQueueDrained' && figures !== undefined && event.method !== 'Terminate') {
-    const namespace = typeof figures.namespace === 'string' ? figures.namespace : '';
-    const zone =
-      typeof figures.zone === 'string'
-        ? figures.zone
-        : typeof figures.vmcluster === 'string'
-          ? figures.vmcluster
-          : '';
-    for (const [vmagent, value] of Object.entries(record(figures.agents) ?? {})) {
-      const agent = record(value);
-      const labels = { namespace, zone, vmagent };
-      if (typeof agent?.pendingDataBytes === 'number')
-        metrics.queuePendingBytes.set(labels, agent.pendingDataBytes);
-      if (typeof agent?.onDiskPendingBytes === 'number')
-        metrics.queueOnDiskPendingBytes.set(labels, agent.onDiskPendingBytes);
+  const readings = figures === undefined ? [] : zoneFigures(figures);
+  if (gate === 'vmagentQueueDrained' && event.method !== 'Terminate') {
+    for (const { zone: waveZone, figures: zoneReading } of readings) {
+      const namespace = typeof zoneReading.namespace === 'string' ? zoneReading.namespace : '';
+      const zone =
+        typeof zoneReading.zone === 'string'
+          ? zoneReading.zone
+          : typeof zoneReading.vmcluster === 'string'
+            ? zoneReading.vmcluster
+            : (waveZone ?? '');
+      for (const [vmagent, value] of Object.entries(record(zoneReading.agents) ?? {})) {
+        const agent = record(value);
+        const labels = { namespace, zone, vmagent };
+        if (typeof agent?.pendingDataBytes === 'number')
+          metrics.queuePendingBytes.set(labels, agent.pendingDataBytes);
+        if (typeof agent?.onDiskPendingBytes === 'number')
+          metrics.queueOnDiskPendingBytes.set(labels, agent.onDiskPendingBytes);
+      }
     }
   }
 
@@ -123,10 +149,13 @@ function onMeasurement(metrics: ObserveMetrics, event: MeasurementCallEvent): vo
     { gate, phase: result.phase },
     Number.isNaN(whole) || whole < 0 ? event.durationMs / 1000 : whole,
   );
-  if (gate === 'vmauthReloaded' && result.phase === 'Successful' && typeof figures?.since === 'string') {
-    const wait = (event.endedAt - Date.parse(figures.since)) / 1000;
-    if (!Number.isNaN(wait) && wait >= 0)
-      metrics.vmauthReloadWait.observe({ source: 'vmauthReloaded' }, wait);
+  if (gate === 'vmauthReloaded' && result.phase === 'Successful') {
+    for (const { figures: zoneReading } of readings) {
+      if (typeof zoneReading.since !== 'string') continue;
+      const wait = (event.endedAt - Date.parse(zoneReading.since)) / 1000;
+      if (!Number.isNaN(wait) && wait >= 0)
+        metrics.vmauthReloadWait.observe({ source: 'vmauthReloaded' }, wait);
+    }
   }
 }
 

@@ -13,7 +13,13 @@ import {
 } from '../rollouts/rollout-object.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKindName, zoneKindOf } from '../vm/zone-kinds.ts';
-import { parseSpecDocument, specAnnotation, type ZoneSpecDocument, zoneWorkload } from '../zones/spec.ts';
+import {
+  parseSpecDocument,
+  specAnnotation,
+  specWaves,
+  type ZoneSpecDocument,
+  zoneWorkload,
+} from '../zones/spec.ts';
 import { maintenanceOf } from '../zones/state/maintenance.ts';
 import { fieldsNotCarried } from '../zones/state/spec-drift.ts';
 import {
@@ -52,6 +58,9 @@ export interface ZoneRow {
   zone: string;
   /** `namespace/name` of the Rollout that holds the zone, else the one whose spec names it; '' if none. */
   rollout: string;
+  /** The zone's wave in that Rollout's walk (1 = first), when its spec document walks in waves (`waves` or
+   *  `maxParallelZones`); undefined for a walk one zone at a time, or when that Rollout does not name the zone. */
+  wave: number | undefined;
   state: ZoneStateName;
   /** 1 while the zone is out of reads, changed or being rolled back (vmzones_zone_maintenance). */
   maintenance: boolean;
@@ -112,6 +121,16 @@ interface Named {
   zone: string;
   rollout: string;
   spec: ZoneSpecDocument;
+  /** The zone's wave in this Rollout's walk (1 = first), if its spec walks in waves. */
+  wave: number | undefined;
+}
+
+/** The wave of `zone` in the spec's walk (1 = first); undefined for a spec without waves or maxParallelZones, whose
+ *  walk is one zone at a time as it always was (its series stay as they were). */
+function waveOf(spec: ZoneSpecDocument, zone: string): number | undefined {
+  if (spec.waves === undefined && spec.maxParallelZones === undefined) return undefined;
+  const index = specWaves(spec).findIndex((wave) => wave.includes(zone));
+  return index < 0 ? undefined : index + 1;
 }
 
 // `Kind/namespace/name`, after `cluster/` for a registered cluster: a VMSingle and a VMCluster of one name in one
@@ -147,7 +166,7 @@ function zonesFromRollouts(rollouts: readonly RolloutObject[], problems: string[
       for (const [zone, entry] of Object.entries(spec.zones)) {
         const { kind, name } = zoneWorkload(entry);
         const key = objectKey(kind.kind, spec.namespace ?? rollout.metadata.namespace, name, entry.cluster);
-        named.set(key, [...(named.get(key) ?? []), { zone, rollout: id, spec }]);
+        named.set(key, [...(named.get(key) ?? []), { zone, rollout: id, spec, wave: waveOf(spec, zone) }]);
       }
     } catch (err) {
       problems.push(
@@ -291,9 +310,15 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
       vmclusterStatus: undefined,
       drift: undefined,
     };
+    // The wave comes from the spec of the Rollout the row names (the holder while held), for the zone it names.
+    const push = (row: Omit<ZoneRow, 'wave'>) =>
+      zones.push({
+        ...row,
+        wave: names.find((n) => n.rollout === row.rollout && n.zone === row.zone)?.wave,
+      });
     const unread = where === undefined ? undefined : input.unreadClusters?.[where];
     if (cluster === undefined) {
-      zones.push({
+      push({
         ...base,
         zone: names[0]?.zone ?? '',
         rollout: referencing[0] ?? '',
@@ -323,7 +348,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
       state = zoneState(cluster);
     } catch (err) {
       if (!(err instanceof StateError)) throw err;
-      zones.push({
+      push({
         ...base,
         vmclusterStatus,
         zone:
@@ -346,7 +371,7 @@ export function deriveZoneStates(input: ZoneStatesInput): ZoneStates {
       holderId === undefined ? undefined : byId.get(holderId),
     );
     if (zone === '' && classified.state === 'serving') continue; // a leftover rollback record alone: not a zone
-    zones.push({
+    push({
       ...base,
       vmclusterStatus,
       zone,

@@ -123,6 +123,11 @@ export interface SandboxOptions {
    */
   zoneClusters?: number;
   /**
+   * How many zones each zone cluster holds (default 1): the last `zoneClusters × zonesPerZoneCluster` zones go to the
+   * zone clusters, in order, and a cluster is named after its first zone (zone-e and zone-f in cluster-e).
+   */
+  zonesPerZoneCluster?: number;
+  /**
    * The zone clusters' Pods get an address inside a network namespace the sandbox makes (test/sandbox/pod-network.ts:
    * `ip netns` and a veth pair on a private /30) and their data planes' ports are forwarded there, so that
    * kube-apiserver, which refuses to proxy to loopback, reaches them through the pod proxy subresource. Needs root
@@ -169,7 +174,7 @@ export interface SandboxState {
   faultProxy?: { url: string; controlUrl: string; pluginKubeconfig: string };
   /** With the argocd option: where Argo CD's API and the Git server listen. */
   argocd?: ArgoCdState;
-  /** With the zoneClusters option: the zone clusters, in zone order. */
+  /** With the zoneClusters option: the zones of the zone clusters, in zone order (one entry per zone). */
   zoneClusters?: ZoneClusterState[];
   /** With the zonePodNetwork option: the network namespace holding the zone clusters' Pod IP (removed by down). */
   podNetwork?: PodNetwork;
@@ -732,14 +737,28 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
   const buildSeconds = (Date.now() - buildStarted) / 1000;
   if (buildSeconds >= 1) log(`binaries built in ${buildSeconds.toFixed(1)} s`);
   const zoneClusters = options.zoneClusters ?? 0;
-  const zones = zonesFor(options.zones ?? (zoneClusters > 0 ? zoneClusters + 1 : 2), options.zoneKind);
-  if (zoneClusters > zones.length || (zoneClusters > 0 && operatorMode !== 'real')) {
-    throw new StartError('sandbox', `zoneClusters ${zoneClusters} needs the real operator and as many zones`);
+  const perCluster = options.zonesPerZoneCluster ?? 1;
+  const remoteCount = zoneClusters * perCluster;
+  const zones = zonesFor(options.zones ?? (zoneClusters > 0 ? remoteCount + 1 : 2), options.zoneKind);
+  if (
+    !Number.isInteger(perCluster) ||
+    perCluster < 1 ||
+    remoteCount > zones.length ||
+    (zoneClusters > 0 && operatorMode !== 'real')
+  ) {
+    throw new StartError(
+      'sandbox',
+      `zoneClusters ${zoneClusters} of ${perCluster} zones each needs the real operator and as many zones`,
+    );
   }
-  const remoteZones = zones.slice(zones.length - zoneClusters);
-  remoteZones.forEach((z) => {
-    z.cluster = `cluster-${z.zone.replace(/^zone-/, '')}`;
-  });
+  const remoteZones = zones.slice(zones.length - remoteCount);
+  const clusterZones = Array.from({ length: zoneClusters }, (_, i) =>
+    remoteZones.slice(i * perCluster, (i + 1) * perCluster),
+  );
+  for (const group of clusterZones) {
+    const name = `cluster-${(group[0]?.zone ?? '').replace(/^zone-/, '')}`;
+    for (const z of group) z.cluster = name;
+  }
   const pluginArgs: PluginExtraArgs =
     zoneClusters === 0
       ? (options.pluginArgs ?? {})
@@ -894,7 +913,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
     });
     if (remoteZones.length > 0) {
       log(
-        `starting ${remoteZones.length} zone clusters (${remoteZones.map((z) => z.cluster).join(', ')}) ...`,
+        `starting ${clusterZones.length} zone clusters (${clusterZones.map((g) => `${g[0]?.cluster}: ${g.map((z) => z.zone).join(', ')}`).join('; ')}) ...`,
       );
       let podNetwork: PodNetwork | undefined;
       if (options.zonePodNetwork === true) {
@@ -908,15 +927,15 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
         writeState(state);
         log(`pod network ${podNetwork.netns}: Pods at ${podNetwork.podAddress} (${podNetwork.subnet})`);
       }
-      state.zoneClusters = await Promise.all(
-        remoteZones.map((zone, i) =>
+      const byCluster = await Promise.all(
+        clusterZones.map((group, i) =>
           startZoneCluster({
             daemon,
             binaries,
             stateDir,
             logDir,
-            name: zone.cluster ?? '',
-            zone,
+            name: group[0]?.cluster ?? '',
+            zones: group,
             index: i + 1,
             hub: kubectl,
             secretsNamespace: controllerNamespace,
@@ -926,6 +945,7 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
           }),
         ),
       );
+      state.zoneClusters = byCluster.flat();
       writeState(state);
     }
     const remote = Object.fromEntries((state.zoneClusters ?? []).map((c) => [c.zone, c]));

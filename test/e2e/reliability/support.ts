@@ -76,10 +76,11 @@ export async function samplesLost(
   to: number,
   refusedBefore: number,
   waitMs = 120_000,
+  zoneList: readonly { zone: string; vmcluster: string }[] = zones,
 ): Promise<{ lost: number; detail: string }> {
   const missing = async () => {
     const perZone: Record<string, number[]> = {};
-    for (const z of zones) {
+    for (const z of zoneList) {
       const seqs = await exportedSeqs(sandbox.endpoint('VMCluster', z.vmcluster).url, 10_000);
       const gaps: number[] = [];
       for (let seq = from; seq <= to; seq++) if (!seqs.has(seq)) gaps.push(seq);
@@ -124,9 +125,10 @@ export async function leftoversIn(
   kubeOf: Record<string, KubeObjects>,
   hub: KubeObjects,
   spec?: SpecDocument,
+  zoneList: readonly { zone: string; vmcluster: string }[] = zones,
 ): Promise<string[]> {
   const found: string[] = [];
-  for (const z of zones) {
+  for (const z of zoneList) {
     const kube = kubeOf[z.zone];
     if (kube === undefined) throw new Error(`no cluster client for ${z.zone}`);
     const c = await cluster(kube, z.vmcluster);
@@ -139,7 +141,7 @@ export async function leftoversIn(
     if (pending.length > 0) found.push(`${z.zone}: labels ${pending.join(', ')}`);
   }
   const routed = await routedZones(hub, spec);
-  const unrouted = zones.filter((z) => !routed.includes(z.zone)).map((z) => z.zone);
+  const unrouted = zoneList.filter((z) => !routed.includes(z.zone)).map((z) => z.zone);
   if (unrouted.length > 0) found.push(`out of reads: ${unrouted.join(', ')}`);
   return found;
 }

@@ -309,9 +309,15 @@ export function startReadProber(
   };
 }
 
+/** The zones out of reads from `at` (ms since the epoch) until the next entry: each change the watcher saw. */
+export interface OutOfReads {
+  at: number;
+  zones: string[];
+}
+
 /**
  * Polls the VMUser and the VMClusters: a zone the VMUser routes reads to must be operational at its current
- * generation, every time we look. Returns the violations seen.
+ * generation, every time we look. Returns the violations seen, and each change of the zones out of reads.
  */
 export function startRoutingWatcher(
   kube: KubeObjects,
@@ -322,12 +328,15 @@ export function startRoutingWatcher(
   kubeOf: Record<string, KubeObjects> = {},
 ) {
   const violations: string[] = [];
+  const outOfReads: OutOfReads[] = [];
   let checks = 0;
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
       try {
         const routed = await routedZones(kube, spec);
+        const out = zones.filter((zone) => !routed.includes(zone.zone)).map((zone) => zone.zone);
+        if (outOfReads.at(-1)?.zones.join() !== out.join()) outOfReads.push({ at: Date.now(), zones: out });
         for (const z of zones.filter((zone) => routed.includes(zone.zone))) {
           const readiness = vmclusterReadiness(await cluster(kubeOf[z.zone] ?? kube, z.vmcluster, z.kind));
           if (readiness.state !== 'ready') {
@@ -343,10 +352,10 @@ export function startRoutingWatcher(
   })();
   return {
     /** Stops the watcher (again: the same result). */
-    async stop(): Promise<{ checks: number; violations: string[] }> {
+    async stop(): Promise<{ checks: number; violations: string[]; outOfReads: OutOfReads[] }> {
       stopped = true;
       await loop;
-      return { checks, violations };
+      return { checks, violations, outOfReads };
     },
   };
 }

@@ -16,79 +16,28 @@ import {
   dashboardKey,
   dashboardPath,
 } from '../../../scripts/dashboard-configmap.ts';
+import {
+  allPanels,
+  metricNames,
+  panelTargets,
+  readDashboard,
+  variableQuery,
+} from '../../e2e/observe/dashboard-queries.ts';
 import { MemoryKube } from '../kube/memory-kube.ts';
 
 /** vmagent's own metrics the dashboard reads, each documented in docs/victoriametrics.md ("vmagent's remote-write
  *  queues"), where the names vmzones relies on are listed with the versions that have them. */
 const vmagentMetrics = new Set(['vmagent_remotewrite_pending_data_bytes']);
 
-// PromQL words that are not metric names.
-const keywords = new Set([
-  'by',
-  'without',
-  'on',
-  'ignoring',
-  'group_left',
-  'group_right',
-  'bool',
-  'and',
-  'or',
-  'unless',
-  'offset',
-  'inf',
-  'nan',
-]);
-
-/** The metric names a PromQL/MetricsQL expression selects (Grafana's $variables and label_values() included). */
-export function metricNames(expr: string): string[] {
-  const bare = expr
-    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, ' ') // string literals
-    .replace(/\{[^}]*\}/g, ' ') // label matchers
-    .replace(/\[[^\]]*\]/g, ' ') // range and subquery windows
-    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ') // label lists
-    .replace(/\$\{[^}]*\}|\$\w+/g, ' ') // Grafana variables
-    .replace(/\blabel_values\s*\(([^,()]*),[^)]*\)/g, ' $1 '); // Grafana's label_values(metric, label)
-  const names = new Set<string>();
-  for (const match of bare.matchAll(/[\w:.]+/g)) {
-    const word = match[0];
-    const after = bare.slice((match.index ?? 0) + word.length);
-    if (/^\s*\(/.test(after)) continue; // a function or aggregation
-    if (keywords.has(word.toLowerCase())) continue;
-    if (/^[\d.]/.test(word)) continue; // a number or a duration (0.9, 5m)
-    names.add(word);
-  }
-  return [...names];
-}
-
-interface Panel {
-  type: string;
-  title: string;
-  targets?: { expr?: string }[];
-  panels?: Panel[];
-}
-interface Dashboard {
-  panels: Panel[];
-  templating: { list: { name: string; type: string; query?: string | { query?: string } }[] };
-}
-
 const dashboardText = readFileSync(dashboardPath, 'utf8');
-const dashboard = JSON.parse(dashboardText) as Dashboard;
-
-function allPanels(panels: readonly Panel[]): Panel[] {
-  return panels.flatMap((p) => [p, ...allPanels(p.panels ?? [])]);
-}
+const dashboard = readDashboard(dashboardText);
 
 /** Every query of the dashboard, named by where it is. */
 function queries(): [string, string][] {
-  const fromPanels = allPanels(dashboard.panels).flatMap((p) =>
-    (p.targets ?? []).map((t): [string, string] => [`panel "${p.title}"`, t.expr ?? '']),
-  );
+  const fromPanels = panelTargets(dashboard).map((t): [string, string] => [`panel "${t.panel}"`, t.expr]);
   const fromVariables = dashboard.templating.list
     .filter((v) => v.type === 'query')
-    .map((v): [string, string] => [
-      `variable ${v.name}`,
-      typeof v.query === 'string' ? v.query : (v.query?.query ?? ''),
-    ]);
+    .map((v): [string, string] => [`variable ${v.name}`, variableQuery(v)]);
   return [...fromPanels, ...fromVariables];
 }
 

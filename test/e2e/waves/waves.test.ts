@@ -1,0 +1,437 @@
+// The walk in waves on the sandbox (docs/step-plugin.md, "Waves and the zone disruption budget"): six zones, four in
+// the hub (zone-a … zone-d) and two in one zone cluster (zone-e, zone-f in cluster-e: a control plane of its own with
+// the VM operator and data plane, registered as an Argo CD cluster Secret), walked in three waves of 1, 2 and 3 zones,
+// the second and third each spanning both clusters. The steps are `vmzones render`'s (one drainReads, apply, gate
+// analysis and restoreReads per wave).
+//
+// 1. A commit of an overrideSpec change walks every wave to Healthy: every zone has the change, reads through vmauth
+//    never fail, no zone is routed while not ready, every sample reaches every zone, each wave's zones are out of
+//    reads together and never zones of two waves at once.
+// 2. A second revision aborted between wave 2's gate and its restore (both its zones changed and out of reads): the
+//    zones of waves 1 and 2 roll back, wave 3's are never touched, every zone ends released, out of maintenance and
+//    serving; no read fails, no sample is lost.
+// 3. The disruption budget across Rollouts: while a Rollout holds zone-b and zone-e out of reads, another Rollout
+//    whose budget allows 2 zones out waits to drain zone-d with a message naming both holders, and drains it once
+//    they are back; never more than 2 zones are out.
+
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
+import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
+import { type CanaryStep, defaultHealthTemplate, renderSteps } from '../../../plugin/zones/render.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
+import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import { repoRoot } from '../../sandbox/sandbox.ts';
+import { leftoversIn, samplesLost, specValue } from '../reliability/support.ts';
+import {
+  cluster,
+  eventually,
+  ns,
+  type OutOfReads,
+  type RolloutState,
+  rolloutCanProgress,
+  rolloutObject,
+  rolloutState,
+  runStatus,
+  type SpecDocument,
+  sandboxKube,
+  startReadProber,
+  startRoutingWatcher,
+  withRoundSpacing,
+  zoneSpec,
+} from '../step/harness.ts';
+
+const name = 'waves';
+const waves = [['zone-a'], ['zone-b', 'zone-e'], ['zone-c', 'zone-d', 'zone-f']];
+/** The budget of the walk: its widest wave (docs/step-plugin.md). */
+const walkBudget = 3;
+const figures: Record<string, number | string> = {};
+let sandbox: Sandbox;
+let hub: KubeObjects;
+let zones: { zone: string; vmcluster: string }[] = [];
+/** Each zone's VMCluster is read in its own cluster, with that cluster's admin kubeconfig. */
+const kubeOf: Record<string, KubeObjects> = {};
+
+/** The spec document of the six zones in waves, with `value` as the vmstorage flag the walks change. */
+function spec(value: string | undefined, extra: Partial<SpecDocument> = { waves }): SpecDocument {
+  const remote = Object.fromEntries((sandbox.state.zoneClusters ?? []).map((c) => [c.zone, c]));
+  return zoneSpec(
+    value === undefined ? {} : { vmstorage: { extraArgs: { 'search.latencyOffset': value } } },
+    {
+      zones: Object.fromEntries(
+        zones.map((z) => {
+          const zc = remote[z.zone];
+          return [
+            z.zone,
+            zc === undefined
+              ? { vmcluster: z.vmcluster }
+              : {
+                  cluster: zc.name,
+                  vmcluster: z.vmcluster,
+                  vmselectHosts: [zc.address],
+                  vminsertHosts: [zc.address],
+                },
+          ];
+        }),
+      ),
+      ...extra,
+    },
+  );
+}
+
+/** `vmzones render`'s steps (the zone-healthy gate per wave, rounds close together: the sandbox's load is steady). */
+function walkSteps(doc: SpecDocument, only?: string[]): CanaryStep[] {
+  return withRoundSpacing(
+    renderSteps(parseSpecDocument(stringify(doc)), {
+      healthTemplate: defaultHealthTemplate,
+      pauseBetweenZones: 'none',
+      ...(only === undefined ? {} : { only }),
+    }),
+  );
+}
+
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
+
+/** Where a Rollout stands, for a wait's timeout: its phase, step and that step's message. */
+function standing(s: RolloutState): Error {
+  const at = s.status.currentStepIndex;
+  const step = at === undefined ? undefined : runStatus(s, at);
+  return new Error(
+    `phase ${s.status.phase ?? '-'} at step ${at ?? '-'}${step === undefined ? '' : ` (${step.phase}: ${step.message ?? ''})`}`,
+  );
+}
+
+before(async () => {
+  const started = Date.now();
+  sandbox = await startSandbox({
+    zones: 6,
+    zoneClusters: 1,
+    zonesPerZoneCluster: 2,
+    podRestartSeconds: 2,
+    plugin: true,
+  });
+  figures['sandbox start (s)'] = seconds(Date.now() - started);
+  hub = sandboxKube(sandbox);
+  zones = sandbox.state.zones.map((z) => ({ zone: z.zone, vmcluster: z.vmcluster }));
+  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  const remote = sandbox.state.zoneClusters ?? [];
+  assert.deepEqual(
+    remote.map((c) => `${c.zone}@${c.name}`),
+    ['zone-e@cluster-e', 'zone-f@cluster-e'],
+    'zone-e and zone-f live in one zone cluster',
+  );
+  const clusterKube = new Map<string, KubeObjects>();
+  for (const z of zones) {
+    const zc = remote.find((c) => c.zone === z.zone);
+    if (zc === undefined) {
+      kubeOf[z.zone] = hub;
+      continue;
+    }
+    let kube = clusterKube.get(zc.name);
+    if (kube === undefined) {
+      const kc = new KubeConfig();
+      kc.loadFromFile(zc.kubeconfig);
+      kube = kubeObjects(kc);
+      clusterKube.set(zc.name, kube);
+    }
+    kubeOf[z.zone] = kube;
+  }
+  assert.deepEqual(waves.flat().sort(), zones.map((z) => z.zone).sort(), 'the waves name every zone once');
+});
+
+/** Probers and watchers still running: a test that failed before stopping its own leaves them to `after`. */
+const running = new Set<() => Promise<unknown>>();
+
+after(async () => {
+  await Promise.all([...running].map((stop) => stop()));
+  const report = await sandbox?.stop();
+  console.log(`waves walk figures: ${JSON.stringify(figures)}`);
+  assert.deepEqual(report?.portsStillBound ?? [], [], 'every daemon of both clusters is gone');
+});
+
+async function values(): Promise<Record<string, unknown>> {
+  const entries = await Promise.all(
+    zones.map(async (z) => [z.zone, await specValue(kubeOf[z.zone] as KubeObjects, z.vmcluster)] as const),
+  );
+  return Object.fromEntries(entries);
+}
+
+const everyZone = (value: string) => Object.fromEntries(zones.map((z) => [z.zone, value]));
+
+/** Reads through the hub's vmauth, routing checked against each zone's readiness in its own cluster, samples. */
+async function probes() {
+  const loadgen = await loadgenStatus(sandbox);
+  const reads = startReadProber(sandbox.endpoint('VMAuth', vmauthName).url, readUser);
+  const watcher = startRoutingWatcher(hub, zones, 300, spec(undefined), kubeOf);
+  running.add(reads.stop);
+  running.add(watcher.stop);
+  return async () => {
+    running.delete(reads.stop);
+    running.delete(watcher.stop);
+    const read = await reads.stop();
+    const { violations, checks, outOfReads } = await watcher.stop();
+    const to = (await loadgenStatus(sandbox)).lastSeq - 3;
+    const samples = await samplesLost(sandbox, loadgen.lastSeq + 1, to, loadgen.failed, 120_000, zones);
+    return { read, violations, checks, outOfReads, samples };
+  };
+}
+
+async function leftovers(): Promise<string[]> {
+  return leftoversIn(kubeOf, hub, spec(undefined), zones);
+}
+
+/** The most zones the routing watcher saw out of reads at once. */
+const mostOut = (seen: OutOfReads[]) => Math.max(0, ...seen.map((s) => s.zones.length));
+
+const describeOut = (seen: OutOfReads[]) =>
+  seen.map((s) => `+${seconds(s.at - (seen[0]?.at ?? s.at))}s [${s.zones.join(',')}]`).join(' ');
+
+/** Whether all of `wanted` were out of reads together at some moment the watcher saw. */
+const outTogether = (seen: OutOfReads[], wanted: readonly string[]) =>
+  seen.some((s) => wanted.every((z) => s.zones.includes(z)));
+
+async function healthy(rollout: string, what: string, before?: RolloutState, timeoutMs = 8 * 60_000) {
+  return eventually(
+    what,
+    async () => {
+      const s = await rolloutState(hub, rollout);
+      if (before !== undefined && s.status.currentPodHash === before.status.currentPodHash) return undefined;
+      if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return s;
+      throw standing(s);
+    },
+    { timeoutMs, intervalMs: 500, unless: rolloutCanProgress(hub, rollout) },
+  );
+}
+
+/** Applies a Rollout's first revision (Argo Rollouts skips its steps) and waits until it is Healthy. */
+async function firstRevision(rollout: string, doc: SpecDocument): Promise<RolloutState> {
+  await sandbox.kubectl.apply([rolloutObject(rollout, doc, [])]);
+  return healthy(rollout, `Rollout ${rollout}'s first revision to be Healthy`, undefined, 120_000);
+}
+
+test('a commit walks six zones in three waves (1, 2, 3; two zones in cluster-e) to Healthy: each wave out of reads together, reads never fail, no sample lost', async () => {
+  const before = await firstRevision(name, spec(undefined));
+  const finish = await probes();
+  const doc = spec('6s');
+  const steps = walkSteps(doc);
+  assert.equal(steps.length, 4 * waves.length, 'drainReads, apply, gate, restoreReads per wave');
+  assert.deepEqual(
+    steps
+      .filter((s) => 'plugin' in s && s.plugin.config.action === 'drainReads')
+      .map((s) => JSON.stringify(s)),
+    waves.map((w) =>
+      JSON.stringify({
+        plugin: {
+          name: 'vmzones/step',
+          config: w.length === 1 ? { zone: w[0], action: 'drainReads' } : { zones: w, action: 'drainReads' },
+        },
+      }),
+    ),
+    'one drainReads per wave, naming its zones',
+  );
+  const started = Date.now();
+  await sandbox.kubectl.apply([rolloutObject(name, doc, steps)]);
+  // Wave i starts at step 4i.
+  const waveStarted: number[] = [];
+  await eventually(
+    'the walk in three waves to be Healthy',
+    async () => {
+      const s = await rolloutState(hub, name);
+      if (s.status.currentPodHash === before.status.currentPodHash) return undefined;
+      const at = s.status.currentStepIndex ?? 0;
+      for (let i = 0; i < waves.length; i++) if (at >= 4 * i) waveStarted[i] ??= Date.now();
+      if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return true;
+      throw standing(s);
+    },
+    { timeoutMs: 8 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
+  );
+  const ended = Date.now();
+  figures['walk (s)'] = seconds(ended - started);
+  waves.forEach((w, i) => {
+    figures[`wave ${i + 1} [${w.join(',')}] (s)`] = seconds(
+      (waveStarted[i + 1] ?? ended) - (waveStarted[i] ?? started),
+    );
+  });
+  const m = await finish();
+  figures['walk reads failed/total'] = `${m.read.failed}/${m.read.sent}`;
+  figures['walk samples lost'] = m.samples.lost;
+  figures['walk most zones out at once'] = mostOut(m.outOfReads);
+  figures['walk out of reads'] = describeOut(m.outOfReads);
+  assert.deepEqual(await values(), everyZone('6s'), 'every zone has the change, in its own cluster');
+  assert.equal(m.read.failed, 0, `reads failed: ${m.read.failures.join('; ')}`);
+  assert.deepEqual(m.violations, [], 'no zone routed while not ready');
+  assert.ok(m.checks > 10, `the routing watcher looked ${m.checks} times`);
+  assert.equal(m.samples.lost, 0, m.samples.detail);
+  for (const wave of waves) {
+    assert.ok(
+      outTogether(m.outOfReads, wave),
+      `the zones of wave ${wave.join(', ')} were out of reads together: ${describeOut(m.outOfReads)}`,
+    );
+  }
+  for (const seen of m.outOfReads) {
+    assert.ok(
+      waves.some((wave) => seen.zones.every((z) => wave.includes(z))),
+      `only zones of one wave out at once, never more than ${walkBudget}: [${seen.zones.join(', ')}]`,
+    );
+  }
+  assert.deepEqual(await leftovers(), []);
+});
+
+test('a second revision aborted between wave 2’s gate and its restore: waves 1 and 2 roll back (hub and cluster-e), wave 3 never changes, every zone released and serving', async () => {
+  const wave3 = waves[2] as string[];
+  const generations = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        wave3.map(async (zone) => {
+          const z = zones.find((x) => x.zone === zone);
+          assert.ok(z, zone);
+          return [
+            zone,
+            (await cluster(kubeOf[zone] as KubeObjects, z.vmcluster)).metadata.generation,
+          ] as const;
+        }),
+      ),
+    );
+  const wave3Before = await generations();
+  const finish = await probes();
+  const doc = spec('7s');
+  const walk = walkSteps(doc);
+  // Wave 2 is steps 4 (drainReads), 5 (apply), 6 (its gate) and 7 (restoreReads): a pause before its restore.
+  const pauseAt = 7;
+  await sandbox.kubectl.apply([
+    rolloutObject(name, doc, [...walk.slice(0, pauseAt), { pause: {} }, ...walk.slice(pauseAt)]),
+  ]);
+  const wave2 = waves[1] as string[];
+  await eventually(
+    'wave 2 changed, gated and out of reads, the Rollout paused before its restore',
+    async () => {
+      const s = await rolloutState(hub, name);
+      if (s.status.phase === 'Paused' && s.status.currentStepIndex === pauseAt) return true;
+      throw standing(s);
+    },
+    { timeoutMs: 6 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
+  );
+  const atAbort = await values();
+  assert.deepEqual(
+    atAbort,
+    { ...everyZone('6s'), 'zone-a': '7s', 'zone-b': '7s', 'zone-e': '7s' },
+    'waves 1 and 2 changed, wave 3 not yet',
+  );
+  const outAtAbort = (await leftovers()).filter((l) => l.startsWith('out of reads'));
+  assert.deepEqual(
+    outAtAbort,
+    [`out of reads: ${wave2.join(', ')}`],
+    'both zones of wave 2 are out of reads',
+  );
+  const abortedAt = Date.now();
+  await sandbox.rollouts(['abort', name, '-n', ns]);
+  let settled: Record<string, unknown> = {};
+  let left: string[] = [];
+  await eventually(
+    'waves 1 and 2 rolled back, every zone released and routed',
+    async () => {
+      settled = await values();
+      left = await leftovers();
+      if (Object.values(settled).every((v) => v === '6s') && left.length === 0) return true;
+      throw new Error(`values ${JSON.stringify(settled)}, left: ${left.join('; ')}`);
+    },
+    5 * 60_000,
+    1000,
+  ).catch(() => undefined);
+  figures['abort to settled (s)'] = seconds(Date.now() - abortedAt);
+  const m = await finish();
+  figures['abort reads failed/total'] = `${m.read.failed}/${m.read.sent}`;
+  figures['abort samples lost'] = m.samples.lost;
+  figures['abort out of reads'] = describeOut(m.outOfReads);
+  assert.deepEqual(settled, everyZone('6s'), 'zone-a, zone-b and zone-e rolled back; wave 3 never changed');
+  assert.deepEqual(await generations(), wave3Before, 'wave 3’s VMClusters were never written');
+  assert.deepEqual(left, [], 'every zone released, out of maintenance, routed');
+  for (const z of zones) {
+    const readiness = vmclusterReadiness(await cluster(kubeOf[z.zone] as KubeObjects, z.vmcluster));
+    assert.equal(readiness.state, 'ready', `${z.zone}: ${readiness.message}`);
+  }
+  assert.equal(m.read.failed, 0, `reads failed: ${m.read.failures.join('; ')}`);
+  assert.deepEqual(m.violations, [], 'no zone routed while not ready');
+  assert.equal(m.samples.lost, 0, m.samples.detail);
+  assert.ok(
+    mostOut(m.outOfReads) <= walkBudget,
+    `never more than ${walkBudget} out: ${describeOut(m.outOfReads)}`,
+  );
+});
+
+test('the disruption budget across Rollouts: a drain of zone-d waits, naming zone-b and zone-e that another Rollout holds out, and drains once they are back', async () => {
+  const holder = 'holder';
+  const other = 'other';
+  // The holder walks wave 2 only, paused after its drain; the other Rollout walks zone-d alone, allowing 2 zones out.
+  const otherSpec = (value: string | undefined) => spec(value, { disruptionBudget: { maxZonesOut: 2 } });
+  await firstRevision(holder, spec('6s'));
+  await firstRevision(other, otherSpec('6s'));
+  const finish = await probes();
+  const holderDoc = spec('8s');
+  const wave2 = waves[1] as string[];
+  const holderWalk = walkSteps(holderDoc, wave2);
+  await sandbox.kubectl.apply([
+    rolloutObject(holder, holderDoc, [holderWalk[0] as CanaryStep, { pause: {} }, ...holderWalk.slice(1)]),
+  ]);
+  await eventually(
+    'the holder to drain zone-b and zone-e and pause',
+    async () => {
+      const s = await rolloutState(hub, holder);
+      if (s.status.phase === 'Paused' && s.status.currentStepIndex === 1) return true;
+      throw standing(s);
+    },
+    { timeoutMs: 3 * 60_000, unless: rolloutCanProgress(hub, holder) },
+  );
+  const otherDoc = otherSpec('8s');
+  await sandbox.kubectl.apply([rolloutObject(other, otherDoc, walkSteps(otherDoc, ['zone-d']))]);
+  const refused = await eventually(
+    'the other Rollout’s drain of zone-d to wait on the budget',
+    async () => {
+      const s = await rolloutState(hub, other);
+      const message = runStatus(s, 0)?.message ?? '';
+      if (/disruption budget/.test(message)) return message;
+      throw standing(s);
+    },
+    { timeoutMs: 90_000, unless: rolloutCanProgress(hub, other) },
+  );
+  figures['budget refusal message'] = refused.slice(0, 400);
+  assert.match(refused, /zone-b \(drainReads by Rollout vm\/holder/, 'names zone-b and who holds it out');
+  assert.match(refused, /zone-e \(drainReads by Rollout vm\/holder/, 'names zone-e and who holds it out');
+  assert.match(refused, /allows 2 zones out at once/);
+  // Still waiting some rounds later: the budget holds while the holder does.
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
+  const waiting = await rolloutState(hub, other);
+  assert.equal(runStatus(waiting, 0)?.phase, 'Running', runStatus(waiting, 0)?.message);
+  assert.equal((await values())['zone-d'], '6s');
+  const releasedAt = Date.now();
+  await sandbox.rollouts(['promote', holder, '-n', ns]);
+  await healthy(holder, 'the holder’s walk of wave 2 to be Healthy', undefined, 4 * 60_000);
+  await healthy(other, 'the other Rollout’s walk of zone-d to be Healthy', undefined, 4 * 60_000);
+  figures['budget: holder released to both Healthy (s)'] = seconds(Date.now() - releasedAt);
+  const m = await finish();
+  figures['budget reads failed/total'] = `${m.read.failed}/${m.read.sent}`;
+  figures['budget samples lost'] = m.samples.lost;
+  figures['budget out of reads'] = describeOut(m.outOfReads);
+  const v = await values();
+  assert.deepEqual(
+    [v['zone-b'], v['zone-e'], v['zone-d']],
+    ['8s', '8s', '8s'],
+    'both walks applied their change',
+  );
+  assert.ok(outTogether(m.outOfReads, wave2), `zone-b and zone-e out together: ${describeOut(m.outOfReads)}`);
+  assert.ok(outTogether(m.outOfReads, ['zone-d']), `zone-d drained in the end: ${describeOut(m.outOfReads)}`);
+  // zone-d may leave as soon as one of them is back (2 out is within the budget), never beside both.
+  assert.ok(
+    mostOut(m.outOfReads) <= 2,
+    `never more than the budget's 2 zones out: ${describeOut(m.outOfReads)}`,
+  );
+  assert.equal(m.read.failed, 0, `reads failed: ${m.read.failures.join('; ')}`);
+  assert.deepEqual(m.violations, [], 'no zone routed while not ready');
+  assert.equal(m.samples.lost, 0, m.samples.detail);
+  assert.deepEqual(await leftovers(), []);
+});
