@@ -135,10 +135,16 @@ function runExecFile(exec: ExecConfig): Promise<string> {
         maxBuffer: 1024 * 1024,
       },
       (err, stdout) => {
-        // The plugin's output is the credential: never part of the message.
-        if (err)
-          reject(new Error(`exec credential plugin ${exec.command} failed (${err.message.split('\n')[0]})`));
-        else resolve(stdout);
+        // The plugin's output is the credential and its arguments may carry one: neither is part of the message.
+        if (err) {
+          const how =
+            typeof err.code === 'number'
+              ? `exit code ${err.code}`
+              : err.killed
+                ? `stopped after ${execTimeoutMs / 1000} s`
+                : String(err.code ?? 'failed to start');
+          reject(new Error(`exec credential plugin ${exec.command} failed (${how})`));
+        } else resolve(stdout);
       },
     );
   });

@@ -284,6 +284,34 @@ test('an exec credential plugin gives the token, run again once its credential e
     'the expired credential was asked for again, the valid one reused',
   );
   assert.equal(readFileSync(counter, 'utf8'), 'xx', 'the plugin ran twice');
+
+  // A plugin that fails: the message names the command and its exit code, never its arguments or output.
+  const failing = join(dir, 'exec-failing');
+  writeFileSync(
+    failing,
+    JSON.stringify({
+      'current-context': 'exec',
+      clusters: [{ name: 'f', cluster: { server, 'certificate-authority-data': b64(tls.ca) } }],
+      users: [
+        {
+          name: 'e',
+          user: {
+            exec: {
+              command: process.execPath,
+              args: ['-e', 'console.log("t0ken-printed"); process.exit(7)', '--', '--token=s3cret-arg'],
+            },
+          },
+        },
+      ],
+      contexts: [{ name: 'exec', context: { cluster: 'f', user: 'e' } }],
+    }),
+  );
+  await assert.rejects(kubeObjects(kubeconfigConnection([failing])).list('v1', 'Pod', 'vm'), (e) => {
+    assert.ok(e instanceof KubeError);
+    assert.match(e.message, /exec credential plugin .*node failed \(exit code 7\)/);
+    for (const secret of ['t0ken-printed', 's3cret-arg']) assert.ok(!e.message.includes(secret), e.message);
+    return true;
+  });
 });
 
 test('in-cluster: the service account token file is read again once it rotates', async () => {
