@@ -89,7 +89,8 @@ function apiMessage(body: unknown): string {
   return '';
 }
 
-/** A refused API call: client-node's ApiException and this project's KubeApiError both carry `code` and `body`. */
+/** A refused API call: this project's KubeApiError (`status`, `body`), or an error with a numeric `code` and a `body`
+ *  (client-node's ApiException, which tests and benchmarks still build). */
 function apiFailure(err: unknown): { code: number; body: unknown } | undefined {
   if (err instanceof KubeApiError) return { code: err.status, body: err.body };
   if (err instanceof Error && typeof (err as { code?: unknown }).code === 'number' && 'body' in err)
