@@ -185,12 +185,44 @@ export function zoneListProblem(
   return undefined;
 }
 
+/**
+ * Why a wave of `width` of the spec's `zoneCount` zones could never be out of reads under `budget`, or undefined:
+ * it takes out more zones than maxZonesOut allows, or it leaves fewer serving than minZonesServing — a balancer
+ * routes only the spec's zones (plugin/vm/read-routing.ts), so while the wave is out at most zoneCount − width
+ * serve, and the drain of its last zone would wait for a budget no walk can free. One check for `vmzones lint`,
+ * `render` and the step (the spec's widest wave, and the zones of a step). Only a minZonesServing the author wrote
+ * is checked: the default (1) is the rule a walk without a budget has always had, enforced at the drain itself
+ * (a spec read only by the gates, or a one-zone spec, stays valid).
+ */
+export function waveBudgetProblem(
+  budget: { maxZonesOut?: number | undefined; minZonesServing?: number | undefined },
+  zoneCount: number,
+  width: number,
+): { field: 'maxZonesOut' | 'minZonesServing'; message: string } | undefined {
+  const { maxZonesOut, minZonesServing } = budget;
+  if (maxZonesOut !== undefined && maxZonesOut < width) {
+    return {
+      field: 'maxZonesOut',
+      message: `is ${maxZonesOut}, but a wave takes ${width} zones out of reads at once: raise it or make the waves smaller`,
+    };
+  }
+  const servingAtMost = zoneCount - width;
+  if (minZonesServing !== undefined && minZonesServing > servingAtMost) {
+    const out = width === 1 ? 'one zone is' : `a wave of ${width} zones is`;
+    return {
+      field: 'minZonesServing',
+      message: `is ${minZonesServing}, but the spec has ${zoneCount} zone${zoneCount === 1 ? '' : 's'}: while ${out} out of reads at most ${servingAtMost} serve, so ${width === 1 ? 'no zone could ever drain' : 'that wave could never drain'}; keep it at most ${servingAtMost}${width === 1 ? ' (or add zones)' : ', or make the waves smaller'}`,
+    };
+  }
+  return undefined;
+}
+
 /** The zone disruption budget, checked before every drain against the real routing of every balancer. */
 const disruptionBudget = z.strictObject({
   /** At most this many zones out of reads at once through a balancer, across Rollouts; default: the largest wave. */
   maxZonesOut: z.number().int().min(1).optional(),
-  /** At least this many zones serving reads through each balancer at all times. */
-  minZonesServing: z.number().int().min(1).default(1),
+  /** At least this many zones serving reads through each balancer at all times; default 1 (never the last one). */
+  minZonesServing: z.number().int().min(1).optional(),
 });
 
 const specSchema = z
@@ -215,7 +247,7 @@ const specSchema = z
     maxParallelZones: z.number().int().min(1).optional(),
     /** Every zone, in walk order (with maxParallelZones). */
     order: z.array(zoneName).optional(),
-    disruptionBudget: disruptionBudget.default({ minZonesServing: 1 }),
+    disruptionBudget: disruptionBudget.default({}),
   })
   .superRefine((v, ctx) => {
     const known = Object.keys(v.zones);
@@ -241,14 +273,9 @@ const specSchema = z
       ...(v.waves ?? []).map((w) => w.length),
       Math.min(v.maxParallelZones ?? 1, known.length),
     );
-    const maxOut = v.disruptionBudget.maxZonesOut;
-    if (maxOut !== undefined && maxOut < widest) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['disruptionBudget', 'maxZonesOut'],
-        message: `is ${maxOut}, but a wave takes ${widest} zones out of reads at once: raise it or make the waves smaller`,
-      });
-    }
+    const budget = waveBudgetProblem(v.disruptionBudget, known.length, widest);
+    if (budget !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['disruptionBudget', budget.field], message: budget.message });
     if (Array.isArray(v.vmauth)) {
       const seen = new Map<string, number>();
       v.vmauth.forEach((source, index) => {
@@ -374,7 +401,7 @@ export function chunkWaves(order: readonly string[], size: number): string[][] {
 export function specDisruptionBudget(spec: ZoneSpecDocument): DisruptionBudget {
   return {
     maxZonesOut: spec.disruptionBudget.maxZonesOut ?? Math.max(...specWaves(spec).map((wave) => wave.length)),
-    minZonesServing: spec.disruptionBudget.minZonesServing,
+    minZonesServing: spec.disruptionBudget.minZonesServing ?? 1,
   };
 }
 

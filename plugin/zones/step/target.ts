@@ -21,6 +21,7 @@ import {
   specFromAnnotations,
   type VmauthSource,
   vmauthSources,
+  waveBudgetProblem,
   type ZoneSpecDocument,
   zoneWorkload,
   zoneWriters,
@@ -105,6 +106,9 @@ export interface ZoneTarget {
   readyTimeoutMs: number;
   /** The spec's zone disruption budget, checked before the zone is drained. */
   budget: DisruptionBudget;
+  /** Every zone of the step's wave (`config.zones`; the zone alone for a step of one zone): the budget admits a
+   *  wave whole, so each zone's drain is checked as if all of them left together. */
+  wave: readonly string[];
   /** The agents that write to the zone (VMAgents, or VLAgents for a VLCluster zone: the zone kind says which), and
    *  the cluster they run in (undefined = the controller's own). Records keep the field name vmagents. */
   vmagents: string[];
@@ -208,6 +212,7 @@ export function resolveTarget(
     drainQueryCheck: drainQueryCheckOf(spec),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     budget: specDisruptionBudget(spec),
+    wave: [config.zone],
     vmagents: writers.names,
     vmagentsCluster: writers.cluster,
     vminsertHosts: spec.zones[config.zone]?.vminsertHosts,
@@ -226,11 +231,26 @@ export function resolveWave(
   namespaces: NamespaceAllowance = { all: false, extra: [] },
 ): ZoneTarget[] {
   const { zones, action } = parseWaveConfig(rawConfig);
-  const targets = zones.map((zone) => resolveTarget(rollout, { zone, action }, namespaces));
-  const budget = targets[0]?.budget;
-  if (budget !== undefined && zones.length > budget.maxZonesOut) {
+  const targets = zones.map((zone) => ({
+    ...resolveTarget(rollout, { zone, action }, namespaces),
+    wave: zones,
+  }));
+  const first = targets[0];
+  const problem =
+    first === undefined
+      ? undefined
+      : waveBudgetProblem(
+          // The budget's maxZonesOut as resolved (default: the widest wave); minZonesServing only as written.
+          {
+            maxZonesOut: first.budget.maxZonesOut,
+            minZonesServing: first.spec.disruptionBudget.minZonesServing,
+          },
+          Object.keys(first.spec.zones).length,
+          zones.length,
+        );
+  if (problem !== undefined) {
     throw new SpecError([
-      `step config.zones: a wave of ${zones.length} zones (${zones.join(', ')}) exceeds the spec's disruptionBudget.maxZonesOut ${budget.maxZonesOut}`,
+      `step config.zones: a wave of ${zones.length} zones (${zones.join(', ')}) ${problem.field === 'maxZonesOut' ? `exceeds the spec's disruptionBudget.maxZonesOut ${first?.budget.maxZonesOut}` : `can never drain: the spec's disruptionBudget.minZonesServing ${problem.message}`}`,
     ]);
   }
   return targets;

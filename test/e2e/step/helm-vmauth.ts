@@ -57,10 +57,13 @@ export interface HelmVmauth {
   stop(): Promise<void>;
 }
 
+/** `namespace` and `config` (default: `vm` and helmConfig(zones)): test/bench/waves-scale.ts routes placeholder
+ *  zones, which have no process (their URLs stay as written), through a vmauth of its own namespace. */
 export async function startHelmVmauth(
   sandbox: Sandbox,
   kube: KubeObjects,
   zones: string[],
+  { namespace = ns, config = helmConfig(zones) }: { namespace?: string; config?: string } = {},
 ): Promise<HelmVmauth> {
   const dir = mkdtempSync(join(tmpdir(), 'vmzones-helm-vmauth-'));
   const configPath = join(dir, 'auth.yml');
@@ -68,14 +71,14 @@ export async function startHelmVmauth(
   const zonePorts = new Map(
     zones.map((z) => [z, Number(new URL(sandbox.endpoint('VMCluster', z).url).port)]),
   );
-  const secretRef = { apiVersion: 'v1', kind: 'Secret', namespace: ns, name: helmSecret.name };
+  const secretRef = { apiVersion: 'v1', kind: 'Secret', namespace, name: helmSecret.name };
 
   await sandbox.kubectl.apply([
     {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: helmSecret.name, namespace: ns },
-      stringData: { [helmSecret.key]: helmConfig(zones) },
+      metadata: { name: helmSecret.name, namespace },
+      stringData: { [helmSecret.key]: config },
     },
   ]);
   const read = async () => {
@@ -102,7 +105,7 @@ export async function startHelmVmauth(
     {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'helm-vmauth-0', namespace: ns, labels: helmPodLabels },
+      metadata: { name: 'helm-vmauth-0', namespace, labels: helmPodLabels },
       spec: {
         containers: [
           {
@@ -116,7 +119,7 @@ export async function startHelmVmauth(
     },
   ]);
   await eventually('the helm vmauth Pod to be Ready', async () => {
-    const pod = (await kube.get({ apiVersion: 'v1', kind: 'Pod', namespace: ns, name: 'helm-vmauth-0' })) as {
+    const pod = (await kube.get({ apiVersion: 'v1', kind: 'Pod', namespace, name: 'helm-vmauth-0' })) as {
       status?: { conditions?: { type: string; status: string }[] };
     };
     return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
