@@ -95,12 +95,14 @@ export function lastZoneThrough(layer: ReadLayer, zone: string): BalancerState |
   return routingTo(layer, zone).find((b) => b.routing.routed.length === 1);
 }
 
-/** Why `zone` must not leave reads now (read-safety.ts, in each balancer that routes to it), or undefined. */
+/** Why `zone` must not leave reads now (read-safety.ts, in each balancer that routes to it), or undefined; `wave`:
+ *  every zone of the step's wave, admitted whole (default: the zone alone). */
 export async function layerDrainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   layer: ReadLayer,
   zone: string,
   budget?: DisruptionBudget,
+  wave?: readonly string[],
 ): Promise<string | undefined> {
   for (const b of routingTo(layer, zone)) {
     const blocker = await drainBlocker(
@@ -109,14 +111,23 @@ export async function layerDrainBlocker(
       { ...b.routing, describe: b.describe },
       zone,
       budget,
+      wave,
     );
     if (blocker !== undefined) return blocker;
   }
   return undefined;
 }
 
-/** Takes `zone` out of every balancer that routes to it; returns the balancers written. A failure part-way leaves
- *  the others' records in place, so a retry finishes the drain and a restore puts back exactly what was taken. */
+/**
+ * Takes `zone` out of every balancer that routes to it; returns the balancers written. A failure part-way leaves
+ * the others' records in place, so a retry finishes the drain and a restore puts back exactly what was taken.
+ *
+ * Each write is guarded by the resourceVersion of `layer`, the reading the disruption budget was checked on
+ * (layerDrainBlocker): had another Rollout or the reconciler drained a zone through that balancer since, the write
+ * is refused as a conflict (KubeError `conflict`) and the caller reads and checks again — the step's transient
+ * retry runs the drain anew, the reconciler's next pass does. Two Rollouts checking at once therefore cannot both
+ * be admitted on the same reading (without it, a drain re-read the balancer just before writing and went ahead).
+ */
 export async function drainLayer(
   layer: ReadLayer,
   zone: string,
@@ -125,7 +136,7 @@ export async function drainLayer(
 ): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
   for (const b of routingTo(layer, zone)) {
-    if (await drainZone(b.kube, b.config, zone, by, clock)) written.push(b);
+    if (await drainZone(b.kube, b.config, zone, by, clock, b.routing.resourceVersion)) written.push(b);
   }
   return written;
 }

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock } from '../goplugin/index.ts';
-import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
+import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import {
   balancerObjectRef,
   describeBalancer,
@@ -236,7 +236,8 @@ async function write(
 /**
  * Takes `zone` out of the balancer, unless it is already out. Refuses (ReadRoutingError, nothing written) when no
  * other zone would be left serving reads. A 409 (someone else wrote meanwhile) surfaces as a KubeError `conflict`.
- * Returns whether it wrote.
+ * `checkedVersion`: the resourceVersion the caller decided on (the disruption budget, read-layer.ts drainLayer);
+ * the write is guarded by it, so a balancer changed since is a conflict too. Returns whether it wrote.
  */
 export async function drainZone(
   kube: KubeObjects,
@@ -244,9 +245,17 @@ export async function drainZone(
   zone: string,
   by: string,
   clock: Clock,
+  checkedVersion?: string,
 ): Promise<boolean> {
   const loaded = await load(kube, config);
   const { routing } = loaded;
+  if (checkedVersion !== undefined && checkedVersion !== routing.resourceVersion) {
+    throw new KubeError(
+      'conflict',
+      `${routing.describe} changed after the disruption budget was checked on it (resourceVersion ${checkedVersion}, now ${routing.resourceVersion}); checking again`,
+      409,
+    );
+  }
   if (!routing.routed.includes(zone)) return false;
   const others = routing.routed.filter((z) => z !== zone);
   if (others.length === 0) {

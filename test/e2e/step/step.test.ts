@@ -9,9 +9,9 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { WatchCache } from '../../../plugin/kube/watch-cache.ts';
 import { watchedObjects } from '../../../plugin/kube/watched-objects.ts';
@@ -470,8 +470,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       const plugin = inProcessPlugin(recorded);
       // The reconciler as main.ts wires it: its per-pass reads from watch caches on the real API server (each
       // cache lists, then watches: both recorded for the RBAC check below).
-      const kc = new KubeConfig();
-      kc.loadFromFile(sandbox.state.kubeconfig);
+      const kc = kubeconfigConnection([sandbox.state.kubeconfig]);
       const watched = watchedObjects(recorded, {
         kubeConfig: kc,
         kinds: reconcilerWatchedKinds,
