@@ -1,7 +1,7 @@
 // The vmzones executable. The Argo Rollouts controller launches it once per configured plugin name and tells
 // it its role through the go-plugin magic cookie: `step` serves vmzones/step, `metricprovider` vmzones/gates.
 // Run by hand (no cookie) it is the CLI. Both paths load their modules with import() so that the CLI's offline
-// commands never evaluate the Kubernetes client or undici, which need a newer Node than users' CI may have
+// commands never evaluate the Kubernetes client, which needs a newer Node than users' CI may have
 // (docs/cli.md, "Node versions").
 
 import { runtimeProblem } from './cli/runtime.ts';
@@ -23,7 +23,7 @@ if (process.env[cookieKey] === undefined) {
 
 async function startPlugin(): Promise<void> {
   const role = process.env[cookieKey];
-  // Only the served role's modules and, without an --observe-* flag, no observe endpoint (express) are
+  // Only the served role's modules and, without an --observe-* flag, no observe endpoint (prom-client) are
   // evaluated: each evaluated module costs the plugin process heap and code space (docs/testing.md, "Plugin process").
   const wantsObserve = process.argv.slice(2).some((arg) => arg.startsWith('--observe-'));
   const [{ createLogger, servePlugin }, { unreadFields }, stepRole, metricRole, observing] =

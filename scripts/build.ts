@@ -2,14 +2,35 @@
 // the controller launches `<node> dist/vmzones.mjs`; users run `vmzones` / `kubectl vmzones` (package.json bin).
 // No code splitting: each bundle stays one file to copy, and esbuild keeps a module reached only through
 // import() uninitialized until that import() runs, which is what lets the CLI's offline commands run on Node 20
-// although the Kubernetes client and undici in the same file do not (plugin/main.ts, docs/cli.md).
+// although the plugin's own modules in the same file need Node 24 (plugin/main.ts, docs/cli.md).
 
 import { chmodSync, readFileSync } from 'node:fs';
-import { build } from 'esbuild';
+import { dirname, join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
   version: string;
   engines: { node: string };
+};
+
+/**
+ * zod re-exports every one of its ~50 message locales (`z.locales`); vmzones uses the English messages zod configures
+ * itself (zod/v4/classic/schemas.js imports locales/en.js directly) and never `z.locales`. Bundling only `en` there
+ * drops ~300 KB of source that V8 would keep and evaluate in every plugin process (docs/deploy.md, "Memory").
+ */
+const zodEnglishOnly: Plugin = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[/\\]node_modules[/\\]zod[/\\]/.test(args.importer)
+        ? { path: join(dirname(args.importer), '..', 'locales', 'en.js'), namespace: 'zod-english-only' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-english-only' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+      resolveDir: dirname(args.path),
+    }));
+  },
 };
 
 // name → [entry, oldest Node it must load on]
@@ -43,6 +64,7 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
       // A shebang for running by hand; bundled CommonJS dependencies may still call require().
       js: "#!/usr/bin/env node\nimport { createRequire as __vmzonesCreateRequire } from 'node:module'; const require = __vmzonesCreateRequire(import.meta.url);",
     },
+    plugins: [zodEnglishOnly],
     logLevel: 'warning',
   });
   chmodSync(outfile, 0o755);

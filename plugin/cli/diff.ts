@@ -11,13 +11,18 @@
 // `run` is a CommandModule (plugin/cli/commands.ts), loaded on demand: it evaluates the Kubernetes client, which
 // the offline commands must not.
 
-import { KubeConfig } from '@kubernetes/client-node';
 import {
   type ClusterClients,
   ClusterRegistryError,
   clusterClients,
   hubOnly,
 } from '../kube/cluster-registry.ts';
+import {
+  defaultKubeconfigPaths,
+  type KubeConnection,
+  kubeconfigConnection,
+  loadKubeConnection,
+} from '../kube/kube-config.ts';
 import { KubeError, type KubeObjects, kubeObjects } from '../kube/objects.ts';
 import { showFieldValue } from '../kube/redact.ts';
 import { zoneObjectRef } from '../vm/zone-kinds.ts';
@@ -215,12 +220,10 @@ export function diffExitCode(diffs: readonly ZoneDiff[]): number {
 }
 
 /** The user's kubeconfig (--kubeconfig, else KUBECONFIG / ~/.kube/config) and context (--context, else current). */
-export function kubeConfigFor(target: KubeTarget): KubeConfig {
-  const kc = new KubeConfig();
-  if (target.kubeconfig === undefined) kc.loadFromDefault();
-  else kc.loadFromFile(target.kubeconfig);
-  if (target.context !== undefined) kc.setCurrentContext(target.context);
-  return kc;
+export function kubeConfigFor(target: KubeTarget): KubeConnection {
+  if (target.kubeconfig === undefined && target.context === undefined) return loadKubeConnection();
+  const paths = target.kubeconfig === undefined ? defaultKubeconfigPaths() : [target.kubeconfig];
+  return kubeconfigConnection(paths, target.context);
 }
 
 function kubeFor(target: KubeTarget): KubeObjects {

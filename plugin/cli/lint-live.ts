@@ -51,7 +51,7 @@ export function connect(flags: Flags): LiveTarget {
   return {
     kube,
     clusters: clusterClients({ hub: kube, namespace: flags.string('clusters-namespace') ?? 'argo-rollouts' }),
-    namespace: target.namespace ?? (kc.getContextObject(kc.getCurrentContext())?.namespace || 'default'),
+    namespace: target.namespace ?? (kc.namespace || 'default'),
   };
 }
 

@@ -229,7 +229,7 @@ export async function run(flags: Flags, context: CommandContext): Promise<number
   const format: StatusFormat = output ?? 'table';
   const target = flags.kubeTarget();
   const kc = kubeConfigFor(target);
-  const namespace = namespaceOf(target.namespace, kc.getContextObject(kc.getCurrentContext())?.namespace);
+  const namespace = namespaceOf(target.namespace, kc.namespace);
   const kube = kubeObjects(kc);
   // Remote zones are read with the clusters' registrations, as the plugin reads them (the user needs to read
   // those Secrets; docs/multicluster.md).

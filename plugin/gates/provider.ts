@@ -36,7 +36,7 @@ import {
 import { drainStateSchema } from './drain-state.ts';
 import { evaluateMetricConditions } from './expr/conditions.ts';
 import type { GateContext, GateReading } from './gate-reading.ts';
-import { GateSetupError, lazyOwnerSpec } from './owner-spec.ts';
+import { GateSetupError, lazyOwnerSpec, RunOwners } from './owner-spec.ts';
 import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady } from './vmcluster-ready.ts';
@@ -136,6 +136,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
     return client;
   };
   const warned = new Set<string>();
+  const runOwners = new RunOwners();
   const warnOnce = (key: string, warning: string) => {
     if (warned.has(key)) return;
     if (warned.size >= maxWarnedMetrics) warned.clear();
@@ -201,7 +202,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         run,
         now,
         allowance: allowance(),
-        ownerSpec: lazyOwnerSpec(kube(), run),
+        ownerSpec: lazyOwnerSpec(kube(), run, runOwners),
       };
       // Said on use: in the log once per metric, and in every reading's message (so in `vmzones status`).
       const tlsWarning = gateTlsWarning(config);

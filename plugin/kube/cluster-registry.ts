@@ -7,18 +7,12 @@
 // The credentials stay in the Secret and in the client built from it: no message here or from a client carries
 // them (errors name the cluster and the Secret, never a value).
 
-import type { KubeConfig } from '@kubernetes/client-node';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { type ClusterRegistration, clusterConfigSchema } from './cluster-registration.ts';
 import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
+import type { KubeConnection } from './kube-config.ts';
 import { dns1123Label } from './names.ts';
-import {
-  KubeError,
-  type KubeObject,
-  type KubeObjects,
-  kubeObjects,
-  SharedConnectionsKubeConfig,
-} from './objects.ts';
+import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
 
 export type { ClusterRegistration };
 export { clusterSecretLabel };
@@ -118,32 +112,24 @@ export function parseClusterSecret(secret: KubeObject): ClusterRegistration {
   };
 }
 
-/** A client configuration for the registered cluster (server, CA, token or client certificate). */
-export function kubeConfigFor(registration: ClusterRegistration): KubeConfig {
+/** A client configuration for the registered cluster (server, CA, token or client certificate). Never an exec
+ *  plugin or a file: the plugin runs no program and reads no path chosen by a Secret's content. */
+export function kubeConfigFor(registration: ClusterRegistration): KubeConnection {
   const tls = registration.config.tlsClientConfig;
-  const kc = new SharedConnectionsKubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: registration.name,
-        server: registration.server,
-        skipTLSVerify: tls.insecure,
-        ...(tls.caData === undefined ? {} : { caData: tls.caData.replace(/\s/g, '') }),
-        ...(tls.serverName === undefined ? {} : { tlsServerName: tls.serverName }),
-      },
-    ],
-    users: [
-      {
-        name: registration.name,
-        ...(registration.config.bearerToken === undefined ? {} : { token: registration.config.bearerToken }),
-        ...(tls.certData === undefined ? {} : { certData: tls.certData.replace(/\s/g, '') }),
-        ...(tls.keyData === undefined ? {} : { keyData: tls.keyData.replace(/\s/g, '') }),
-      },
-    ],
-    contexts: [{ name: registration.name, cluster: registration.name, user: registration.name }],
-    currentContext: registration.name,
-  });
-  return kc;
+  const base64 = (data: string | undefined) => (data === undefined ? undefined : data.replace(/\s/g, ''));
+  const fields = {
+    caData: base64(tls.caData),
+    certData: base64(tls.certData),
+    keyData: base64(tls.keyData),
+    token: registration.config.bearerToken,
+    tlsServerName: tls.serverName,
+  };
+  return {
+    server: registration.server,
+    skipTLSVerify: tls.insecure,
+    source: `cluster ${registration.name} (Secret ${registration.secret})`,
+    ...Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)),
+  };
 }
 
 /** Every call's error names the cluster, so that "not ready" or "unreachable" says where. */

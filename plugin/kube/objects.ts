@@ -1,17 +1,10 @@
 // Reads and writes of Kubernetes objects, as the layers above need them: by apiVersion/kind/namespace/name, with
 // JSON merge patches guarded by resourceVersion, and errors that say which object and what went wrong.
 
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import {
-  ApiException,
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type RequestContext,
-} from '@kubernetes/client-node';
 import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
 import type { ClusterRegistration } from './cluster-registration.ts';
+import { KubeApiError, KubeClient, UnknownKindError } from './kube-client.ts';
+import { type KubeConnection, loadKubeConnection } from './kube-config.ts';
 import { redactText } from './redact.ts';
 
 export const fieldManager = 'vmzones';
@@ -96,30 +89,43 @@ function apiMessage(body: unknown): string {
   return '';
 }
 
+/** A refused API call: this project's KubeApiError (`status`, `body`), or an error with a numeric `code` and a `body`
+ *  (client-node's ApiException, which tests and benchmarks still build). */
+function apiFailure(err: unknown): { code: number; body: unknown } | undefined {
+  if (err instanceof KubeApiError) return { code: err.status, body: err.body };
+  if (err instanceof Error && typeof (err as { code?: unknown }).code === 'number' && 'body' in err)
+    return err as Error & { code: number; body: unknown };
+  return undefined;
+}
+
 export function toKubeError(err: unknown, what: string): KubeError {
   if (err instanceof KubeError) return err;
-  if (err instanceof ApiException) {
+  const failure = apiFailure(err);
+  if (failure !== undefined) {
     // The API server's message may quote the invalid value it refused (a URL with its password, a token).
-    const detail = redactText(apiMessage(err.body));
-    const text = `${what}: HTTP ${err.code}${detail ? `: ${detail}` : ''}`;
-    switch (err.code) {
+    const detail = redactText(apiMessage(failure.body));
+    const text = `${what}: HTTP ${failure.code}${detail ? `: ${detail}` : ''}`;
+    switch (failure.code) {
       case 404:
         return new KubeError('notFound', text, 404);
       case 409:
         return new KubeError('conflict', text, 409);
       case 401:
       case 403:
-        return new KubeError('forbidden', text, err.code);
+        return new KubeError('forbidden', text, failure.code);
       case 400:
       case 422:
-        return new KubeError('invalid', text, err.code);
+        return new KubeError('invalid', text, failure.code);
       default:
-        return new KubeError('unavailable', text, err.code);
+        return new KubeError('unavailable', text, failure.code);
     }
   }
-  // The client's discovery found the API group without this kind: its CRD is not installed, as a 404 would say
+  // Discovery found the API group without this kind: its CRD is not installed, as a 404 would say
   // (a zone kind the cluster has no operator CRD for holds no zones: plugin/zones/reconciler/reconciler.ts).
-  if (err instanceof Error && err.message.startsWith('Unrecognized API version and kind:')) {
+  if (
+    err instanceof UnknownKindError ||
+    (err instanceof Error && err.message.startsWith('Unrecognized API version and kind:'))
+  ) {
     return new KubeError(
       'notFound',
       `${what}: the API server serves no such kind (is its CRD installed?)`,
@@ -190,63 +196,13 @@ export interface KubeObjects {
   changeOf?(ref: ObjectRef, seen: string | undefined): ObjectChange | undefined;
 }
 
-type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
+let defaultClient: KubeClient | undefined;
 
-/**
- * A KubeConfig whose API calls share one connection pool. client-node 2.0.1 builds a new undici Agent for every
- * request that carries TLS options (a CA, a client certificate: in-cluster and with most kubeconfigs), so each
- * request opened its own TLS connection, kept alive unused until it timed out: with 50 walks each in-call wait
- * left dozens of sockets and TLS contexts in the step process (docs/deploy.md, "Memory"). The Agent is kept while
- * what it was built from (server, proxy, CA, client certificate and key, as the files hold them now) stays the
- * same, and replaced (the old one closed once its requests are done) when it changes.
- */
-export class SharedConnectionsKubeConfig extends KubeConfig {
-  #shared: { key: string; dispatcher: Dispatcher } | undefined;
-
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    const built = context.getDispatcher();
-    if (built === undefined) return;
-    const key = this.#connectionKey();
-    if (this.#shared?.key !== key) {
-      const old = this.#shared?.dispatcher;
-      this.#shared = { key, dispatcher: built };
-      void old?.close().catch(() => {});
-      return;
-    }
-    context.setDispatcher(this.#shared.dispatcher);
-    // Built for this request and never connected: nothing to wait for.
-    void built.destroy().catch(() => {});
-  }
-
-  /** A digest of what the per-request Agent is built from (the material itself is not kept). */
-  #connectionKey(): string {
-    const cluster = this.getCurrentCluster();
-    const user = this.getCurrentUser();
-    const file = (path: string | undefined) => (path === undefined ? '' : readFileSync(path, 'latin1'));
-    const hash = createHash('sha256');
-    for (const part of [
-      cluster?.server,
-      cluster?.proxyUrl,
-      String(cluster?.skipTLSVerify),
-      cluster?.tlsServerName,
-      cluster?.caData,
-      file(cluster?.caFile),
-      user?.certData,
-      file(user?.certFile),
-      user?.keyData,
-      file(user?.keyFile),
-    ])
-      hash.update(`${part ?? ''}\0`);
-    return hash.digest('hex');
-  }
-}
-
-/** The in-cluster service account, or KUBECONFIG / ~/.kube/config outside a cluster. */
-export function loadKubeConfig(): KubeConfig {
-  const kc = new SharedConnectionsKubeConfig();
-  kc.loadFromDefault();
-  return kc;
+/** The client of the process's own cluster (the in-cluster service account, or KUBECONFIG / ~/.kube/config outside
+ *  a cluster): one per process, so that the calls and the watches share its one connection pool. */
+export function loadKubeConfig(): KubeClient {
+  defaultClient ??= new KubeClient(loadKubeConnection());
+  return defaultClient;
 }
 
 /** No API call may hang a step or the reconciler: each one is abandoned after this long (a write that timed out
@@ -271,85 +227,106 @@ async function withTimeout<T>(call: Promise<T>, what: string, timeoutMs: number)
   }
 }
 
+/** A client of the cluster `connection` names: one per cluster (each holds that cluster's connection pool). */
+export function kubeClientOf(connection: KubeConnection | KubeClient): KubeClient {
+  return connection instanceof KubeClient ? connection : new KubeClient(connection);
+}
+
 export function kubeObjects(
-  kc: KubeConfig = loadKubeConfig(),
+  connection: KubeConnection | KubeClient = loadKubeConfig(),
   timeoutMs: number = kubeCallTimeoutMs,
 ): KubeObjects {
-  const api = KubernetesObjectApi.makeApiClient(kc);
-  const header = (ref: ObjectRef) => ({
-    apiVersion: ref.apiVersion,
-    kind: ref.kind,
-    metadata: { name: ref.name, namespace: ref.namespace },
-  });
+  const client = kubeClientOf(connection);
+  const discoveryTimeoutMs = 2 * timeoutMs;
+  // The deadline covers discovery and the call together, as one call of the layers above; a call past it is
+  // abandoned (its connection closed). Discovery, shared by concurrent calls, has a deadline of its own.
+  const call = async <T>(what: string, run: (options: { signal: AbortSignal }) => Promise<T>) => {
+    const controller = new AbortController();
+    try {
+      return await withTimeout(run({ signal: controller.signal }), what, timeoutMs);
+    } catch (err) {
+      controller.abort();
+      throw err;
+    }
+  };
+  const objectPath = (ref: ObjectRef) =>
+    client.path(ref.apiVersion, ref.kind, ref.namespace, ref.name, discoveryTimeoutMs);
   return {
     async get(ref) {
+      const what = `reading ${describeRef(ref)}`;
       try {
-        return (await withTimeout(
-          api.read(header(ref)),
-          `reading ${describeRef(ref)}`,
-          timeoutMs,
-        )) as KubeObject;
+        return (await call(what, async (o) => client.request('GET', await objectPath(ref), o))) as KubeObject;
       } catch (err) {
-        throw toKubeError(err, `reading ${describeRef(ref)}`);
+        throw toKubeError(err, what);
       }
     },
     async mergePatch(ref, patch, resourceVersion, options) {
-      const h = header(ref);
       const body = {
         ...patch,
         apiVersion: ref.apiVersion,
         kind: ref.kind,
         metadata: {
           ...((patch.metadata as Record<string, unknown> | undefined) ?? {}),
-          ...h.metadata,
+          name: ref.name,
+          namespace: ref.namespace,
           ...(resourceVersion === undefined ? {} : { resourceVersion }),
         },
       };
+      const what = `${options?.dryRun ? 'dry-run patching' : 'patching'} ${describeRef(ref)}`;
       try {
-        return (await withTimeout(
-          api.patch(
+        return (await call(what, async (o) =>
+          client.request('PATCH', await objectPath(ref), {
+            ...o,
             body,
-            undefined,
-            options?.dryRun ? 'All' : undefined,
-            fieldManager,
-            undefined,
-            PatchStrategy.MergePatch,
-          ),
-          `patching ${describeRef(ref)}`,
-          timeoutMs,
+            contentType: 'application/merge-patch+json',
+            query: { fieldManager, ...(options?.dryRun ? { dryRun: 'All' } : {}) },
+          }),
         )) as KubeObject;
       } catch (err) {
-        throw toKubeError(err, `${options?.dryRun ? 'dry-run patching' : 'patching'} ${describeRef(ref)}`);
+        throw toKubeError(err, what);
       }
     },
     async create(object) {
-      const what = `creating ${object.kind} ${object.metadata.namespace}/${object.metadata.name}`;
+      const namespace = object.metadata.namespace ?? '';
+      const what = `creating ${object.kind} ${namespace}/${object.metadata.name}`;
       try {
-        return (await withTimeout(
-          api.create(object, undefined, undefined, fieldManager),
-          what,
-          timeoutMs,
+        return (await call(what, async (o) =>
+          client.request(
+            'POST',
+            await client.path(object.apiVersion, object.kind, namespace, undefined, discoveryTimeoutMs),
+            { ...o, body: object, query: { fieldManager } },
+          ),
         )) as KubeObject;
       } catch (err) {
         throw toKubeError(err, what);
       }
     },
     async list(apiVersion, kind, namespace, labelSelector) {
+      const where = `listing ${kind} in ${namespace === '' ? 'all namespaces' : namespace}`;
       try {
-        const result = await withTimeout(
-          api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector),
-          `listing ${kind} in ${namespace === '' ? 'all namespaces' : namespace}`,
-          timeoutMs,
+        const result = await call(where, async (o) =>
+          client.request(
+            'GET',
+            await client.path(apiVersion, kind, namespace, undefined, discoveryTimeoutMs),
+            {
+              ...o,
+              query: { labelSelector },
+            },
+          ),
         );
-        return result.items as KubeObject[];
+        return listItems(result, apiVersion, kind);
       } catch (err) {
-        throw toKubeError(
-          err,
-          `listing ${kind} in ${namespace === '' ? 'all namespaces' : namespace}${labelSelector ? ` (${labelSelector})` : ''}`,
-        );
+        throw toKubeError(err, `${where}${labelSelector ? ` (${labelSelector})` : ''}`);
       }
     },
   };
+}
+
+/** A list answer's items, each with the apiVersion and kind the API server leaves out of list items. */
+export function listItems(answer: unknown, apiVersion: string, kind: string): KubeObject[] {
+  const items = (answer as { items?: unknown }).items;
+  if (!Array.isArray(items)) throw new Error(`listing ${kind}: the answer has no items`);
+  return items.map((item: KubeObject) => ({ ...item, apiVersion, kind }));
 }
 
 /** `live` (every read and write to the API server), with waits for changes from `watched` (plugin/kube/watched-objects.ts). */

@@ -1,25 +1,28 @@
-// A watched copy of one kind's objects in one cluster: a list, then a watch from its resourceVersion
-// (@kubernetes/client-node's ListWatch), so that reading them again costs no API call. docs/scale.md says why and
-// what it costs. What ListWatch does not do, this module adds:
-//   - bookmarks (allowWatchBookmarks): a quiet kind's resourceVersion stays recent, so a reconnect resumes from it
-//     instead of meeting 410 Gone and listing everything again;
-//   - after a failed list or watch (anything but 410 and the client's inactivity timeout, which ListWatch handles
-//     itself: relist, resume) it restarts, waiting 1 s, 2 s, 4 s … up to 30 s between attempts (back to 1 s once
-//     a watch delivers an event, bookmarks included);
+// A watched copy of one kind's objects in one cluster: a list, then a watch from its resourceVersion, so that reading
+// them again costs no API call. docs/scale.md says why and what it costs. It
+//   - asks for bookmarks (allowWatchBookmarks): a quiet kind's resourceVersion stays recent, so a reconnect resumes
+//     from it instead of meeting 410 Gone and listing everything again;
+//   - resumes a watch the server ended (its timeoutSeconds), or that stayed without a byte for 30 s (quiet, or a
+//     connection that died without a word), from the last resourceVersion, and relists on 410 Gone;
+//   - after a failed list or watch (anything else, a silent connection included: plugin/kube/kube-client.ts) restarts,
+//     waiting 1 s, 2 s, 4 s … up to 30 s between attempts (back to 1 s once a watch delivers an event, bookmarks
+//     included): a failed list is listed again, a failed watch resumes from the last resourceVersion;
 //   - `fresh`: false until the first list is in, during a relist and while a failure is being retried, so that a
 //     reader can go to the API server instead of trusting a copy that may have stopped following it;
-//   - objects are stored without managedFields and kubectl's last-applied annotation (they can double an object).
-// One cache per KubeConfig: several clusters get one each.
+//   - stores objects without managedFields and kubectl's last-applied annotation (they can double an object).
+// One cache per kind and namespace and cluster: several clusters get one each.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  type KubeConfig,
-  type KubernetesListObject,
-  KubernetesObjectApi,
-  ListWatch,
-  Watch,
-} from '@kubernetes/client-node';
-import type { KubeObject, ObjectChange } from './objects.ts';
+  KubeApiError,
+  type KubeClient,
+  type WatchCallback,
+  type WatchHandle,
+  WatchInactiveError,
+  watchInactivityMs,
+} from './kube-client.ts';
+import type { KubeConnection } from './kube-config.ts';
+import { type KubeObject, kubeCallTimeoutMs, kubeClientOf, listItems, type ObjectChange } from './objects.ts';
 
 /** A kind to watch: the REST path needs the plural. */
 export interface WatchedKind {
@@ -28,15 +31,35 @@ export interface WatchedKind {
   plural: string;
 }
 
+/** A list answer: its items and the resourceVersion to watch from. */
+export interface ListedObjects {
+  metadata: { resourceVersion?: string };
+  items: KubeObject[];
+}
+
+/** Opens watches (KubeClient is one): events to `onEvent`, then `done` once (null: the server ended it). */
+export interface Watcher {
+  watch(
+    path: string,
+    params: Record<string, string | number | boolean | undefined>,
+    onEvent: WatchCallback,
+    done: (err: unknown) => void,
+    inactivityMs?: number,
+  ): Promise<WatchHandle>;
+}
+
 export interface WatchCacheOptions {
-  kubeConfig: KubeConfig;
+  /** The cluster: a connection (a client is made for it) or the cluster's client. */
+  kubeConfig: KubeConnection | KubeClient;
   kind: WatchedKind;
   /** '' watches all namespaces. */
   namespace: string;
-  /** The list call; default: KubernetesObjectApi.list on kubeConfig (tests give their own). */
-  list?: () => Promise<KubernetesListObject<KubeObject>>;
-  /** The watch; default: client-node's Watch on kubeConfig (tests give a subclass). */
-  watch?: Watch;
+  /** The list call; default: a list on the cluster's client (tests give their own). */
+  list?: () => Promise<ListedObjects>;
+  /** The watch; default: the cluster client's watch (tests give a scripted one). */
+  watch?: Watcher;
+  /** A watch without a byte for this long is opened again from the last resourceVersion; default 30 s. */
+  watchInactivityMs?: number;
   /** Waits between restarts (tests give an instant one). */
   delay?: (ms: number) => Promise<void>;
   onProblem?: (message: string) => void;
@@ -71,48 +94,6 @@ function metadataOf(object: KubeObject): KubeObject {
   };
 }
 
-/**
- * client-node's Watch, asking for bookmarks and handing on trimmed objects. `onWatch` runs when ListWatch asks
- * for a watch: by then the list (if any) is in the copy, and events after its resourceVersion are on their way
- * (a watch's headers may only come with its first event); `onEvent` on every event.
- */
-class TrimmingWatch extends Watch {
-  readonly #inner: Watch;
-  readonly #onWatch: () => void;
-  readonly #onEvent: () => void;
-  readonly #keep: (object: KubeObject) => KubeObject;
-  constructor(
-    inner: Watch,
-    onWatch: () => void,
-    onEvent: () => void,
-    keep: (object: KubeObject) => KubeObject,
-  ) {
-    super(inner.config);
-    this.#inner = inner;
-    this.#onWatch = onWatch;
-    this.#onEvent = onEvent;
-    this.#keep = keep;
-  }
-  override async watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    // biome-ignore lint/suspicious/noExplicitAny: client-node's own callback type, unchanged
-    callback: (phase: string, apiObj: any, watchObj?: any) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    this.#onWatch();
-    return this.#inner.watch(
-      path,
-      { ...queryParams, allowWatchBookmarks: true },
-      (phase, object: KubeObject, raw) => {
-        this.#onEvent();
-        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' ? this.#keep(object) : object, raw);
-      },
-      done,
-    );
-  }
-}
-
 function restPath(kind: WatchedKind, namespace: string): string {
   const [group, version] = kind.apiVersion.includes('/') ? kind.apiVersion.split('/') : ['', kind.apiVersion];
   const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
@@ -125,16 +106,40 @@ function errorText(err: unknown): string {
   return String(err);
 }
 
+/** A watch event of type ERROR carrying a Status with this code. */
+function statusCode(object: unknown): number | undefined {
+  const code = (object as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** The HTTP status of a failed watch: this project's KubeApiError, or a `statusCode` (the tests' failures). */
+function failureStatus(err: unknown): number | undefined {
+  if (err instanceof KubeApiError) return err.status;
+  const code = (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** How a watch ended; 'failed' has been handed to #failed already (at once, so `fresh` turns false with it). */
+type WatchEnd = 'gone' | 'ended' | 'failed';
+
 export class WatchCache {
   readonly kind: WatchedKind;
   readonly namespace: string;
-  readonly #informer: ListWatch<KubeObject>;
+  readonly #path: string;
+  readonly #inactivityMs: number;
+  readonly #list: () => Promise<ListedObjects>;
+  readonly #watch: Watcher;
+  readonly #keep: (object: KubeObject) => KubeObject;
   readonly #delay: (ms: number) => Promise<void>;
   readonly #onProblem: (message: string) => void;
+  /** The copy, by `namespace/name`. */
+  readonly #objects = new Map<string, KubeObject>();
+  #resourceVersion: string | undefined;
+  #open: WatchHandle | undefined;
   #fresh = false;
   #stopped = false;
+  #running = false;
   #retryMs = firstRetryMs;
-  #restarting = false;
   #synced: Promise<void>;
   #markSynced: () => void = () => {};
   /** Waiters for a change of one object, by `namespace/name`. */
@@ -150,55 +155,133 @@ export class WatchCache {
     this.#synced = new Promise((resolve) => {
       this.#markSynced = resolve;
     });
-    const api =
-      options.list === undefined ? KubernetesObjectApi.makeApiClient(options.kubeConfig) : undefined;
-    const list =
+    this.#keep = options.metadataOnly === true ? metadataOf : trimmed;
+    const path = restPath(options.kind, options.namespace);
+    let client: KubeClient | undefined;
+    const clientOf = () => {
+      client ??= kubeClientOf(options.kubeConfig);
+      return client;
+    };
+    this.#list =
       options.list ??
-      (() =>
-        (api as KubernetesObjectApi).list<KubeObject>(
-          options.kind.apiVersion,
-          options.kind.kind,
-          options.namespace,
-        ));
-    const keep = options.metadataOnly === true ? metadataOf : trimmed;
-    const watch = new TrimmingWatch(
-      options.watch ?? new Watch(options.kubeConfig),
-      () => {
-        this.counts.watches++;
-        // A watch from the resourceVersion of a complete copy: it follows the API server from here on (a failure
-        // of this watch makes it not fresh again).
-        if (this.#restarting) return;
-        this.#fresh = true;
-        this.#markSynced();
-      },
-      () => {
+      (async () => {
+        const answer = await clientOf().request('GET', path, { timeoutMs: kubeCallTimeoutMs });
+        const resourceVersion = (answer as { metadata?: { resourceVersion?: unknown } }).metadata
+          ?.resourceVersion;
+        return {
+          metadata: typeof resourceVersion === 'string' ? { resourceVersion } : {},
+          items: listItems(answer, options.kind.apiVersion, options.kind.kind),
+        };
+      });
+    this.#watch = options.watch ?? { watch: (...args) => clientOf().watch(...args) };
+    this.#path = path;
+    this.#inactivityMs = options.watchInactivityMs ?? watchInactivityMs;
+  }
+
+  #wake(key: string): void {
+    for (const wake of this.#waiters.get(key) ?? []) wake();
+  }
+
+  /** Replaces the copy with a list, waking waiters of every object added, changed or gone. */
+  async #relist(): Promise<void> {
+    // A (re)list means the copy missed events (first start, 410 Gone, a failed list): not to be trusted until the
+    // watch is open again.
+    this.#fresh = false;
+    this.counts.lists++;
+    const listed = await this.#list();
+    const before = new Map(this.#objects);
+    this.#objects.clear();
+    for (const item of listed.items) {
+      const object = this.#keep(item);
+      const key = keyOf(object);
+      this.#objects.set(key, object);
+      if (before.get(key)?.metadata.resourceVersion !== object.metadata.resourceVersion) this.#wake(key);
+      before.delete(key);
+    }
+    for (const key of before.keys()) this.#wake(key);
+    this.#resourceVersion = listed.metadata.resourceVersion;
+  }
+
+  /** One watch from the copy's resourceVersion, applying its events, until it ends. */
+  #watchOnce(): Promise<WatchEnd> {
+    return new Promise<WatchEnd>((resolve) => {
+      let gone = false;
+      let failure: Error | undefined;
+      const onEvent: WatchCallback = (type, raw) => {
         this.#retryMs = firstRetryMs;
-      },
-      keep,
-    );
-    this.#informer = new ListWatch<KubeObject>(
-      restPath(options.kind, options.namespace),
-      watch,
-      async () => {
-        // A (re)list means the copy missed events (first start, 410 Gone, a failed watch): not to be trusted
-        // until the watch is open again.
-        this.#fresh = false;
-        this.counts.lists++;
-        const listed = await list();
-        return { ...listed, items: listed.items.map(keep) };
-      },
-      false,
-      undefined,
-      undefined,
-      { delayFn: this.#delay },
-    );
-    this.#informer.on('error', (err) => this.#failed(err));
-    // One listener for every waiter: added, updated (a new resourceVersion) or deleted, from a watch event or a
-    // relist that found the object changed.
-    this.#informer.on('change', (object) => {
-      const key = `${object.metadata.namespace ?? ''}/${object.metadata.name ?? ''}`;
-      for (const wake of this.#waiters.get(key) ?? []) wake();
+        if (type === 'ERROR') {
+          if (statusCode(raw) === 410) gone = true;
+          else
+            failure ??= new Error(
+              String((raw as { message?: unknown } | null)?.message ?? 'the watch sent an error'),
+            );
+          return;
+        }
+        const object = raw as KubeObject;
+        if (typeof object?.metadata !== 'object' || object.metadata === null) return;
+        if (object.metadata.resourceVersion !== undefined)
+          this.#resourceVersion = object.metadata.resourceVersion;
+        if (type === 'BOOKMARK') return;
+        const key = keyOf(object);
+        if (type === 'ADDED' || type === 'MODIFIED') this.#objects.set(key, this.#keep(object));
+        else if (type === 'DELETED') this.#objects.delete(key);
+        else return;
+        this.#wake(key);
+      };
+      const done = (err: unknown) => {
+        this.#open = undefined;
+        const problem = err ?? failure;
+        if (err instanceof WatchInactiveError && failure === undefined && !gone) {
+          // Quiet (no event, no bookmark) or silently dead: open it again from where it was, no list.
+          resolve('ended');
+        } else if (gone || failureStatus(err) === 410) {
+          this.#fresh = false;
+          resolve('gone');
+        } else if (problem !== undefined) {
+          this.#failed(problem, false);
+          resolve('failed');
+        } else resolve('ended');
+      };
+      this.counts.watches++;
+      void this.#watch
+        .watch(
+          this.#path,
+          {
+            allowWatchBookmarks: true,
+            ...(this.#resourceVersion === undefined ? {} : { resourceVersion: this.#resourceVersion }),
+          },
+          onEvent,
+          done,
+        )
+        .then(
+          (handle) => {
+            if (this.#stopped) handle.abort();
+            else this.#open = handle;
+          },
+          (err: unknown) => done(err ?? new Error('the watch could not be opened')),
+        );
+      // Events after the list's resourceVersion are on their way (a watch's headers may only come with its first
+      // event): the copy follows the API server from here on.
+      this.#fresh = true;
+      this.#markSynced();
     });
+  }
+
+  /** Lists (when `listFirst`) and watches until stopped; a failure hands over to #failed. */
+  async #run(listFirst: boolean): Promise<void> {
+    let needList = listFirst;
+    try {
+      while (!this.#stopped) {
+        if (needList) await this.#relist();
+        needList = false;
+        if (this.#stopped) return;
+        const end = await this.#watchOnce();
+        if (end === 'failed') return;
+        needList = end === 'gone';
+      }
+    } catch (err) {
+      this.#failed(err, needList);
+    }
   }
 
   /**
@@ -236,14 +319,18 @@ export class WatchCache {
 
   /** Starts listing and watching; resolves once the first list is in and the watch is open. */
   start(): Promise<void> {
-    void this.#informer.start().catch((err: unknown) => this.#failed(err));
+    if (!this.#running) {
+      this.#running = true;
+      void this.#run(true);
+    }
     return this.#synced;
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#fresh = false;
-    await this.#informer.stop();
+    this.#open?.abort();
+    this.#open = undefined;
   }
 
   /** Whether the copy follows the API server now (listed, watch open, no failure being retried). */
@@ -253,27 +340,30 @@ export class WatchCache {
 
   /** Objects of one namespace, or all ('') that this cache holds. */
   list(namespace: string): KubeObject[] {
-    return [...this.#informer.list(namespace === '' ? undefined : namespace)];
+    const all = [...this.#objects.values()];
+    return namespace === '' ? all : all.filter((o) => o.metadata.namespace === namespace);
   }
 
   get(namespace: string, name: string): KubeObject | undefined {
-    return this.#informer.get(name, namespace);
+    return this.#objects.get(`${namespace}/${name}`);
   }
 
-  #failed(err: unknown): void {
+  #failed(err: unknown, needList: boolean): void {
     this.#fresh = false;
-    if (this.#stopped || this.#restarting) return;
-    this.#restarting = true;
+    if (this.#stopped) return;
     const wait = this.#retryMs;
     this.#retryMs = Math.min(this.#retryMs * 2, maxRetryMs);
     this.#onProblem(
       `watching ${this.kind.kind} in ${this.namespace === '' ? 'all namespaces' : this.namespace} failed (${errorText(err)}); retrying in ${wait / 1000} s`,
     );
     void this.#delay(wait).then(() => {
-      this.#restarting = false;
       if (this.#stopped) return;
       this.counts.restarts++;
-      void this.#informer.start().catch((e: unknown) => this.#failed(e));
+      void this.#run(needList);
     });
   }
+}
+
+function keyOf(object: KubeObject): string {
+  return `${object.metadata.namespace ?? ''}/${object.metadata.name ?? ''}`;
 }

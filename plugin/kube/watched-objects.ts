@@ -2,17 +2,19 @@
 // follow the API server, and by the API server otherwise (a cache not yet synced or retrying, a namespace or a
 // label selector it does not cover). Writes always go to the API server. What it answers may be a moment behind
 // the API server, as any informer is: a caller that acts on it re-reads from the live client first
-// (plugin/zones/reconciler/reconciler.ts). One per cluster: it is built on that cluster's KubeConfig and live client.
+// (plugin/zones/reconciler/reconciler.ts). One per cluster: it is built on that cluster's client and live client.
 // The caches also serve waits for one object to change (`changeOf`): the step's in-call waits read the API server
 // again only when the watch saw the object change, instead of polling it (docs/scale.md). Kinds watched only for
 // that (`changeKinds`) keep metadata alone and never answer reads.
 
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeClient } from './kube-client.ts';
+import type { KubeConnection } from './kube-config.ts';
 import {
   describeRef,
   KubeError,
   type KubeObject,
   type KubeObjects,
+  kubeClientOf,
   type ObjectChange,
   type ObjectRef,
 } from './objects.ts';
@@ -30,7 +32,8 @@ export interface WatchedObjects {
 }
 
 export interface WatchedObjectsOptions {
-  kubeConfig: KubeConfig;
+  /** The cluster; every cache shares its one client (one connection pool per cluster). */
+  kubeConfig: KubeConnection | KubeClient;
   kinds: readonly WatchedKind[];
   /** Kinds watched only to wake waits for their changes (metadata only, no reads answered). */
   changeKinds?: readonly WatchedKind[];
@@ -42,11 +45,12 @@ export interface WatchedObjectsOptions {
 }
 
 export function watchedObjects(live: KubeObjects, options: WatchedObjectsOptions): WatchedObjects {
+  const client = kubeClientOf(options.kubeConfig);
   const build =
     options.cache ??
     ((kind: WatchedKind, namespace: string, metadataOnly: boolean) =>
       new WatchCache({
-        kubeConfig: options.kubeConfig,
+        kubeConfig: client,
         kind,
         namespace,
         metadataOnly,

@@ -3,9 +3,37 @@
 // reason it cannot be scraped, so that callers report it as unreachable instead of skipping it. Only pods
 // that have finished for good (phase Succeeded or Failed, e.g. evicted) are left out, and said so.
 
-import type { V1Pod } from '@kubernetes/client-node';
+import { z } from 'zod';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
+
+// The fields of a Pod (and its containers) vmzones reads; everything else is kept as the API server sent it.
+export const containerSchema = z.looseObject({
+  name: z.string().optional(),
+  command: z.array(z.string()).nullish(),
+  args: z.array(z.string()).nullish(),
+  ports: z.array(z.looseObject({ name: z.string().nullish(), containerPort: z.number().int() })).nullish(),
+});
+export type Container = z.infer<typeof containerSchema>;
+
+export const podSchema = z.looseObject({
+  metadata: z
+    .looseObject({
+      name: z.string().optional(),
+      namespace: z.string().optional(),
+      deletionTimestamp: z.string().nullish(),
+    })
+    .optional(),
+  spec: z.looseObject({ containers: z.array(containerSchema).nullish() }).nullish(),
+  status: z
+    .looseObject({
+      phase: z.string().nullish(),
+      podIP: z.string().nullish(),
+      conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).nullish(),
+    })
+    .nullish(),
+});
+export type Pod = z.infer<typeof podSchema>;
 
 export interface DiscoveredPod {
   /** `namespace/name`. */
@@ -32,7 +60,7 @@ function checkLabelSelector(selector: string): void {
   }
 }
 
-function resolvePort(pod: V1Pod, port: number | string): number | undefined {
+function resolvePort(pod: Pod, port: number | string): number | undefined {
   if (typeof port === 'number') return port;
   for (const container of pod.spec?.containers ?? []) {
     for (const candidate of container.ports ?? []) {
@@ -47,12 +75,17 @@ function hostPort(ip: string, port: number): string {
   return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
-/** A listed object of kind Pod as client-node types it (the list call asked for `v1` `Pod`). */
-function asPod(object: KubeObject): V1Pod {
-  return object as V1Pod;
+/** A listed object of kind Pod (the list call asked for `v1` `Pod`), read through podSchema. */
+function asPod(object: KubeObject): Pod {
+  const result = podSchema.safeParse(object);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new PodSelectionError(
+    `pod ${namespacedName(object.metadata)}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'not a Pod'}`,
+  );
 }
 
-export function describePod(pod: V1Pod, port: number | string): DiscoveredPod {
+export function describePod(pod: Pod, port: number | string): DiscoveredPod {
   const name = pod.metadata?.name ?? '';
   const key = namespacedName(pod.metadata ?? {});
   const ready =
@@ -72,7 +105,8 @@ export function describePod(pod: V1Pod, port: number | string): DiscoveredPod {
       problem: `pod ${key} is not Ready (phase ${phase}${terminating ? ', terminating' : ''})`,
     };
   }
-  if (ip === undefined || ip === '') return { ...base, problem: `pod ${key} has no IP address` };
+  if (ip === undefined || ip === null || ip === '')
+    return { ...base, problem: `pod ${key} has no IP address` };
   return { ...base, address: hostPort(ip, portNumber) };
 }
 
@@ -81,10 +115,10 @@ export async function listSelectedPods(
   kube: KubeObjects,
   namespace: string,
   labelSelector: string,
-): Promise<{ active: V1Pod[]; finished: string[] }> {
+): Promise<{ active: Pod[]; finished: string[] }> {
   checkLabelSelector(labelSelector);
   const objects = await kube.list('v1', 'Pod', namespace, labelSelector);
-  const active: V1Pod[] = [];
+  const active: Pod[] = [];
   const finished: string[] = [];
   for (const pod of objects.map(asPod)) {
     const phase = pod.status?.phase;

@@ -2,9 +2,9 @@
 // (its status is operational at its current generation), then each vmauth pod proves a load of the config
 // written at `since` (vmauth-reload.ts says what counts as proof).
 
-import type { KubeObjects, ObjectChange } from '../kube/objects.ts';
+import type { KubeObject, KubeObjects, ObjectChange } from '../kube/objects.ts';
 import { balancerObjectRef, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
-import { readRouting } from './read-routing.ts';
+import { readRouting, routingOfObject } from './read-routing.ts';
 import { vmauthPodsOfBalancer } from './vmauth-pods.ts';
 import { vmauthReloadEvidence } from './vmauth-reload.ts';
 import { vmuserTakenUp } from './vmuser.ts';
@@ -25,11 +25,16 @@ export async function readEvidence(
   kube: KubeObjects,
   config: ReadBalancerConfig,
   since: Date,
+  /** The balancer's object as just read by the caller (in the same call, after its last write): the answer rests
+   *  on that read instead of another. */
+  read?: KubeObject,
 ): Promise<ReadEvidence> {
   const ref = config.ref;
+  let object = read;
   if (ref.kind === 'VMUser') {
     const objectRef = balancerObjectRef(ref);
-    const vmuser = await kube.get(objectRef);
+    const vmuser = object ?? (await kube.get(objectRef));
+    object = vmuser;
     const taken = vmuserTakenUp(vmuser);
     if (!taken.ready) {
       return {
@@ -39,7 +44,9 @@ export async function readEvidence(
       };
     }
   }
-  const { baseline } = await readRouting(kube, config);
+  // The baseline from the same read of the VMUser that showed it taken up; another kind is read here.
+  const { baseline } =
+    object === undefined ? await readRouting(kube, config) : routingOfObject(object, config);
   const evidence = await vmauthReloadEvidence(
     kube,
     await vmauthPodsOfBalancer(kube, config),

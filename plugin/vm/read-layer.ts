@@ -6,11 +6,11 @@
 
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
-import { firstChange, type KubeObjects } from '../kube/objects.ts';
+import { firstChange, type KubeObject, type KubeObjects } from '../kube/objects.ts';
 import { clusterClientFor } from './cluster-routing.ts';
 import { describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
-import { type DrainRecord, drainZone, type ReadRouting, readRouting, restoreZone } from './read-routing.ts';
+import { type DrainRecord, drainZone, type ReadRouting, readBalancer, restoreZone } from './read-routing.ts';
 import { type DisruptionBudget, drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
@@ -18,6 +18,8 @@ export interface BalancerState {
   /** The client of the cluster the balancer runs in. */
   kube: KubeObjects;
   routing: ReadRouting;
+  /** The balancer's object as read for `routing`. */
+  object?: KubeObject;
   /** "VMUser vm/vmauth-read", with " in cluster <name>" for a balancer in a registered cluster. */
   describe: string;
 }
@@ -59,8 +61,8 @@ export async function readLayer(
               config.ref.namespace,
               'the read balancer (vmauth)',
             );
-      const routing = await readRouting(kube, config);
-      return { config, kube, routing, describe: describeBalancerConfig(config) };
+      const { object, routing } = await readBalancer(kube, config);
+      return { config, kube, routing, object, describe: describeBalancerConfig(config) };
     }),
   );
   return { balancers, describe: joinWords(balancers.map((b) => b.describe)) };
@@ -95,12 +97,14 @@ export function lastZoneThrough(layer: ReadLayer, zone: string): BalancerState |
   return routingTo(layer, zone).find((b) => b.routing.routed.length === 1);
 }
 
-/** Why `zone` must not leave reads now (read-safety.ts, in each balancer that routes to it), or undefined. */
+/** Why `zone` must not leave reads now (read-safety.ts, in each balancer that routes to it), or undefined; `wave`:
+ *  every zone of the step's wave, admitted whole (default: the zone alone). */
 export async function layerDrainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
   layer: ReadLayer,
   zone: string,
   budget?: DisruptionBudget,
+  wave?: readonly string[],
 ): Promise<string | undefined> {
   for (const b of routingTo(layer, zone)) {
     const blocker = await drainBlocker(
@@ -109,14 +113,23 @@ export async function layerDrainBlocker(
       { ...b.routing, describe: b.describe },
       zone,
       budget,
+      wave,
     );
     if (blocker !== undefined) return blocker;
   }
   return undefined;
 }
 
-/** Takes `zone` out of every balancer that routes to it; returns the balancers written. A failure part-way leaves
- *  the others' records in place, so a retry finishes the drain and a restore puts back exactly what was taken. */
+/**
+ * Takes `zone` out of every balancer that routes to it; returns the balancers written. A failure part-way leaves
+ * the others' records in place, so a retry finishes the drain and a restore puts back exactly what was taken.
+ *
+ * Each write is guarded by the resourceVersion of `layer`, the reading the disruption budget was checked on
+ * (layerDrainBlocker): had another Rollout or the reconciler drained a zone through that balancer since, the write
+ * is refused as a conflict (KubeError `conflict`) and the caller reads and checks again — the step's transient
+ * retry runs the drain anew, the reconciler's next pass does. Two Rollouts checking at once therefore cannot both
+ * be admitted on the same reading (without it, a drain re-read the balancer just before writing and went ahead).
+ */
 export async function drainLayer(
   layer: ReadLayer,
   zone: string,
@@ -125,7 +138,7 @@ export async function drainLayer(
 ): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
   for (const b of routingTo(layer, zone)) {
-    if (await drainZone(b.kube, b.config, zone, by, clock)) written.push(b);
+    if (await drainZone(b.kube, b.config, zone, by, clock, b.routing.resourceVersion)) written.push(b);
   }
   return written;
 }
@@ -146,12 +159,19 @@ export async function restoreLayer(layer: ReadLayer, zone: string, clock: Clock)
 export async function layerEvidence(
   balancers: readonly BalancerState[],
   fallback: Date,
+  /** Judge the balancers' objects as `balancers` were read instead of reading them again. */
+  asRead = false,
 ): Promise<ReadEvidence> {
   if (balancers.length === 0) return { state: 'ready', message: 'no balancer routing was changed' };
   const each = await Promise.all(
     balancers.map(async (b) => ({
       b,
-      evidence: await readEvidence(b.kube, b.config, b.routing.changedAt ?? fallback),
+      evidence: await readEvidence(
+        b.kube,
+        b.config,
+        b.routing.changedAt ?? fallback,
+        asRead ? b.object : undefined,
+      ),
     })),
   );
   const waiting = each.filter((e) => e.evidence.state === 'waiting');
@@ -173,6 +193,23 @@ export async function layerEvidence(
     state: each.some((e) => e.evidence.state === 'unproven') ? 'unproven' : 'ready',
     message: say(each),
     ...(reloads.length === 0 ? {} : { reloadedAt: new Date(Math.max(...reloads)) }),
+  };
+}
+
+/**
+ * The evidence check of an in-call wait (zones/step/deps.ts waitInCall) over balancers read after the move's last
+ * write: the first answer rests on that read, each later one on a fresh read. A wait polled while nothing renders
+ * the VMUser read it three times per call before (docs/scale.md).
+ */
+export function evidenceCheck(
+  balancers: readonly BalancerState[],
+  fallback: Date,
+): () => Promise<ReadEvidence> {
+  let first = true;
+  return () => {
+    const asRead = first;
+    first = false;
+    return layerEvidence(balancers, fallback, asRead);
   };
 }
 

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock } from '../goplugin/index.ts';
-import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
+import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
 import {
   balancerObjectRef,
   describeBalancer,
@@ -137,10 +137,16 @@ interface Loaded {
   routing: ReadRouting;
 }
 
-async function load(kube: KubeObjects, config: ReadBalancerConfig): Promise<Loaded> {
+/** The balancer's object and its routing, from one read. */
+export async function readBalancer(kube: KubeObjects, config: ReadBalancerConfig): Promise<Loaded> {
+  const object = await kube.get(balancerObjectRef(config.ref));
+  return { object, routing: routingOfObject(object, config) };
+}
+
+/** The routing the balancer's object says, as read (readRouting reads it first). */
+export function routingOfObject(object: KubeObject, config: ReadBalancerConfig): ReadRouting {
   const ref = config.ref;
   const where = describeBalancer(ref);
-  const object = await kube.get(balancerObjectRef(ref));
   const routed =
     ref.kind === 'VMUser'
       ? zonesRoutedByVMUser(object.spec?.targetRefs, ref.namespace, config.zones)
@@ -149,26 +155,23 @@ async function load(kube: KubeObjects, config: ReadBalancerConfig): Promise<Load
   const changed = annotations[readsChangedAnnotation];
   const changedAt = changed === undefined ? undefined : new Date(changed);
   return {
-    object,
-    routing: {
-      describe: where,
-      resourceVersion: object.metadata.resourceVersion ?? '',
-      routed,
-      drained: storedDrained(object, ref, where),
-      changedAt: changedAt !== undefined && Number.isNaN(changedAt.getTime()) ? undefined : changedAt,
-      baseline: parseJson(
-        annotations[reloadBaselineAnnotation],
-        reloadBaselineSchema,
-        `annotation ${reloadBaselineAnnotation}`,
-        where,
-      ),
-    },
+    describe: where,
+    resourceVersion: object.metadata.resourceVersion ?? '',
+    routed,
+    drained: storedDrained(object, ref, where),
+    changedAt: changedAt !== undefined && Number.isNaN(changedAt.getTime()) ? undefined : changedAt,
+    baseline: parseJson(
+      annotations[reloadBaselineAnnotation],
+      reloadBaselineSchema,
+      `annotation ${reloadBaselineAnnotation}`,
+      where,
+    ),
   };
 }
 
 /** The current routing; a missing object is a KubeError of kind `notFound`. */
 export async function readRouting(kube: KubeObjects, config: ReadBalancerConfig): Promise<ReadRouting> {
-  return (await load(kube, config)).routing;
+  return (await readBalancer(kube, config)).routing;
 }
 
 function zoneOf(config: ReadBalancerConfig, zone: string): ZoneReadBackend {
@@ -236,7 +239,8 @@ async function write(
 /**
  * Takes `zone` out of the balancer, unless it is already out. Refuses (ReadRoutingError, nothing written) when no
  * other zone would be left serving reads. A 409 (someone else wrote meanwhile) surfaces as a KubeError `conflict`.
- * Returns whether it wrote.
+ * `checkedVersion`: the resourceVersion the caller decided on (the disruption budget, read-layer.ts drainLayer);
+ * the write is guarded by it, so a balancer changed since is a conflict too. Returns whether it wrote.
  */
 export async function drainZone(
   kube: KubeObjects,
@@ -244,9 +248,17 @@ export async function drainZone(
   zone: string,
   by: string,
   clock: Clock,
+  checkedVersion?: string,
 ): Promise<boolean> {
-  const loaded = await load(kube, config);
+  const loaded = await readBalancer(kube, config);
   const { routing } = loaded;
+  if (checkedVersion !== undefined && checkedVersion !== routing.resourceVersion) {
+    throw new KubeError(
+      'conflict',
+      `${routing.describe} changed after the disruption budget was checked on it (resourceVersion ${checkedVersion}, now ${routing.resourceVersion}); checking again`,
+      409,
+    );
+  }
   if (!routing.routed.includes(zone)) return false;
   const others = routing.routed.filter((z) => z !== zone);
   if (others.length === 0) {
@@ -298,7 +310,7 @@ export async function restoreZone(
   zone: string,
   clock: Clock,
 ): Promise<boolean> {
-  const loaded = await load(kube, config);
+  const loaded = await readBalancer(kube, config);
   const { routing } = loaded;
   const record = routing.drained[zone];
   if (record === undefined) return false;

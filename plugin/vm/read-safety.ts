@@ -30,6 +30,12 @@ function zoneCount(n: number): string {
  * soak, docs/reliability.md) — and at least `minZonesServing` zones left serving. Every other zone that serves
  * reads must be operational (draining beside a broken zone would leave only broken ones serving). The last
  * serving zone is refused by drainZone itself. The message names the zones that hold the budget.
+ *
+ * A wave is admitted whole: `wave` is every zone of the step's wave (`[zone]` for a step of one zone and for the
+ * reconciler's rollbacks), and each of its zones is checked as if the whole wave left together. So a wave that
+ * does not fit drains none of its zones, and one whose first zone was admitted is not refused for the next by its
+ * own zones: two Rollouts can never each hold part of a wave and wait on each other (docs/step-plugin.md "Waves
+ * and the zone disruption budget").
  */
 export async function drainBlocker(
   clusters: Pick<ClusterClients, 'client'>,
@@ -37,25 +43,37 @@ export async function drainBlocker(
   routing: ReadRouting,
   zone: string,
   budget: DisruptionBudget = defaultDisruptionBudget,
+  wave: readonly string[] = [zone],
 ): Promise<string | undefined> {
-  const out = Object.keys(routing.drained).filter((z) => z !== zone);
+  const inWave = (z: string) => z === zone || wave.includes(z);
+  // The zones of the wave this balancer routes or has taken out (a zone it never routed does not leave it).
+  const waveHere = wave.filter(
+    (z) => z === zone || routing.routed.includes(z) || routing.drained[z] !== undefined,
+  );
+  const needed = Math.max(1, waveHere.length);
+  const whole = wave.length > 1;
+  const what = whole ? `the wave ${wave.join(', ')}` : `zone ${zone}`;
+  const out = Object.keys(routing.drained).filter((z) => !inWave(z));
   const holders = out.map((z) => `${z} (${routing.drained[z]?.by ?? 'drained'})`).join(', ');
-  if (out.length >= budget.maxZonesOut) {
-    return `zone ${holders} ${out.length === 1 ? 'is' : 'are'} already out of reads through ${routing.describe}; the disruption budget allows ${zoneCount(budget.maxZonesOut)} out at once`;
+  if (out.length + needed > budget.maxZonesOut) {
+    const allows = `the disruption budget allows ${zoneCount(budget.maxZonesOut)} out at once`;
+    if (out.length === 0)
+      return `${what} needs ${zoneCount(needed)} out of reads through ${routing.describe}; ${allows}`;
+    return `zone ${holders} ${out.length === 1 ? 'is' : 'are'} already out of reads through ${routing.describe}; ${allows}${whole ? ` and ${what} needs ${needed}` : ''}`;
   }
-  const servingAfter = routing.routed.filter((z) => z !== zone).length;
+  const servingAfter = routing.routed.filter((z) => !inWave(z)).length;
   if (servingAfter < budget.minZonesServing) {
-    return `draining zone ${zone} would leave ${zoneCount(servingAfter)} serving reads through ${routing.describe}; the disruption budget keeps at least ${zoneCount(budget.minZonesServing)} serving${out.length === 0 ? '' : `, so it waits for zone ${holders}`}`;
+    return `draining ${what} would leave ${zoneCount(servingAfter)} serving reads through ${routing.describe}; the disruption budget keeps at least ${zoneCount(budget.minZonesServing)} serving${out.length === 0 ? '' : `, so it waits for zone ${holders}`}`;
   }
   for (const backend of reads.zones) {
-    if (backend.zone === zone || !routing.routed.includes(backend.zone)) continue;
+    if (inWave(backend.zone) || !routing.routed.includes(backend.zone)) continue;
     // Each zone's object is read in its own cluster (the names may repeat across clusters).
     const kube = await clusters.client(backend.cluster);
     const readiness = vmclusterReadiness(
       await kube.get(zoneObjectRef(zoneKindOrDefault(backend.kind), backend.namespace, backend.vmcluster)),
     );
     if (readiness.state !== 'ready') {
-      return `zone ${backend.zone} serves reads through ${routing.describe} but is not healthy (${readiness.message}); draining zone ${zone} now would leave reads to it`;
+      return `zone ${backend.zone} serves reads through ${routing.describe} but is not healthy (${readiness.message}); draining ${what} now would leave reads to it`;
     }
   }
   return undefined;

@@ -3,7 +3,8 @@
 // insecureSkipVerify, server name) and bearer-token or basic auth. Errors say what failed and where, and
 // never carry a credential: the URL is built from a pod address and holds none, and headers are not echoed.
 
-import { Agent, request } from 'undici';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import {
   MetricsTextError,
@@ -138,41 +139,33 @@ async function scrapeInSlot(
     maxKeptBytes: budget.limits.keptBytesPerScrape,
   });
   const tls = target.tls;
-  const dispatcher = new Agent({
-    connect: {
-      timeout: timeoutMs,
-      ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
-      ...(tls?.cert === undefined ? {} : { cert: tls.cert }),
-      ...(tls?.key === undefined ? {} : { key: tls.key }),
-      ...(tls?.serverName === undefined ? {} : { servername: tls.serverName }),
-      rejectUnauthorized: tls?.insecureSkipVerify !== true,
-    },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    connections: 1,
-    pipelining: 0,
-  });
   const signal = AbortSignal.timeout(timeoutMs);
   const url = target.url;
+  let response: IncomingMessage | undefined;
   try {
-    let response: Awaited<ReturnType<typeof request>>;
     try {
-      response = await request(url, {
-        method: 'GET',
-        dispatcher,
+      response = await get(url, {
         signal,
         headers: { accept: 'text/plain', ...authorization(target.auth) },
+        // One connection per scrape, closed after it: scrapes of a pod are seconds apart.
+        agent: false,
+        ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
+        ...(tls?.cert === undefined ? {} : { cert: tls.cert }),
+        ...(tls?.key === undefined ? {} : { key: tls.key }),
+        ...(tls?.serverName === undefined ? {} : { servername: tls.serverName }),
+        rejectUnauthorized: tls?.insecureSkipVerify !== true,
       });
     } catch (error) {
       if (signal.aborted) throw new ScrapeError('timeout', url, `no answer within ${timeoutMs} ms`);
       throw new ScrapeError('connect', url, describeCause(error));
     }
-    const { statusCode, body } = response;
+    const { statusCode = 0 } = response;
+    const body = response;
     if (statusCode !== 200) {
       let excerpt = '';
       try {
         for await (const chunk of body) {
-          excerpt += Buffer.from(chunk as Uint8Array).toString('utf8');
+          excerpt += (chunk as Buffer).toString('utf8');
           if (excerpt.length >= 200) break;
         }
       } catch {
@@ -213,6 +206,16 @@ async function scrapeInSlot(
       throw error;
     }
   } finally {
-    await dispatcher.destroy().catch(() => {});
+    response?.destroy();
   }
+}
+
+/** A GET on node:http or node:https by the URL's scheme; resolves with the response once its headers are in. */
+function get(url: string, options: RequestOptions & { signal: AbortSignal }): Promise<IncomingMessage> {
+  const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, { ...options, method: 'GET' }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -2,10 +2,10 @@
 // remote-write queues: which `spec.remoteWrite` entry (1-based, in list order, as the operator emits the
 // -remoteWrite.url flags) feeds a zone. Both kinds list `spec.remoteWrite[].url` the same way.
 
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { type KubeObject, namespacedName } from '../kube/objects.ts';
 import { redactUrl } from '../kube/redact.ts';
+import type { Container, Pod } from './pods.ts';
 import { defaultZoneKind, type ZoneKind } from './zone-kinds.ts';
 
 export class VmagentSpecError extends CodedError {
@@ -131,12 +131,12 @@ export function explicitZoneQueue(
  * hashes to name its queues. The operator passes one comma-joined flag, others repeat the flag. Undefined
  * when no container has the flag, or when a value uses the quoting vmagent's array flags allow (not modelled).
  */
-export function remoteWriteUrlsFromPod(pod: V1Pod): string[] | undefined {
+export function remoteWriteUrlsFromPod(pod: Pod): string[] | undefined {
   const containers = (pod.spec?.containers ?? []).filter((container) =>
     [...(container.command ?? []), ...(container.args ?? [])].some(isRemoteWriteUrlFlag),
   );
   if (containers.length !== 1) return undefined;
-  const container = containers[0] as V1Container;
+  const container = containers[0] as Container;
   const words = [...(container.command ?? []), ...(container.args ?? [])];
   const urls: string[] = [];
   for (let position = 0; position < words.length; position++) {

@@ -44,6 +44,8 @@ export interface TimelineRecords {
 export interface ZoneObservations {
   operationalAtMs?: number;
   queueEmptyAtMs?: number;
+  /** The last 250 ms reading at which vmagent's retries or errors for the zone's queue had grown. */
+  lastFailedSendAtMs?: number;
 }
 
 export interface ZoneTimeline {
@@ -68,6 +70,8 @@ export interface ZoneTimeline {
   analysisStartS: number;
   /** queue empty → the drain gate's first counted good round (windowStart). */
   firstGoodRoundS: number;
+  /** queue empty → vmagent's last failed send to the zone (its retry backoff; 0 when it failed no more after). */
+  retryingS: number;
   /** first good round → last one, beyond (K−1) × roundSpacing. */
   roundOvershootS: number;
   /** analysis done → restoreReads done. */
@@ -163,6 +167,7 @@ export function zoneTimelines(
       evidenceS: (rounds - 1) * spacingS,
       analysisStartS: s(ms(analysis?.metadata.creationTimestamp), ms(measurement?.startedAt)),
       firstGoodRoundS: s(queueEmptyAt, ms(agent?.windowStart)),
+      retryingS: Math.max(0, s(queueEmptyAt, observed[zone]?.lastFailedSendAtMs ?? queueEmptyAt)),
       roundOvershootS: s(ms(agent?.windowStart), ms(agent?.latestRoundAt)) - (rounds - 1) * spacingS,
       restoreS: s(analysisDone, end),
       gateReadings: Number(measurement?.metadata?.['vmzones.io/readings'] ?? Number.NaN),
@@ -199,6 +204,7 @@ export function printTimeline(timelines: ZoneTimeline[]): string[] {
     ['    of which drain end → apply', (t) => t.graceToApplyS],
     ['    of which analysis created → 1st reading', (t) => t.analysisStartS],
     ['    of which queue empty → 1st good round', (t) => t.firstGoodRoundS],
+    ['      of it vmagent retrying (→ last failed send)', (t) => t.retryingS],
     ['    of which round spacing overshoot', (t) => t.roundOvershootS],
     ['    of which analysis done → restoreReads done', (t) => t.restoreS],
     ['  drain gate readings', (t) => t.gateReadings],

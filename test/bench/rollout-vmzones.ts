@@ -134,22 +134,27 @@ export async function runVmzones(
   };
 }
 
-function pendingBytes(metrics: string, index: number): number | undefined {
-  const line = metrics
-    .split('\n')
-    .find((l) => l.startsWith('vmagent_remotewrite_pending_data_bytes{') && l.includes(`url="${index}:`));
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+/** The value of `metric` for the zone's queue (`url="<index>:…"`), summed over the page's series. */
+function queueFigure(metrics: string, metric: string, index: number): number | undefined {
+  let total: number | undefined;
+  for (const l of metrics.split('\n')) {
+    if (!l.startsWith(`${metric}{`) || !l.includes(`url="${index}:`)) continue;
+    total = (total ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1));
+  }
+  return total;
 }
 
 /**
  * Every 250 ms: each zone's VMCluster (operational at a generation above the one before the change?) and
- * vmagent's pending bytes for the zone's queue. Records when each zone became operational after its change and
- * when its queue was empty after that.
+ * vmagent's figures for the zone's queue. Records when each zone became operational after its change, when its
+ * queue was empty after that, and the last time vmagent's retries or errors for it grew (a block a sender retries
+ * is not in the pending bytes: the drain gate counts no round until the retry went through).
  */
 function observeZones(sandbox: Sandbox) {
   const kube = sandboxKube(sandbox);
   const agentUrl = sandbox.endpoint('VMAgent', vmagentName).url;
   const observed: Record<string, ZoneObservations> = {};
+  const failures: Record<string, number> = {};
   let stopped = false;
   const loop = (async () => {
     const initial = await Promise.all(
@@ -161,6 +166,12 @@ function observeZones(sandbox: Sandbox) {
         for (const [i, z] of benchZones.entries()) {
           const o = observed[z.zone] ?? {};
           observed[z.zone] = o;
+          const failed =
+            (queueFigure(metrics, 'vmagent_remotewrite_retries_count_total', i + 1) ?? 0) +
+            (queueFigure(metrics, 'vmagent_remotewrite_errors_total', i + 1) ?? 0);
+          if (failures[z.zone] !== undefined && failed > (failures[z.zone] as number))
+            o.lastFailedSendAtMs = Date.now();
+          failures[z.zone] = failed;
           if (o.queueEmptyAtMs !== undefined) continue;
           if (o.operationalAtMs === undefined) {
             const vmc = await cluster(kube, z.vmcluster);
@@ -170,7 +181,10 @@ function observeZones(sandbox: Sandbox) {
             )
               o.operationalAtMs = Date.now();
           }
-          if (o.operationalAtMs !== undefined && pendingBytes(metrics, i + 1) === 0)
+          if (
+            o.operationalAtMs !== undefined &&
+            queueFigure(metrics, 'vmagent_remotewrite_pending_data_bytes', i + 1) === 0
+          )
             o.queueEmptyAtMs = Date.now();
         }
       } catch {

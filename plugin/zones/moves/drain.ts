@@ -11,10 +11,10 @@ import {
   drainedFrom,
   drainLayer,
   drainRecordOf,
+  evidenceCheck,
   lastZoneThrough,
   latestChange,
   layerDrainBlocker,
-  layerEvidence,
   type ReadLayer,
   readLayer,
   routingTo,
@@ -47,6 +47,10 @@ export interface DrainRequest extends ZoneReads {
   graceMs: number;
   /** The zone disruption budget (vm/read-safety.ts); default one zone out per balancer, never the last serving. */
   budget?: DisruptionBudget;
+  /** Every zone of the step's wave, admitted by the budget whole (vm/read-safety.ts drainBlocker); default the
+   *  zone alone. The reconciler's rollbacks drain one zone each, not a wave: they hold no part of a wave while
+   *  waiting for the rest, so they keep the one-zone check. */
+  wave?: readonly string[];
   /** The zone's query pods, read once vmauth serves the drain: the drain ends as soon as they show no query in
    *  flight (vm/queries-in-flight.ts). Absent: the whole grace period is waited. */
   queries?: ZoneQueries;
@@ -106,7 +110,7 @@ export async function drainReadsMove(
         layer,
       };
     }
-    const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget);
+    const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
     if (blocker !== undefined) return { ...blocked(blocker, 'DrainBudget'), layer };
   }
   // A restore that was started and given up (its step failed, the walk was aborted) leaves its mark: a new drain
@@ -122,16 +126,18 @@ export async function drainReadsMove(
     if (marked.kind === 'lost') return { ...lost(`zone ${zone} changed hands before it was marked`), layer };
     held = marked.cluster;
   }
+  // Written only on the reading the budget was checked on (a conflict otherwise: the caller checks again).
   if (routed) await drainLayer(layer, zone, request.by, deps);
 
-  const after = await readLayer(deps, request.reads);
+  // Read again only after a write: a replayed Run that finds the zone out already wrote nothing since `layer`.
+  const after = routed ? await readLayer(deps, request.reads) : layer;
   const changed = drainedFrom(after, zone);
   const drainedAt = new Date(drainRecordOf(after, zone)?.at ?? deps.now().toISOString());
   const since = latestChange(changed) ?? drainedAt;
   const balancers = changed.map((b) => b.describe).join(', ') || after.describe;
   const evidence = await waitInCall(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
-    () => layerEvidence(changed, drainedAt),
+    evidenceCheck(changed, drainedAt),
     (e) => e.state !== 'waiting',
     (e) => e.nextChange?.(),
   );

@@ -3,7 +3,7 @@
 // the object the caller decided on: a takeover by a step that lands between that decision and the restore makes
 // this write lose with 409, so the balancer is never touched for a zone that changed hands (issue 21 item 2).
 
-import { latestChange, layerEvidence, readLayer, restoreLayer, routingTo } from '../../vm/read-layer.ts';
+import { evidenceCheck, latestChange, readLayer, restoreLayer, routingTo } from '../../vm/read-layer.ts';
 import { timestamp } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import { waitInCall } from '../step/deps.ts';
@@ -51,7 +51,8 @@ export async function restoreReadsMove(
   }
   const layer = await readLayer(deps, request.reads);
   const restored = (await restoreLayer(layer, zone, deps)).map((b) => b.describe);
-  const after = await readLayer(deps, request.reads);
+  // Read again only after a write: a replayed Run that finds the zone back already wrote nothing since `layer`.
+  const after = restored.length > 0 ? await readLayer(deps, request.reads) : layer;
   const routed = routingTo(after, zone);
   if (routed.length === 0) {
     return {
@@ -72,7 +73,7 @@ export async function restoreReadsMove(
   const serving = routed.map((b) => b.describe).join(', ');
   const evidence = await waitInCall(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
-    () => layerEvidence(changed, leasedSince),
+    evidenceCheck(changed, leasedSince),
     (e) => e.state !== 'waiting',
     (e) => e.nextChange?.(),
   );

@@ -101,6 +101,7 @@ export async function drainReads(
         by,
         graceMs: target.drainGraceMs,
         budget: target.budget,
+        wave: target.wave,
         ...(target.drainQueryCheck === 'inFlight'
           ? {
               queries: {

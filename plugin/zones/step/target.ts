@@ -106,6 +106,9 @@ export interface ZoneTarget {
   readyTimeoutMs: number;
   /** The spec's zone disruption budget, checked before the zone is drained. */
   budget: DisruptionBudget;
+  /** Every zone of the step's wave (`config.zones`; the zone alone for a step of one zone): the budget admits a
+   *  wave whole, so each zone's drain is checked as if all of them left together. */
+  wave: readonly string[];
   /** The agents that write to the zone (VMAgents, or VLAgents for a VLCluster zone: the zone kind says which), and
    *  the cluster they run in (undefined = the controller's own). Records keep the field name vmagents. */
   vmagents: string[];
@@ -209,6 +212,7 @@ export function resolveTarget(
     drainQueryCheck: drainQueryCheckOf(spec),
     readyTimeoutMs: parseGoDurationMs(spec.readyTimeout),
     budget: specDisruptionBudget(spec),
+    wave: [config.zone],
     vmagents: writers.names,
     vmagentsCluster: writers.cluster,
     vminsertHosts: spec.zones[config.zone]?.vminsertHosts,
@@ -227,7 +231,10 @@ export function resolveWave(
   namespaces: NamespaceAllowance = { all: false, extra: [] },
 ): ZoneTarget[] {
   const { zones, action } = parseWaveConfig(rawConfig);
-  const targets = zones.map((zone) => resolveTarget(rollout, { zone, action }, namespaces));
+  const targets = zones.map((zone) => ({
+    ...resolveTarget(rollout, { zone, action }, namespaces),
+    wave: zones,
+  }));
   const first = targets[0];
   const problem =
     first === undefined

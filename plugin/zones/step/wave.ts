@@ -23,8 +23,9 @@ export interface WaveCall {
 }
 
 /**
- * Calls `each` for the zones one after another (a drain checks the disruption budget against the routing the
- * previous zone's drain left; so does a restore write the balancer the previous one wrote), then sums the results:
+ * Calls `each` for the zones one after another (a drain checks the disruption budget for the whole wave against
+ * the routing the previous zone's drain left, so a wave is admitted whole or not at all; a restore writes the
+ * balancer the previous one wrote), then sums the results:
  * Failed if a zone failed, Running while a zone waits, Successful when every zone is.
  */
 export async function overWave(

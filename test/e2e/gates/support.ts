@@ -2,8 +2,8 @@
 // server (for readings at a chosen pace), independent reads of vmagent's raw queue figures, and polling.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import { createGatesProvider } from '../../../plugin/gates/provider.ts';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { kubeObjects } from '../../../plugin/kube/objects.ts';
 import type {
   AnalysisRunView,
@@ -14,9 +14,7 @@ import type {
 } from '../../../plugin/rollouts/types.ts';
 
 export function providerFor(kubeconfig: string): MetricProvider {
-  const config = new KubeConfig();
-  config.loadFromFile(kubeconfig);
-  const kube = kubeObjects(config);
+  const kube = kubeObjects(kubeconfigConnection([kubeconfig]));
   return createGatesProvider({ kube: () => kube });
 }
 

@@ -21,7 +21,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
@@ -75,9 +75,7 @@ before(async () => {
       kubeOf[z.zone] = hub;
       continue;
     }
-    const kc = new KubeConfig();
-    kc.loadFromFile(zc.kubeconfig);
-    kubeOf[z.zone] = kubeObjects(kc);
+    kubeOf[z.zone] = kubeObjects(kubeconfigConnection([zc.kubeconfig]));
   }
   assert.deepEqual(Object.keys(remote), ['zone-b', 'zone-c'], 'zone-b and zone-c live in zone clusters');
   spec = (value) =>

@@ -5,9 +5,9 @@
 import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { z } from 'zod';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { type KubeObject, type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmApiVersion, vmclusterReadiness, vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
@@ -28,9 +28,7 @@ import { type DaemonRecord, expectEnd, startDaemon } from '../../sandbox/process
 export const ns = 'vm';
 
 export function sandboxKube(sandbox: Sandbox): KubeObjects {
-  const kc = new KubeConfig();
-  kc.loadFromFile(sandbox.state.kubeconfig);
-  return kubeObjects(kc);
+  return kubeObjects(kubeconfigConnection([sandbox.state.kubeconfig]));
 }
 
 /** test/sandbox/eventually.ts's, waiting longer by default: a zone walk includes restarts and vmauth reloads. */

@@ -9,9 +9,9 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { WatchCache } from '../../../plugin/kube/watch-cache.ts';
 import { watchedObjects } from '../../../plugin/kube/watched-objects.ts';
@@ -470,8 +470,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       const plugin = inProcessPlugin(recorded);
       // The reconciler as main.ts wires it: its per-pass reads from watch caches on the real API server (each
       // cache lists, then watches: both recorded for the RBAC check below).
-      const kc = new KubeConfig();
-      kc.loadFromFile(sandbox.state.kubeconfig);
+      const kc = kubeconfigConnection([sandbox.state.kubeconfig]);
       const watched = watchedObjects(recorded, {
         kubeConfig: kc,
         kinds: reconcilerWatchedKinds,
@@ -499,6 +498,14 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
         spec: { ...parked.spec, template: rolloutView('inproc', '', '', specOf(override)).spec.template },
       });
       const cValue = await specValue('vm-zone-c');
+      // The change record names the field the patch changes: the one key where vmstorage.extraArgs exists (the walk
+      // test above leaves latencyOffset set), the whole extraArgs object where it does not, as when this group runs
+      // alone on a fresh sandbox (an object patch over nothing creates it whole: plugin/zones/state/merge-patch.ts).
+      const cArgs = ((await cluster(kube, 'vm-zone-c')).spec as { vmstorage?: { extraArgs?: object } })
+        .vmstorage?.extraArgs;
+      const changedField =
+        cArgs === undefined ? 'spec.vmstorage.extraArgs' : 'spec.vmstorage.extraArgs.search.latencyOffset';
+      const changedTo = cArgs === undefined ? latencyOffset('9s').vmstorage.extraArgs : '9s';
       const watcher = startRoutingWatcher(kube, zones);
       t.after(() => watcher.stop());
 
@@ -537,7 +544,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       assert.equal(racing.conflicts, 1, 'the API server refused the first write with 409');
       assert.equal(applied.phase, 'Successful', applied.message);
       assert.deepEqual(applied.status?.changed, {
-        'spec.vmstorage.extraArgs.search.latencyOffset': { from: cValue ?? '(unset)', to: '9s' },
+        [changedField]: { from: cValue ?? '(unset)', to: changedTo },
       });
       now = await cluster(kube, 'vm-zone-c');
       assert.equal(now.metadata.generation, (before.metadata.generation ?? 0) + 1, 'changed exactly once');
@@ -556,7 +563,7 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       assert.match(
         abortApply.message ?? '',
         new RegExp(
-          `rollback requested: .*puts back spec\\.vmstorage\\.extraArgs\\.search\\.latencyOffset=${String(cValue ?? '\\(unset\\)')}`,
+          `rollback requested: .*puts back ${changedField.replaceAll('.', '\\.')}=${String(cValue ?? '\\(unset\\)')}`,
         ),
       );
       assert.match(abortDrain.message ?? '', /already handed to the vmzones reconciler/);
@@ -570,6 +577,12 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
         2000,
       );
       assert.equal(await specValue('vm-zone-c'), cValue);
+      assert.deepEqual(
+        ((await cluster(kube, 'vm-zone-c')).spec as { vmstorage?: { extraArgs?: object } }).vmstorage
+          ?.extraArgs,
+        cArgs,
+        'extraArgs as it was (absent if it was)',
+      );
       assert.deepEqual(vmzonesAnnotations(await cluster(kube, 'vm-zone-c')), {});
       assert.deepEqual(await routedZones(kube), ['zone-a', 'zone-b', 'zone-c']);
       await reconciler.tick();

@@ -17,8 +17,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
 import { type CanaryStep, defaultHealthTemplate, renderSteps } from '../../../plugin/zones/render.ts';
@@ -134,9 +134,7 @@ before(async () => {
     }
     let kube = clusterKube.get(zc.name);
     if (kube === undefined) {
-      const kc = new KubeConfig();
-      kc.loadFromFile(zc.kubeconfig);
-      kube = kubeObjects(kc);
+      kube = kubeObjects(kubeconfigConnection([zc.kubeconfig]));
       clusterKube.set(zc.name, kube);
     }
     kubeOf[z.zone] = kube;

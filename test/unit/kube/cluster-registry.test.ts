@@ -51,9 +51,11 @@ test('an Argo CD cluster Secret with a bearer token or a client certificate is r
   assert.equal(r.podAccess, 'proxy');
   assert.equal(r.namespaces, undefined);
   const kc = kubeConfigFor(r);
-  assert.equal(kc.getCurrentCluster()?.server, 'https://10.0.0.1:6443');
-  assert.equal(kc.getCurrentCluster()?.caData, pem);
-  assert.equal(kc.getCurrentUser()?.token, token);
+  assert.equal(kc.server, 'https://10.0.0.1:6443');
+  assert.equal(kc.caData, pem);
+  assert.equal(kc.token, token);
+  assert.equal(kc.skipTLSVerify, false);
+  assert.equal(kc.exec, undefined);
 
   const cert = parseClusterSecret(
     clusterSecret(
@@ -71,10 +73,10 @@ test('an Argo CD cluster Secret with a bearer token or a client certificate is r
   );
   assert.deepEqual(cert.namespaces, ['vm', 'monitoring']);
   assert.equal(cert.podAccess, 'direct');
-  const user = kubeConfigFor(cert).getCurrentUser();
-  assert.equal(user?.certData, pem);
-  assert.equal(user?.token, undefined);
-  assert.equal(kubeConfigFor(cert).getCurrentCluster()?.tlsServerName, 'kube');
+  const user = kubeConfigFor(cert);
+  assert.equal(user.certData, pem);
+  assert.equal(user.token, undefined);
+  assert.equal(kubeConfigFor(cert).tlsServerName, 'kube');
 });
 
 test('a Secret vmzones cannot use is refused by field, and no message carries a credential', () => {

@@ -12,7 +12,6 @@
 // write unless the test holds it back (`heldBack`), as the VM operator would a moment later. The real API server
 // and operator are exercised by test/e2e/.
 
-import type { V1Pod } from '@kubernetes/client-node';
 import {
   KubeError,
   type KubeObject,
@@ -20,6 +19,7 @@ import {
   type ObjectRef,
   type PatchOptions,
 } from '../../../plugin/kube/objects.ts';
+import type { Pod } from '../../../plugin/vm/pods.ts';
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const operatedKinds = new Set(['VMCluster', 'VMSingle', 'VLCluster', 'VMUser']);
@@ -207,7 +207,7 @@ export function readyPod(
   labels: Record<string, string>,
   ports: Record<string, number>,
   options: { ready?: boolean; ip?: string; args?: string[]; phase?: string } = {},
-): KubeObject & V1Pod & { apiVersion: string; kind: string } {
+): KubeObject & Pod & { apiVersion: string; kind: string } {
   return {
     apiVersion: 'v1',
     kind: 'Pod',

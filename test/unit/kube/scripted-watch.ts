@@ -1,8 +1,10 @@
-// A scripted watch for the watch cache's tests (plugin/kube/watch-cache.ts): a subclass of client-node's Watch that
-// records each watch request and lets the test send its events and end it, as the API server would.
+// A scripted watch for the watch cache's tests (plugin/kube/watch-cache.ts): a Watcher that records each watch
+// request and lets the test send its events and end it, as the API server would.
 
-import { KubeConfig, type KubernetesListObject, Watch } from '@kubernetes/client-node';
+import type { WatchCallback, WatchHandle } from '../../../plugin/kube/kube-client.ts';
+import type { KubeConnection } from '../../../plugin/kube/kube-config.ts';
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
+import type { ListedObjects, Watcher } from '../../../plugin/kube/watch-cache.ts';
 
 export const kind = {
   apiVersion: 'operator.victoriametrics.com/v1beta1',
@@ -10,15 +12,9 @@ export const kind = {
   plural: 'vmclusters',
 };
 
-export function kubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return kc;
+/** A cluster nothing listens at: the caches under test are given their list and watch. */
+export function kubeConfig(): KubeConnection {
+  return { server: 'https://127.0.0.1:1', skipTLSVerify: false, source: 'test' };
 }
 
 export interface OpenWatch {
@@ -28,21 +24,20 @@ export interface OpenWatch {
   end(err: unknown): void;
 }
 
-export class ScriptedWatch extends Watch {
+export class ScriptedWatch implements Watcher {
   readonly opened: OpenWatch[] = [];
   #waiters: (() => void)[] = [];
-  override async watch(
+  async watch(
     path: string,
     params: Record<string, string | number | boolean | undefined>,
-    // biome-ignore lint/suspicious/noExplicitAny: client-node's callback type
-    callback: (phase: string, apiObj: any, watchObj?: any) => void,
+    callback: WatchCallback,
     done: (err: unknown) => void,
-  ): Promise<AbortController> {
+  ): Promise<WatchHandle> {
     let ended = false;
     this.opened.push({
       path,
       params,
-      send: (type, object) => callback(type, object, { type, object }),
+      send: (type, object) => callback(type, object),
       end: (err) => {
         if (ended) return;
         ended = true;
@@ -50,7 +45,7 @@ export class ScriptedWatch extends Watch {
       },
     });
     for (const w of this.#waiters.splice(0)) w();
-    return new AbortController();
+    return { abort: () => {} };
   }
   /** Resolves once `count` watches have been opened. */
   async opens(count: number): Promise<OpenWatch> {
@@ -74,10 +69,10 @@ export function cluster(
 
 export function lister(pages: { rv: string; items: KubeObject[] }[]) {
   const calls = { count: 0 };
-  const list = async (): Promise<KubernetesListObject<KubeObject>> => {
+  const list = async (): Promise<ListedObjects> => {
     const page = pages[Math.min(calls.count, pages.length - 1)] as { rv: string; items: KubeObject[] };
     calls.count++;
-    return { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion: page.rv }, items: page.items };
+    return { metadata: { resourceVersion: page.rv }, items: page.items };
   };
   return { list, calls };
 }

@@ -1,6 +1,7 @@
-// The product's API clients share one connection pool (plugin/kube/objects.ts SharedConnectionsKubeConfig):
-// client-node 2.0.1 builds an undici Agent per request when the kubeconfig carries TLS options, so every request
-// opened a connection of its own. Counted here on a loopback API server double.
+// The product's API clients share one connection pool per cluster (plugin/kube/kube-client.ts: one keep-alive Agent;
+// loadKubeConfig in plugin/kube/objects.ts: one client per process). The Kubernetes client library used before
+// built a connection pool per request when the kubeconfig carried TLS options, so every request opened a connection
+// of its own. Counted here on a loopback API server double.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -51,7 +52,7 @@ test('the API client of loadKubeConfig reuses its connection: ten more reads ope
   const server = await apiServer();
   const dir = mkdtempSync(join(tmpdir(), 'vmzones-kubeconfig-'));
   const file = join(dir, 'config');
-  // TLS options (here: skipTLSVerify, which plain HTTP needs) make client-node build an Agent per request.
+  // TLS options (here: skipTLSVerify) made the former library build a connection pool per request.
   writeFileSync(
     file,
     JSON.stringify({

@@ -12,7 +12,7 @@ import { cluster, kind, kubeConfig, lister, ScriptedWatch } from './scripted-wat
 const names = (objects: KubeObject[]) => objects.map((o) => o.metadata.name).sort();
 
 test('lists, then watches from the list resourceVersion with bookmarks, and applies events in order', async () => {
-  const watch = new ScriptedWatch(kubeConfig());
+  const watch = new ScriptedWatch();
   const { list, calls } = lister([{ rv: '10', items: [cluster('a', '5'), cluster('b', '6')] }]);
   const cache = new WatchCache({ kubeConfig: kubeConfig(), kind, namespace: 'vm', list, watch });
   assert.equal(cache.fresh, false);
@@ -48,7 +48,7 @@ test('lists, then watches from the list resourceVersion with bookmarks, and appl
 
 test('410 Gone relists: objects deleted meanwhile go, the watch resumes from the new list', async () => {
   for (const how of ['on connect', 'in the stream'] as const) {
-    const watch = new ScriptedWatch(kubeConfig());
+    const watch = new ScriptedWatch();
     const { list, calls } = lister([
       { rv: '10', items: [cluster('a', '5'), cluster('b', '6')] },
       { rv: '90', items: [cluster('a', '80'), cluster('d', '85')] },
@@ -73,7 +73,7 @@ test('410 Gone relists: objects deleted meanwhile go, the watch resumes from the
 });
 
 test('a failed watch or list is retried with a growing wait, and the cache is not fresh meanwhile', async () => {
-  const watch = new ScriptedWatch(kubeConfig());
+  const watch = new ScriptedWatch();
   let failLists = 0;
   const { list: good, calls } = lister([{ rv: '10', items: [cluster('a', '5')] }]);
   const list = async () => {
@@ -134,7 +134,7 @@ test('a failed watch or list is retried with a growing wait, and the cache is no
 });
 
 test('stored objects lose managedFields and the last-applied annotation', async () => {
-  const watch = new ScriptedWatch(kubeConfig());
+  const watch = new ScriptedWatch();
   const heavy = cluster('a', '5', {
     annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"big":1}', keep: 'me' },
   });
@@ -153,7 +153,7 @@ test('stored objects lose managedFields and the last-applied annotation', async 
 });
 
 test('the view answers from a fresh cache, from the API server otherwise, and never shares its objects', async () => {
-  const watch = new ScriptedWatch(kubeConfig());
+  const watch = new ScriptedWatch();
   const { list } = lister([{ rv: '10', items: [cluster('a', '5')] }]);
   const liveCalls: string[] = [];
   const live: KubeObjects = {

@@ -18,7 +18,7 @@ const settled = async <T>(promise: Promise<T>): Promise<boolean> => {
 };
 
 async function started(items = [cluster('a', '5'), cluster('b', '6')]) {
-  const watch = new ScriptedWatch(kubeConfig());
+  const watch = new ScriptedWatch();
   const { list } = lister([{ rv: '10', items }]);
   const cache = new WatchCache({ kubeConfig: kubeConfig(), kind, namespace: 'vm', list, watch });
   const synced = cache.start();
@@ -52,7 +52,7 @@ test('changeOf resolves at once when the copy holds another version than the cal
 });
 
 test('metadata-only caches keep no spec and answer no reads; changeOf is undefined where no fresh cache watches', async () => {
-  const watch = new ScriptedWatch(kubeConfig());
+  const watch = new ScriptedWatch();
   const vmuser = { apiVersion: 'operator.victoriametrics.com/v1beta1', kind: 'VMUser', plural: 'vmusers' };
   const secretUser = {
     apiVersion: vmuser.apiVersion,
