@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,8 +64,34 @@ func productTarget(t *testing.T) launch.Target {
 	if err != nil {
 		t.Fatalf("product plugin not available: %v", err)
 	}
+	// The product needs a Kubernetes configuration to start (without one its InitPlugin fails, as
+	// TestProductInitFailure checks). These tests pin the transport, not the API calls: the API server
+	// named here refuses every connection (loopback, a port nothing listens on), so calls fail as domain
+	// errors. A test that needs another environment sets target.Env itself.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(unreachableKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target.Env = []string{"KUBECONFIG=" + kubeconfig, "VMZONES_KUBECONFIG="}
 	return target
 }
+
+const unreachableKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: unreachable
+  cluster:
+    server: http://127.0.0.1:1
+users:
+- name: nobody
+  user: {}
+contexts:
+- name: unreachable
+  context:
+    cluster: unreachable
+    user: nobody
+current-context: unreachable
+`
 
 // start launches the target like the controller does and kills it when the test ends; on
 // failure the plugin's relayed stderr is attached to the test output.
