@@ -220,6 +220,12 @@ function judgeVmauthPod(
   ) {
     return { ...withTime, state: 'reloaded', evidence: 'startedAfterWrite' };
   }
+  // Checked before the start-up rule: the same process showed a load before the write, so a strictly newer stamp
+  // is a later load even when it falls within a second of the start (a write 2 s after a start, loaded at once,
+  // may carry the start's second + 1: fasttime's lag).
+  if (sameProcess(beforeWrite) && stamp > beforeWrite.stamp) {
+    return { ...withTime, state: 'reloaded', evidence: 'reloadAfterBaseline' };
+  }
   if (start !== undefined && stamp <= start + 1) {
     return {
       ...withTime,
@@ -231,9 +237,6 @@ function judgeVmauthPod(
   }
   if (stamp * 1000 >= since.getTime()) {
     return { ...withTime, state: 'reloaded', evidence: 'reloadTimestamp' };
-  }
-  if (sameProcess(beforeWrite) && stamp > beforeWrite.stamp) {
-    return { ...withTime, state: 'reloaded', evidence: 'reloadAfterBaseline' };
   }
   return {
     ...withTime,

@@ -21,6 +21,7 @@ import { reconcilerWatchedKinds, ZoneReconciler } from '../../../plugin/zones/re
 import { maintenanceOf } from '../../../plugin/zones/state/maintenance.ts';
 import { inCallWatchedKinds } from '../../../plugin/zones/step/deps.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { WaitError } from '../../sandbox/eventually.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import {
@@ -389,16 +390,26 @@ async function untilDone(
   run: () => Promise<StepResult>,
   timeoutMs = 60_000,
 ): Promise<StepResult> {
-  return eventually(
-    what,
-    async () => {
-      const result = await run();
-      if (result.phase === 'Failed') throw new Error(`${what} failed: ${result.message}`);
-      return result.phase === 'Successful' ? result : undefined;
-    },
-    timeoutMs,
-    1000,
-  );
+  let lastMessage: string | undefined;
+  try {
+    return await eventually(
+      what,
+      async () => {
+        const result = await run();
+        if (result.phase === 'Failed') throw new Error(`${what} failed: ${result.message}`);
+        lastMessage = `${result.phase}: ${result.message ?? ''}`;
+        return result.phase === 'Successful' ? result : undefined;
+      },
+      timeoutMs,
+      1000,
+    );
+  } catch (error) {
+    // A step still Running at the deadline says why in its message: the failure carries it.
+    if (error instanceof WaitError && error.detail === undefined && lastMessage !== undefined) {
+      throw new WaitError(what, error.kind, `the step last said ${lastMessage}`, error.elapsedMs);
+    }
+    throw error;
+  }
 }
 
 const serviceAccount = 'system:serviceaccount:argo-rollouts:argo-rollouts';

@@ -91,6 +91,32 @@ test('a stamp above the one seen just before the write proves a load after it, e
   assert.equal(otherChange.state, 'waiting', 'a baseline of another write does not count');
 });
 
+test('a load right after a write made 2 s after the start proves the write even within a second of the start (its baseline is the start-up load of the same process)', async () => {
+  // Seen on a loaded machine: vmauth started at :50, the writer read its start-up stamp (:50) and wrote at :52.18;
+  // vmauth loaded the write at once, but fasttime stamped the load :51, within a second of the start.
+  const start = sinceSeconds - 2;
+  const kube = await kubeWith([vmauthPage('v1.151.0', { successful: 1, at: start + 1, start })]);
+  const baseline = {
+    v: 1 as const,
+    at: since.toISOString(),
+    pods: { 'vm/vmauth-0': { stamp: start, start } },
+  };
+  const evidence = await vmauthReloadEvidence(kube, selection, since, baseline);
+  assert.equal(evidence.state, 'reloaded', evidence.message);
+  assert.equal(evidence.pods[0]?.evidence, 'reloadAfterBaseline');
+  const noBaseline = await vmauthReloadEvidence(kube, selection, since);
+  assert.equal(
+    noBaseline.state,
+    'waiting',
+    'without the baseline, a stamp by the start is still no evidence',
+  );
+  const restarted = await vmauthReloadEvidence(kube, selection, since, {
+    ...baseline,
+    pods: { 'vm/vmauth-0': { stamp: start - 10, start: start - 10 } },
+  });
+  assert.equal(restarted.state, 'waiting', 'a baseline of the process before a restart proves nothing');
+});
+
 test('a restarted vmauth is no evidence: its start-up load may have read the old file', async () => {
   const kube = await kubeWith([
     vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 20, start: sinceSeconds + 19 }),
