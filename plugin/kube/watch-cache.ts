@@ -252,6 +252,7 @@ export class WatchCache {
           },
           onEvent,
           done,
+          this.#inactivityMs,
         )
         .then(
           (handle) => {
