@@ -52,6 +52,7 @@ import {
   stepsFor,
   withRoundSpacing,
   zoneSpec,
+  zonesAcrossClusters,
 } from '../step/harness.ts';
 
 const name = 'zones';
@@ -80,22 +81,7 @@ before(async () => {
   assert.deepEqual(Object.keys(remote), ['zone-b', 'zone-c'], 'zone-b and zone-c live in zone clusters');
   spec = (value) =>
     zoneSpec(value === undefined ? {} : { vmstorage: { extraArgs: { 'search.latencyOffset': value } } }, {
-      zones: Object.fromEntries(
-        zones.map((z) => {
-          const zc = remote[z.zone];
-          return [
-            z.zone,
-            zc === undefined
-              ? { vmcluster: z.vmcluster }
-              : {
-                  cluster: zc.name,
-                  vmcluster: z.vmcluster,
-                  vmselectHosts: [zc.address],
-                  vminsertHosts: [zc.address],
-                },
-          ];
-        }),
-      ),
+      zones: zonesAcrossClusters(zones, sandbox.state.zoneClusters ?? []),
     });
 });
 

@@ -24,6 +24,7 @@ import {
 import type { Sandbox } from '../../sandbox/helper.ts';
 import { fetchFrom } from '../../sandbox/http.ts';
 import { type DaemonRecord, expectEnd, startDaemon } from '../../sandbox/processes.ts';
+import type { ZoneClusterState } from '../../sandbox/zone-clusters.ts';
 
 export const ns = 'vm';
 
@@ -85,6 +86,33 @@ export function zoneSpec(overrideSpec: object, extra: Partial<SpecDocument> = {}
     },
     ...extra,
   };
+}
+
+/**
+ * The spec's `zones` map for zones spread over the sandbox's clusters: a zone of a zone cluster names that cluster
+ * and reaches its data plane at the cluster's published address; the others live in the hub.
+ */
+export function zonesAcrossClusters(
+  zones: readonly { zone: string; vmcluster: string }[],
+  zoneClusters: readonly ZoneClusterState[],
+): Record<string, object> {
+  const remote = new Map(zoneClusters.map((c) => [c.zone, c]));
+  return Object.fromEntries(
+    zones.map((z) => {
+      const zc = remote.get(z.zone);
+      return [
+        z.zone,
+        zc === undefined
+          ? { vmcluster: z.vmcluster }
+          : {
+              cluster: zc.name,
+              vmcluster: z.vmcluster,
+              vmselectHosts: [zc.address],
+              vminsertHosts: [zc.address],
+            },
+      ];
+    }),
+  );
 }
 
 /** The steps `vmzones render` writes; without a health template (the default here) no analysis runs. */

@@ -44,6 +44,7 @@ import {
   startRoutingWatcher,
   withRoundSpacing,
   zoneSpec,
+  zonesAcrossClusters,
 } from '../step/harness.ts';
 
 const name = 'waves';
@@ -59,26 +60,10 @@ const kubeOf: Record<string, KubeObjects> = {};
 
 /** The spec document of the six zones in waves, with `value` as the vmstorage flag the walks change. */
 function spec(value: string | undefined, extra: Partial<SpecDocument> = { waves }): SpecDocument {
-  const remote = Object.fromEntries((sandbox.state.zoneClusters ?? []).map((c) => [c.zone, c]));
   return zoneSpec(
     value === undefined ? {} : { vmstorage: { extraArgs: { 'search.latencyOffset': value } } },
     {
-      zones: Object.fromEntries(
-        zones.map((z) => {
-          const zc = remote[z.zone];
-          return [
-            z.zone,
-            zc === undefined
-              ? { vmcluster: z.vmcluster }
-              : {
-                  cluster: zc.name,
-                  vmcluster: z.vmcluster,
-                  vmselectHosts: [zc.address],
-                  vminsertHosts: [zc.address],
-                },
-          ];
-        }),
-      ),
+      zones: zonesAcrossClusters(zones, sandbox.state.zoneClusters ?? []),
       ...extra,
     },
   );
