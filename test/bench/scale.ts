@@ -26,9 +26,9 @@ import { parseSpecDocument } from '../../plugin/zones/spec.ts';
 import { rolloutObject, sandboxKube, zoneSpec } from '../e2e/step/harness.ts';
 import { FaultControl, type ProxyStats } from '../sandbox/fault-proxy.ts';
 import { startSandbox } from '../sandbox/helper.ts';
-import { namespace } from '../sandbox/manifests.ts';
 import { freePort } from '../sandbox/ports.ts';
 import { repoRoot } from '../sandbox/sandbox.ts';
+import { placeholderNamespace, placeholderVmagent, placeholderVmcluster } from './placeholders.ts';
 import { handshakeMs, pluginRss } from './plugin-processes.ts';
 import { fixed } from './rollout-sandbox.ts';
 import { waitFor } from './rollout-vmzones.ts';
@@ -59,17 +59,10 @@ const zonesOf = (n: string) => ({
   'zone-b': { vmcluster: `${n}-b` },
   'zone-c': { vmcluster: `${n}-c` },
 });
-const placeholderVmagent = 'placeholder-vmagent';
 
 function placeholderObjects(): object[] {
   const objects: object[] = [
-    namespace(scaleNs),
-    {
-      apiVersion: 'operator.victoriametrics.com/v1beta1',
-      kind: 'VMAgent',
-      metadata: { name: placeholderVmagent, namespace: scaleNs },
-      spec: { remoteWrite: [{ url: 'http://placeholder.invalid/api/v1/write' }] },
-    },
+    ...placeholderNamespace(scaleNs),
     // Selects every VMUser here; nothing renders them, so each drainReads waits for vmauth's evidence.
     {
       apiVersion: 'operator.victoriametrics.com/v1beta1',
@@ -80,19 +73,7 @@ function placeholderObjects(): object[] {
   ];
   for (const n of names) {
     for (const { vmcluster } of Object.values(zonesOf(n))) {
-      objects.push({
-        apiVersion: 'operator.victoriametrics.com/v1beta1',
-        kind: 'VMCluster',
-        metadata: { name: vmcluster, namespace: scaleNs },
-        // No such version: the sandbox's data plane starts no process for it (docs/testing.md).
-        spec: {
-          clusterVersion: 'v0.0.0-placeholder-cluster',
-          retentionPeriod: '1',
-          vmstorage: { replicaCount: 1 },
-          vmselect: { replicaCount: 1 },
-          vminsert: { replicaCount: 1 },
-        },
-      });
+      objects.push(placeholderVmcluster(vmcluster, scaleNs));
     }
     objects.push({
       apiVersion: 'operator.victoriametrics.com/v1beta1',

@@ -38,8 +38,8 @@ import { rolloutObject, sandboxKube } from '../e2e/step/harness.ts';
 import { helmPodLabels, helmSecret, helmUser, startHelmVmauth } from '../e2e/step/helm-vmauth.ts';
 import { FaultControl } from '../sandbox/fault-proxy.ts';
 import { startSandbox } from '../sandbox/helper.ts';
-import { namespace } from '../sandbox/manifests.ts';
 import { repoRoot } from '../sandbox/sandbox.ts';
+import { placeholderNamespace, placeholderVmagent, placeholderVmcluster } from './placeholders.ts';
 import { fixed } from './rollout-sandbox.ts';
 import { waitFor } from './rollout-vmzones.ts';
 
@@ -60,7 +60,6 @@ const out = (name: string, value: number | string) =>
 const etcdRequestLimitBytes = 1.5 * 1024 * 1024;
 const scaleNs = 'scale';
 const vmGroup = { group: 'operator.victoriametrics.com', version: 'v1beta1' };
-const placeholderVmagent = 'placeholder-vmagent';
 const ways = ['waves', 'one_at_a_time'] as const;
 type Way = (typeof ways)[number];
 const rolloutName: Record<Way, string> = { waves: 'waves', one_at_a_time: 'one-at-a-time' };
@@ -142,31 +141,10 @@ function placeholderRollout(way: Way, overrideSpec: object): object {
 }
 
 function placeholderObjects(): object[] {
-  const objects: object[] = [
-    namespace(scaleNs),
-    {
-      apiVersion: 'operator.victoriametrics.com/v1beta1',
-      kind: 'VMAgent',
-      metadata: { name: placeholderVmagent, namespace: scaleNs },
-      spec: { remoteWrite: [{ url: 'http://placeholder.invalid/api/v1/write' }] },
-    },
+  return [
+    ...placeholderNamespace(scaleNs),
+    ...ways.flatMap((way) => zoneNames.map((zone) => placeholderVmcluster(vmclusterOf(way, zone), scaleNs))),
   ];
-  for (const way of ways)
-    for (const zone of zoneNames)
-      objects.push({
-        apiVersion: 'operator.victoriametrics.com/v1beta1',
-        kind: 'VMCluster',
-        metadata: { name: vmclusterOf(way, zone), namespace: scaleNs },
-        // No such version: the sandbox's data plane starts no process for it (docs/testing.md).
-        spec: {
-          clusterVersion: 'v0.0.0-placeholder-cluster',
-          retentionPeriod: '1',
-          vmstorage: { replicaCount: 1 },
-          vmselect: { replicaCount: 1 },
-          vminsert: { replicaCount: 1 },
-        },
-      });
-  return objects;
 }
 
 // ---- the run ----
