@@ -222,9 +222,11 @@ function judgeVmauthPod(
   }
   // Checked before the start-up rule: the same process showed a load before the write, so a strictly newer stamp
   // is a later load even when it falls within a second of the start (a write 2 s after a start, loaded at once,
-  // may carry the start's second + 1: fasttime's lag).
+  // may carry the start's second + 1: fasttime's lag). A stamp at or after `since` is named by that, the
+  // plainer proof, as it was before this rule moved up.
   if (sameProcess(beforeWrite) && stamp > beforeWrite.stamp) {
-    return { ...withTime, state: 'reloaded', evidence: 'reloadAfterBaseline' };
+    const evidence = stamp * 1000 >= since.getTime() ? 'reloadTimestamp' : 'reloadAfterBaseline';
+    return { ...withTime, state: 'reloaded', evidence };
   }
   if (start !== undefined && stamp <= start + 1) {
     return {

@@ -80,6 +80,15 @@ test('a stamp above the one seen just before the write proves a load after it, e
   const after = await vmauthReloadEvidence(kube, selection, since, seen(sinceSeconds - 5));
   assert.equal(after.state, 'reloaded', after.message);
   assert.equal(after.pods[0]?.evidence, 'reloadAfterBaseline');
+  // Above the baseline and at or after `since`: named by the plainer proof, the stamp (gates.test.ts relies on it).
+  const later = await vmauthReloadEvidence(
+    await kubeWith([vmauthPage('v1.151.0', { successful: 1, at: sinceSeconds + 1, start: 1000 })]),
+    selection,
+    since,
+    seen(sinceSeconds - 5),
+  );
+  assert.equal(later.state, 'reloaded', later.message);
+  assert.equal(later.pods[0]?.evidence, 'reloadTimestamp');
   const same = await vmauthReloadEvidence(kube, selection, since, seen(sinceSeconds - 1));
   assert.equal(same.state, 'waiting', 'the stamp seen before the write is the old load');
   const otherProcess = await vmauthReloadEvidence(kube, selection, since, seen(sinceSeconds - 5, 999));
