@@ -46,3 +46,25 @@ function goFailures(lines: string[]): string[] | undefined {
   });
   return kept.length > 0 ? kept : undefined;
 }
+
+const reasonWidth = 160;
+
+/**
+ * The first error a digest names, on one line: the closing table repeats it beside the failed phase, because CI
+ * may show only the table (a failed file's digest above it can be cut off). Undefined when the digest names none.
+ */
+export function firstReason(digest: readonly string[]): string | undefined {
+  const reason = digest
+    .map((line) => line.trim())
+    .find(
+      (line) =>
+        line !== '' &&
+        !line.startsWith('test at ') &&
+        !line.startsWith('✖ ') &&
+        !line.startsWith('at ') &&
+        !line.startsWith('--- FAIL') &&
+        !line.startsWith('…'),
+    );
+  if (reason === undefined) return undefined;
+  return reason.length > reasonWidth ? `${reason.slice(0, reasonWidth)}…` : reason;
+}

@@ -27,7 +27,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
 import { startSlotsVariable } from '../test/sandbox/start-slots.ts';
-import { failureDigest } from './failure-digest.ts';
+import { failureDigest, firstReason } from './failure-digest.ts';
 import { type FilePhase, filePhases } from './test-files.ts';
 
 interface Phase {
@@ -386,8 +386,9 @@ const total = outcomes.reduce((sum, o) => sum + o.seconds, 0);
 console.log(`\n---- npm test: phases (${lanes} lane${lanes === 1 ? '' : 's'}) ----`);
 for (const o of outcomes) {
   const counts = o.passed + o.failed > 0 ? `  (${o.passed} passed, ${o.failed} failed)` : '';
+  const reason = o.digest === undefined ? undefined : firstReason(o.digest);
   console.log(
-    `${o.notRun ? 'NOT RUN' : o.stopped ? 'STOPPED' : o.ok ? 'ok     ' : 'FAILED '} ${o.seconds.toFixed(0).padStart(5)} s  ${o.name}${counts}`,
+    `${o.notRun ? 'NOT RUN' : o.stopped ? 'STOPPED' : o.ok ? 'ok     ' : 'FAILED '} ${o.seconds.toFixed(0).padStart(5)} s  ${o.name}${counts}${reason === undefined ? '' : `  — ${reason}`}`,
   );
 }
 console.log(

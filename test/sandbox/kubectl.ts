@@ -1,6 +1,7 @@
 // The sandbox talks to its API server through the real kubectl it built (v1.34.5).
 
 import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
 
 export class KubectlError extends Error {
   readonly args: string[];
@@ -9,6 +10,15 @@ export class KubectlError extends Error {
     this.name = 'KubectlError';
     this.args = args;
   }
+}
+
+/**
+ * `--kubeconfig` and a discovery cache of that cluster's own: kubectl caches discovery per host:port under
+ * ~/.kube/cache for hours, and sandboxes reuse each other's loopback ports, so a shared cache can describe
+ * another (gone) cluster's API.
+ */
+export function kubeconfigArgs(kubeconfig: string): string[] {
+  return ['--kubeconfig', kubeconfig, `--cache-dir=${join(dirname(kubeconfig), '.kube-cache')}`];
 }
 
 export class Kubectl {
@@ -21,7 +31,7 @@ export class Kubectl {
   }
 
   run(args: string[], input?: string): Promise<string> {
-    const full = ['--kubeconfig', this.kubeconfig, ...args];
+    const full = kubeconfigArgs(this.kubeconfig).concat(args);
     return new Promise((resolve, reject) => {
       const child = execFile(this.binary, full, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
         if (error) reject(new KubectlError(args, stderr || error.message));

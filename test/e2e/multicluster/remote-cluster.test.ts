@@ -21,7 +21,13 @@ import { type BuiltBinaries, buildAll, cacheDir } from '../../env/build.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { freePort } from '../../sandbox/ports.ts';
 import { type DaemonRecord, startDaemon, stopDaemon } from '../../sandbox/processes.ts';
-import { kubeconfigYaml, repoRoot, startControlPlane, vmCrdsFile } from '../../sandbox/sandbox.ts';
+import {
+  kubeconfigYaml,
+  repoRoot,
+  startControlPlane,
+  vmCrdsFile,
+  writeOwner,
+} from '../../sandbox/sandbox.ts';
 import {
   clusterSecret,
   clusterSpecDocument,
@@ -51,6 +57,8 @@ before(async () => {
   const root = join(cacheDir(), 'sandbox');
   mkdirSync(root, { recursive: true });
   dir = mkdtempSync(join(root, 'test-zone-cluster-'));
+  // Another lane's sandbox start prunes test folders without a live owner (test/sandbox/helper.ts).
+  writeOwner(dir, process.pid);
   const pkiDir = join(dir, 'pki');
   const logDir = join(dir, 'logs');
   mkdirSync(logDir, { recursive: true });

@@ -23,6 +23,7 @@ import { inCallWatchedKinds } from '../../../plugin/zones/step/deps.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { WaitError } from '../../sandbox/eventually.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import { kubeconfigArgs } from '../../sandbox/kubectl.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import {
   cluster,
@@ -427,8 +428,7 @@ const resources: Record<string, string> = {
 
 function canI(verb: string, resource: string, namespace: string, name?: string): Promise<boolean> {
   const args = [
-    '--kubeconfig',
-    sandbox.state.kubeconfig,
+    ...kubeconfigArgs(sandbox.state.kubeconfig),
     'auth',
     'can-i',
     verb,
