@@ -51,9 +51,8 @@ let vmauth: Awaited<ReturnType<typeof startVmauthFixture>>;
 let blackHole: Server;
 let blackHolePort: number;
 
-before(async () => {
-  const started = Date.now();
-  const binaries: BuiltBinaries = buildAll({ except: ['argocd'] });
+/** etcd and kube-apiserver of the zone cluster, its CRDs, RBAC and a token for the vmzones ServiceAccount. */
+async function startZoneClusterOnce(binaries: BuiltBinaries): Promise<void> {
   const root = join(cacheDir(), 'sandbox');
   mkdirSync(root, { recursive: true });
   dir = mkdtempSync(join(root, 'test-zone-cluster-'));
@@ -84,18 +83,40 @@ before(async () => {
   await admin.applyFiles([join(repoRoot, 'manifests', 'multicluster', 'zone-cluster-rbac.yaml')]);
   token = (await admin.run(['create', 'token', 'vmzones', '-n', 'vmzones', '--duration=1h'])).trim();
   caData = readFileSync(join(pkiDir, 'ca.crt')).toString('base64');
+}
+
+async function stopZoneCluster(): Promise<void> {
+  for (const record of [...daemons].reverse()) await stopDaemon(record);
+  daemons = [];
+}
+
+before(async () => {
+  const started = Date.now();
+  const binaries: BuiltBinaries = buildAll({ except: ['argocd'] });
+  try {
+    await startZoneClusterOnce(binaries);
+  } catch (error) {
+    // Once in CI (stop 30) this start failed within seconds, beside three lanes of sandboxes, and never here: the
+    // reason is printed and the start made once more on new ports; a second failure fails the file with it.
+    console.log(`remote-cluster: the zone cluster did not start, starting it once more: ${String(error)}`);
+    figures['first start failed'] = String(error).split('\n')[0] ?? '';
+    await stopZoneCluster();
+    await startZoneClusterOnce(binaries);
+  }
   vmauth = await startVmauthFixture();
   blackHole = createServer(() => {
     // Accepts the connection and never answers: a cluster behind a broken load balancer.
   });
   blackHolePort = await freePort();
-  await new Promise<void>((resolve) => blackHole.listen(blackHolePort, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    blackHole.once('error', reject);
+    blackHole.listen(blackHolePort, '127.0.0.1', resolve);
+  });
   figures['zone cluster start (s)'] = (Date.now() - started) / 1000;
 });
 
 after(async () => {
-  for (const record of [...daemons].reverse()) await stopDaemon(record);
-  daemons = [];
+  await stopZoneCluster();
   await vmauth?.close();
   blackHole?.close();
   if (dir !== undefined) rmSync(join(dir, 'eu-b-etcd'), { recursive: true, force: true });
