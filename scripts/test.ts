@@ -1,10 +1,10 @@
 // `npm test`: lint, typecheck and bundle (in order; each gates the rest), then the unit tests alone beside the
 // sandbox build (cached), then each end-to-end phase (a file, or a part of one of the longest files:
-// scripts/test-files.ts) and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default 4). The
+// scripts/test-files.ts) and the conformance suite, run in `VMZONES_TEST_LANES` parallel lanes (default 5). The
 // sandbox phases wait for the sandbox build; every phase has its own sandbox (private state folder and ports), and
-// most of a sandbox phase's time is waiting on controllers and timers (a sandbox past its start uses a sixth of a
-// core), so four lanes share the 2 cores: a clean-clone run on a quiet machine took 20.5 min with four (load
-// average 6–9) against 25.6 with three (docs/testing.md); `VMZONES_TEST_LANES=3` on a slower machine.
+// most of a sandbox phase's time is waiting on controllers and timers (the gates file alone: 36 CPU-seconds in
+// 171 s), so five lanes share the 2 cores: clean-clone runs on a quiet machine took 16.3 min with five, 19.0–20.2
+// with four, 25.6 with three (docs/testing.md); `VMZONES_TEST_LANES=3` on a slower machine.
 // The longest phases (by the durations the previous run on this machine recorded, else by the committed figures
 // of scripts/phase-durations.json) start first. A parallel
 // phase's output is kept in `.cache/test-logs/<phase>.log` while it runs and printed whole when it ends, so
@@ -75,7 +75,7 @@ const testTimeoutMs = 20 * 60_000;
 const heartbeatMs = 5 * 60_000;
 const deadline = Number(process.env.VMZONES_TEST_DEADLINE ?? '') * 1000 || Number.POSITIVE_INFINITY;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '4') || 1);
+const lanes = Math.max(1, Number(process.env.VMZONES_TEST_LANES ?? '5') || 1);
 const logDir = '.cache/test-logs';
 // Kept beside the build cache, so a fresh clone on the same machine still starts the longest phases first.
 const durationsFile = join(
