@@ -18,7 +18,7 @@ export function failureDigest(output: string): string[] {
     failing >= 0 ? withFewFrames(lines.slice(failing + 1)) : (goFailures(lines) ?? lines.slice(-maxLines));
   const kept = picked
     .filter((l) => l.trim() !== '')
-    .map((l) => (l.length > maxWidth ? `${l.slice(0, maxWidth)}…` : l));
+    .map((l) => cut(l, maxWidth));
   return kept.length > maxLines
     ? [...kept.slice(0, maxLines), `… (${kept.length - maxLines} more lines)`]
     : kept;
@@ -65,6 +65,10 @@ export function firstReason(digest: readonly string[]): string | undefined {
         !line.startsWith('--- FAIL') &&
         !line.startsWith('…'),
     );
-  if (reason === undefined) return undefined;
-  return reason.length > reasonWidth ? `${reason.slice(0, reasonWidth)}…` : reason;
+  return reason === undefined ? undefined : cut(reason, reasonWidth);
+}
+
+/** `line` with what lies past `width` characters replaced by an ellipsis. */
+function cut(line: string, width: number): string {
+  return line.length > width ? `${line.slice(0, width)}…` : line;
 }
