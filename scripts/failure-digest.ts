@@ -16,9 +16,7 @@ export function failureDigest(output: string): string[] {
   const failing = lines.lastIndexOf('✖ failing tests:');
   const picked =
     failing >= 0 ? withFewFrames(lines.slice(failing + 1)) : (goFailures(lines) ?? lines.slice(-maxLines));
-  const kept = picked
-    .filter((l) => l.trim() !== '')
-    .map((l) => cut(l, maxWidth));
+  const kept = picked.filter((l) => l.trim() !== '').map((l) => cut(l, maxWidth));
   return kept.length > maxLines
     ? [...kept.slice(0, maxLines), `… (${kept.length - maxLines} more lines)`]
     : kept;
