@@ -63,14 +63,14 @@ export const commands: readonly Command[] = [
     name: 'render',
     summary: 'print the canary steps that walk the zones, or write them into a Rollout manifest',
     synopsis:
-      'render (--spec FILE | --write FILE) [--order ZONE,… | --only ZONE,…] [--pause 1m|manual|none] [--template NAME] [--rollout NAME] [-o yaml|json]',
+      'render (--spec FILE | --write FILE) [--order ZONE,… | --only ZONE,…] [--pause none|1m|manual] [--template NAME] [--rollout NAME] [-o yaml|json]',
     flagHelp: `  --spec FILE        the spec (default with --write: the annotation of the Rollout in that file)
   --write FILE       replace the walk in the Rollout's spec.strategy.canary.steps in FILE, keeping the rest of
                      FILE byte for byte (comments, formatting, the user's own steps); - filters stdin to stdout
   --rollout NAME     which Rollout, when a file holds several
   --order ZONE,…     the order to walk the zones in; must list every zone (default: the spec's order)
   --only ZONE,…      walk only these zones, in this order; says which zones are left out
-  --pause P          between zones: a Go duration (default 1m), manual (an approval: pause: {}), none
+  --pause P          between zones: none (the default), a Go duration, manual (an approval: pause: {})
   --template NAME    the ClusterAnalysisTemplate of each zone's gate (default vmzones-zone-healthy); '' for none`,
     examples: `  vmzones render --spec spec.yaml --pause manual
   vmzones render --write deploy/rollout.yaml

@@ -18,7 +18,7 @@ import {
   severalRollouts,
   vmzonesRollouts,
 } from './manifests.ts';
-import { pauseInWalk, writeSteps } from './write-steps.ts';
+import { pausesInWalk, writeSteps } from './write-steps.ts';
 
 interface WriteTarget {
   path: string;
@@ -65,14 +65,27 @@ function pauseOption(flags: Flags): string | undefined {
   return pause;
 }
 
+/**
+ * Without --pause, --write keeps the walk's pause between zones. Pauses that differ, or one that is not a Go
+ * duration, are not replaced by the default (which would drop them): the user says which with --pause.
+ */
 function keptPause(steps: readonly unknown[] | undefined): string | undefined {
-  const pause = pauseInWalk(steps);
+  const pauses = pausesInWalk(steps);
+  const [pause] = pauses;
+  if (pauses.length > 1) {
+    throw new UsageError(
+      `--write: the walk has different pauses between zones (${pauses.join(', ')}); say which one every zone gets with --pause`,
+    );
+  }
   if (pause === undefined || pause === 'manual' || pause === 'none') return pause;
   try {
     parseGoDurationMs(pause);
     return pause;
-  } catch {
-    return undefined; // not a Go duration: the default applies, as if the walk had none
+  } catch (err) {
+    if (!(err instanceof GoDurationError)) throw err;
+    throw new UsageError(
+      `--write: the walk's pause between zones ${JSON.stringify(pause)} is not a Go duration (${err.message}); say which pause to keep with --pause`,
+    );
   }
 }
 

@@ -196,8 +196,11 @@ function splice(
   return `${text.slice(0, from)}\n${keepsNewline ? region : region.replace(/\n$/, '')}${text.slice(seqEnd)}`;
 }
 
-/** The pause between zones the Rollout's walk already has: a --pause value, or undefined when it has none or several. */
-export function pauseInWalk(steps: readonly unknown[] | undefined): string | undefined {
+/**
+ * The pauses between zones the Rollout's walk already has, as --pause values: one value, 'none' for a walk of
+ * several zones without a pause, several values when they differ, none for a walk of one zone.
+ */
+export function pausesInWalk(steps: readonly unknown[] | undefined): string[] {
   const kinds = (steps ?? []).map(classifyStep);
   const walk = kinds.flatMap((c, i) => (isWalk(c) ? [i] : []));
   const values = new Set<string>();
@@ -213,8 +216,8 @@ export function pauseInWalk(steps: readonly unknown[] | undefined): string | und
     const d = step?.pause?.duration;
     values.add(d === undefined ? 'manual' : typeof d === 'number' ? `${d}s` : String(d));
   });
-  if (values.size === 0) return zones > 1 ? 'none' : undefined;
-  return values.size === 1 ? [...values][0] : undefined;
+  if (values.size === 0) return zones > 1 ? ['none'] : [];
+  return [...values];
 }
 
 /** FILE's text with the Rollout's walk replaced by `rendered`; throws InputError when it cannot. */

@@ -9,12 +9,19 @@ import type { ZoneAction } from './step/actions.ts';
 
 export const defaultHealthTemplate = 'vmzones-zone-healthy';
 
+/**
+ * No pause between zones unless asked for: each zone's gate already waits for the evidence (operational, queue
+ * delivered, reads back), and a fixed pause observes nothing. A soak (`--pause 10m`) or an approval
+ * (`--pause manual`) is the user's choice (docs/step-plugin.md, "Between zones").
+ */
+export const defaultPauseBetweenZones = 'none';
+
 export interface RenderOptions {
   /** Every zone of the spec, in rollout order; defaults to the order of the spec document. */
   order?: readonly string[];
   /** A subset of the zones, in rollout order, for a walk that deliberately leaves the others out. */
   only?: readonly string[];
-  /** Between waves (zones, without waves): a Go duration to wait, 'manual' for an approval (`pause: {}`), or 'none'. */
+  /** Between waves (zones, without waves): a Go duration to wait, 'manual' for an approval (`pause: {}`), or 'none' (the default). */
   pauseBetweenZones?: string;
   /** ClusterAnalysisTemplate run after apply, with the arg `zone`; '' leaves the gate out. */
   healthTemplate?: string;
@@ -105,7 +112,7 @@ export function waveZoneArg(wave: readonly string[]): string {
 export function renderSteps(spec: ZoneSpecDocument, options: RenderOptions = {}): CanaryStep[] {
   const { waves } = walkInWaves(spec, options);
 
-  const pause = options.pauseBetweenZones ?? '1m';
+  const pause = options.pauseBetweenZones ?? defaultPauseBetweenZones;
   if (pause !== 'manual' && pause !== 'none') parseGoDurationMs(pause); // throws with the offending text
   const template = options.healthTemplate ?? defaultHealthTemplate;
 

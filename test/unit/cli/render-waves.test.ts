@@ -11,7 +11,7 @@ const head = 'vmauth: {vmuser: vmauth-read}\nvmagent: {vmagent: vmagent}\n';
 const zonesOf = (names: string[]) => `zones:\n${names.map((z) => `  ${z}: {vmcluster: vm-${z}}\n`).join('')}`;
 const sixZones = ['zone-a', 'zone-b', 'zone-c', 'zone-d', 'zone-e', 'zone-f'];
 
-/** `vmzones render` of this spec before waves existed (git history), as JSON. */
+/** `vmzones render --pause 1m` of this spec before waves existed (git history; 1m was then the default), as JSON. */
 const todaysSteps = `[{"plugin":{"name":"vmzones/step","config":{"zone":"zone-a","action":"drainReads"}}},{"plugin":{"name":"vmzones/step","config":{"zone":"zone-a","action":"apply"}}},{"analysis":{"templates":[{"templateName":"vmzones-zone-healthy","clusterScope":true}],"args":[{"name":"zone","value":"zone-a"}]}},{"plugin":{"name":"vmzones/step","config":{"zone":"zone-a","action":"restoreReads"}}},{"pause":{"duration":"1m"}},{"plugin":{"name":"vmzones/step","config":{"zone":"zone-b","action":"drainReads"}}},{"plugin":{"name":"vmzones/step","config":{"zone":"zone-b","action":"apply"}}},{"analysis":{"templates":[{"templateName":"vmzones-zone-healthy","clusterScope":true}],"args":[{"name":"zone","value":"zone-b"}]}},{"plugin":{"name":"vmzones/step","config":{"zone":"zone-b","action":"restoreReads"}}}]`;
 
 async function rendered(specText: string, ...flags: string[]) {
@@ -21,11 +21,18 @@ async function rendered(specText: string, ...flags: string[]) {
 }
 
 test('a spec without waves renders exactly the steps it rendered before waves', async () => {
-  assert.deepEqual(await rendered(head + zonesOf(['zone-a', 'zone-b'])), JSON.parse(todaysSteps));
+  assert.deepEqual(
+    await rendered(head + zonesOf(['zone-a', 'zone-b']), '--pause', '1m'),
+    JSON.parse(todaysSteps),
+  );
 });
 
 test('waves of one zone each render exactly the walk without waves', async () => {
-  const steps = await rendered(`${head}waves: [[zone-a], [zone-b]]\n${zonesOf(['zone-a', 'zone-b'])}`);
+  const steps = await rendered(
+    `${head}waves: [[zone-a], [zone-b]]\n${zonesOf(['zone-a', 'zone-b'])}`,
+    '--pause',
+    '1m',
+  );
   assert.deepEqual(steps, JSON.parse(todaysSteps));
 });
 
@@ -108,7 +115,9 @@ test('a disruption budget narrower than a wave is refused; waves with --order ar
 
 test('render --write puts the waves into the Rollout, and lint accepts them; zones of different waves must not overlap', async () => {
   const spec = `${head}waves: [[zone-a], [zone-b, zone-c]]\n${zonesOf(['zone-a', 'zone-b', 'zone-c'])}`;
-  const written = await run(['render', '--write', 'r.yaml'], { 'r.yaml': rollout(spec, '[]\n') });
+  const written = await run(['render', '--write', 'r.yaml', '--pause', '1m'], {
+    'r.yaml': rollout(spec, '[]\n'),
+  });
   assert.equal(written.code, 0, written.err);
   assert.match(written.err, /wrote 9 steps walking zone-a, zone-b\+zone-c/);
   const file = written.files['r.yaml'] ?? '';

@@ -95,7 +95,7 @@ test('--write into an empty or flow list writes a block list under the key; --wr
   assert.equal(r.code, 0, r.err);
   assert.match(r.out, /\n {6}steps:\n {8}- plugin:\n {12}name: vmzones\/step\n/);
   assert.match(r.out, /action: restoreReads {2}# to fill\n$/);
-  assert.equal(stepsOf(r.out).length, 9);
+  assert.equal(stepsOf(r.out).length, 8, 'two zones of 4 steps, no pause between them by default');
   assert.equal((await run(['lint', '--spec', '-'], { '-': r.out })).code, 0);
 });
 
@@ -123,6 +123,41 @@ test('--write refuses what it cannot do cleanly, and leaves the file alone', asy
     assert.equal(r.files['r.yaml'], text);
     assert.match(r.err, message);
   }
+});
+
+test('--write keeps a walk without pauses without them, and asks which pause when the walk has several', async () => {
+  const three = spec.replace('zone-b: {vmcluster: b}', 'zone-b: {vmcluster: b}, zone-c: {vmcluster: c}');
+  const bare = rollout(three, `${zoneSteps('zone-a')}${zoneSteps('zone-b')}`);
+  const kept = await run(['render', '--write', 'r.yaml'], { 'r.yaml': bare });
+  assert.equal(kept.code, 0, kept.err);
+  assert.ok(
+    !stepsOf(kept.files['r.yaml'] ?? '').some((step) => 'pause' in (step as object)),
+    'no pause added',
+  );
+
+  const mixed = rollout(
+    three,
+    `${zoneSteps('zone-a')}- pause: {duration: 5m}\n${zoneSteps('zone-b')}- pause: {}\n${zoneSteps('zone-c')}`,
+  );
+  const refused = await run(['render', '--write', 'r.yaml'], { 'r.yaml': mixed });
+  assert.equal(refused.code, 2, refused.err);
+  assert.match(
+    refused.err,
+    /different pauses between zones \(5m, manual\); say which one every zone gets with --pause/,
+  );
+  assert.equal(refused.files['r.yaml'], mixed, 'the file is left alone');
+  const chosen = await run(['render', '--write', 'r.yaml', '--pause', 'manual'], { 'r.yaml': mixed });
+  assert.equal(chosen.code, 0, chosen.err);
+  const pauses = stepsOf(chosen.files['r.yaml'] ?? '').filter((step) => 'pause' in (step as object));
+  assert.deepEqual(pauses, [{ pause: {} }, { pause: {} }]);
+
+  const unreadable = rollout(
+    three,
+    `${zoneSteps('zone-a')}- pause: {duration: soon}\n${zoneSteps('zone-b')}${zoneSteps('zone-c')}`,
+  );
+  const bad = await run(['render', '--write', 'r.yaml'], { 'r.yaml': unreadable });
+  assert.equal(bad.code, 2, bad.err);
+  assert.match(bad.err, /pause between zones "soon" is not a Go duration/);
 });
 
 test("kustomize build output: lint finds the zone its steps miss; --write adds only that, in kustomize's list style", async () => {

@@ -17,8 +17,25 @@ function summary(steps: ReturnType<typeof renderSteps>): string[] {
   });
 }
 
-test('each zone is drained, changed, gated and restored, with a pause between zones but not after the last', () => {
+test('by default each zone is drained, changed, gated and restored, the next zone right after', () => {
   assert.deepEqual(summary(renderSteps(spec)), [
+    'zone-a:drainReads',
+    'zone-a:apply',
+    'analysis(zone-a)',
+    'zone-a:restoreReads',
+    'zone-b:drainReads',
+    'zone-b:apply',
+    'analysis(zone-b)',
+    'zone-b:restoreReads',
+    'zone-c:drainReads',
+    'zone-c:apply',
+    'analysis(zone-c)',
+    'zone-c:restoreReads',
+  ]);
+});
+
+test('a pause asked for goes between zones but not after the last', () => {
+  assert.deepEqual(summary(renderSteps(spec, { pauseBetweenZones: '1m' })), [
     'zone-a:drainReads',
     'zone-a:apply',
     'analysis(zone-a)',
