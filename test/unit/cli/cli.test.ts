@@ -191,7 +191,11 @@ test('render takes its spec from a Rollout manifest, and asks which one when a f
   assert.match(r.err, /holds the Rollouts one, two: pick one with --rollout NAME/);
   const picked = await run(['render', '--spec', 'm.yaml', '--rollout', 'two'], { 'm.yaml': two });
   assert.equal(picked.code, 0, picked.err);
-  assert.equal((parse(picked.out).steps as unknown[]).length, 8, 'two zones of 4 steps, no pause between them');
+  assert.equal(
+    (parse(picked.out).steps as unknown[]).length,
+    8,
+    'two zones of 4 steps, no pause between them',
+  );
 });
 
 test('kubectl flags reach a command that talks to Kubernetes, which first checks the Node it runs on', async () => {
