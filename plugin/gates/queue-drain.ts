@@ -105,6 +105,11 @@ export interface QueueDrainFigures {
 export interface QueueDrainVerdict {
   readonly verdict: QueueDrainVerdictKind;
   readonly message: string;
+  /**
+   * The latest round is not good only because retries or errors grew since the round before: vmagent is still
+   * sending what it held for the zone, and the next round that sees them stand still starts the count.
+   */
+  readonly retrying: boolean;
   readonly figures: QueueDrainFigures;
 }
 
@@ -193,6 +198,8 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
     }
   }
 
+  /** The problems that are retries or errors growing (a send still failing), to tell them from the others. */
+  const sendFailures = new Set<string>();
   const roundProblems = (round: DrainRound): string[] => {
     const problems: string[] = [];
     const previous = previousOk.get(round) ?? new Map<string, OkScrape>();
@@ -252,9 +259,9 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
         const now = figures[figure];
         const before = previous.queue.figures[figure];
         if (now !== undefined && before !== undefined && now > before) {
-          problems.push(
-            `pod ${pod}: ${queueSeriesName(figure, input.names)} grew by ${now - before} since the previous scrape`,
-          );
+          const problem = `pod ${pod}: ${queueSeriesName(figure, input.names)} grew by ${now - before} since the previous scrape`;
+          sendFailures.add(problem);
+          problems.push(problem);
         }
       }
     }
@@ -280,6 +287,10 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
   ): QueueDrainVerdict => ({
     verdict,
     message,
+    retrying:
+      verdict === 'notDrained' &&
+      latestProblems.length > 0 &&
+      latestProblems.every((problem) => sendFailures.has(problem)),
     figures: buildFigures(verdict, input, config, latest, spaced.length, windowStart),
   });
 

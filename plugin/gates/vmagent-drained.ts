@@ -67,6 +67,12 @@ function drainSettings(config: DrainGateConfig): QueueDrainConfig {
 
 /** How soon the gate looks again while the zone's VMCluster is not ready (no round counts until it is). */
 export const notReadyPollMs = 2_000;
+/**
+ * How soon the gate looks again after a round in which vmagent's retries or errors for the zone grew: its next
+ * attempt comes no sooner than -remoteWrite.retryMinInterval (1 s), and the first round that sees them stand still
+ * starts the count, so the count starts ≤ 1 s after the last failed send instead of up to a roundSpacing later.
+ */
+export const retryingPollMs = 1_000;
 
 export async function readVmagentDrained(
   config: DrainGateConfig,
@@ -173,6 +179,7 @@ export async function readVmagentDrained(
       return {
         ...all,
         verdict: 'notDrained',
+        retrying: false,
         message: 'no round counts while the zone is not ready',
         figures: {
           ...all.figures,
@@ -193,12 +200,14 @@ export async function readVmagentDrained(
   const figures = drainFigures(config, targets, verdicts, zoneReady, rounds.length);
   const lost = verdicts.findIndex((verdict) => verdict.verdict === 'dataLost');
   // While the zone is not ready no round counts, so looking again a whole roundSpacing later only delays the first
-  // counted round (up to 10 s after the zone came back, measured in test/bench/rollout-vs-vmdistributed.ts). The
-  // counted rounds keep their spacing: K of them still span ≥ (K−1) × roundSpacing.
-  const pollMs =
-    readinessMessage === undefined
-      ? settings.minRoundSpacingMs
-      : Math.min(notReadyPollMs, settings.minRoundSpacingMs);
+  // counted round (up to 10 s after the zone came back, measured in test/bench/rollout-vs-vmdistributed.ts); the
+  // same holds while vmagent still retries (retryingPollMs). The counted rounds keep their spacing: K of them still
+  // span ≥ (K−1) × roundSpacing, every reading between them good.
+  const retrying = readinessMessage === undefined && verdicts.some((verdict) => verdict.retrying);
+  const pollMs = Math.min(
+    readinessMessage !== undefined ? notReadyPollMs : retrying ? retryingPollMs : Number.POSITIVE_INFINITY,
+    settings.minRoundSpacingMs,
+  );
   const base = { figures, state, timeoutMs, pollMs };
   const agentMessage = (position: number) =>
     `${targets.agents.length > 1 ? `${targets.agents[position]?.key}: ` : ''}${verdicts[position]?.message ?? ''}`;

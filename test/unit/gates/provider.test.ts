@@ -613,6 +613,62 @@ test('vmagentQueueDrained looks again after 2 s while the zone is not ready; cou
   );
 });
 
+test('vmagentQueueDrained looks again after 1 s while vmagent still retries for the zone; a backlog keeps roundSpacing', async () => {
+  const { dirs, server, kube } = await drainWorld();
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => kube, now: time.now });
+  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' });
+  const resumeAfter = (m: MeasurementResult) => Date.parse(m.resumeAt ?? '') - time.now();
+
+  server.set(agentPage(dirs, flowing(0)));
+  let measurement = await provider.run(run, config);
+  let view = stored(measurement);
+  assert.equal(resumeAfter(measurement), 2_000, 'a first round: the next one a roundSpacing later');
+
+  // The zone is back; vmagent's retry of the block it held fails once more, then goes through.
+  time.advance(2_000);
+  server.set(agentPage(dirs, { ...flowing(1), retries: 4, errors: 1 }));
+  measurement = await provider.resume(run, config, view);
+  view = stored(measurement, view);
+  assert.match(measurement.message ?? '', /retries_count_total grew by 1/);
+  assert.equal(resumeAfter(measurement), 1_000, 'retrying: look again at retryMinInterval');
+  time.advance(1_000);
+  server.set(agentPage(dirs, { ...flowing(2), retries: 5, errors: 1 }));
+  measurement = await provider.resume(run, config, view);
+  view = stored(measurement, view);
+  assert.equal(resumeAfter(measurement), 1_000, 'still retrying');
+
+  // Retries stand still from here: that round is the first counted one, the next ones a roundSpacing apart.
+  const phases: string[] = [];
+  const spacings: number[] = [];
+  for (const [step, advance] of [
+    [3, 1_000],
+    [4, 2_000],
+    [5, 2_000],
+  ] as const) {
+    time.advance(advance);
+    server.set(agentPage(dirs, { ...flowing(step), retries: 5, errors: 1 }));
+    measurement = await provider.resume(run, config, view);
+    view = stored(measurement, view);
+    phases.push(measurement.phase);
+    if (measurement.phase === 'Running') spacings.push(resumeAfter(measurement));
+  }
+  assert.deepEqual(phases, ['Running', 'Running', 'Successful']);
+  assert.deepEqual(spacings, [2_000, 2_000], 'counted rounds are roundSpacing apart');
+  assert.match(
+    measurement.message ?? '',
+    /3 consecutive rounds from 2026-05-01T12:00:04.000Z to 2026-05-01T12:00:08.000Z/,
+    'the count started 1 s after the last retry, not a roundSpacing after it',
+  );
+
+  // Data pending above the limit is a backlog, not a failing send: the rounds keep their spacing.
+  time.advance(2_000);
+  server.set(agentPage(dirs, { ...flowing(6), retries: 5, errors: 1, pending: 4 * 1024 * 1024 }));
+  const backlog = await provider.run(run, config);
+  assert.match(backlog.message ?? '', /bytes pending/);
+  assert.equal(resumeAfter(backlog), 2_000);
+});
+
 test('vmagentQueueDrained: retries that grow, an unreachable pod, an edited remote-write list are not drained', async () => {
   const { dirs, server, kube } = await drainWorld();
   const time = clock();
