@@ -16,7 +16,12 @@
 // ready, via `notBefore`).
 
 import { CodedError } from '../goplugin/failure-codes.ts';
-import { type QueueFigureName, type QueueMetricNames, queueSeriesName } from '../vm/remote-write.ts';
+import {
+  type QueueFigureName,
+  type QueueMetricNames,
+  queueSeriesName,
+  sendsAwaitingRetry,
+} from '../vm/remote-write.ts';
 import type { PodScrape } from './drain-state.ts';
 
 export interface QueueDrainConfig {
@@ -123,6 +128,7 @@ export class QueueDrainConfigError extends CodedError {
 // Counters that only grow while a vmagent process lives; a decrease means it restarted.
 const counterFigures: readonly QueueFigureName[] = [
   'requests',
+  'failedRequests',
   'bytesSent',
   'retries',
   'errors',
@@ -243,6 +249,17 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
       problems.push(
         `pod ${pod} has ${onDisk} bytes in the on-disk queue for ${queue} (at most ${config.maxOnDiskPendingBytes} allowed)`,
       );
+    }
+    // A send waiting out its backoff holds a block that pending bytes no longer count: not drained, however quiet
+    // the counters stay meanwhile (the wait doubles up to -remoteWrite.retryMaxInterval while the zone was down).
+    const waiting = sendsAwaitingRetry(figures);
+    if (waiting !== undefined && waiting > 0) {
+      const problem =
+        `pod ${pod}: ${waiting} send(s) to ${queue} wait to retry a block (${queueSeriesName('errors', input.names)} + ` +
+        `${queueSeriesName('failedRequests', input.names)} − ${queueSeriesName('retries', input.names)} − ` +
+        `${queueSeriesName('packetsDropped', input.names)})`;
+      sendFailures.add(problem);
+      problems.push(problem);
     }
     if (previous !== undefined) {
       for (const figure of counterFigures) {

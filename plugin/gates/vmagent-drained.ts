@@ -70,7 +70,7 @@ export const notReadyPollMs = 2_000;
 /**
  * How soon the gate looks again after a round in which vmagent's retries or errors for the zone grew: its next
  * attempt comes no sooner than -remoteWrite.retryMinInterval (1 s), and the first round that sees them stand still
- * starts the count, so the count starts ≤ 1 s after the last failed send instead of up to a roundSpacing later.
+ * starts the count, so the count starts 1–2 s after the last failed send instead of 2–4 s (roundSpacing 2 s).
  */
 export const retryingPollMs = 1_000;
 

@@ -23,6 +23,8 @@ export const queueMetricNames = {
   pendingDataBytes: 'vmagent_remotewrite_pending_data_bytes',
   onDiskPendingBytes: 'vm_persistentqueue_bytes_pending',
   requests: 'vmagent_remotewrite_requests_total',
+  // The same series, every status code but 2xx: answers after which the block is retried or dropped.
+  failedRequests: 'vmagent_remotewrite_requests_total',
   bytesSent: 'vmagent_remotewrite_bytes_sent_total',
   retries: 'vmagent_remotewrite_retries_count_total',
   errors: 'vmagent_remotewrite_errors_total',
@@ -51,15 +53,35 @@ export function queueMetricNamesOf(writer: WriterKind): QueueMetricNames {
   ) as QueueMetricNames;
 }
 
-export const queueMetricNameList: readonly string[] = Object.values(queueMetricNames);
+export const queueMetricNameList: readonly string[] = [...new Set(Object.values(queueMetricNames))];
 
-/** The series a figure is read from, for messages (`requests` counts only 2xx). */
+/** The series a figure is read from, for messages (`requests` counts only 2xx, `failedRequests` the others). */
 export function queueSeriesName(figure: QueueFigureName, names: QueueMetricNames = queueMetricNames): string {
-  return figure === 'requests' ? `${names.requests}{status_code="2XX"}` : names[figure];
+  if (figure === 'requests') return `${names.requests}{status_code="2XX"}`;
+  if (figure === 'failedRequests') return `${names.requests}{status_code!="2XX"}`;
+  return names[figure];
 }
 
-/** Figures that may be absent without meaning anything is wrong (they appeared in later vmagent versions). */
-const optionalQueueFigures: ReadonlySet<QueueFigureName> = new Set(['samplesDropped']);
+/**
+ * How many sends of the queue wait out a backoff, holding a block taken off the queue (which pending bytes no longer
+ * count): vmagent and vlagent count a failed send in errors_total (no answer) or requests_total{status_code} (an
+ * answer other than 2xx), then wait, then count the retry in retries_count_total — or count a drop instead of the
+ * retry (409, and 400/415 it cannot re-pack): app/vmagent/remotewrite/client.go `sendBlockHTTP`, v1.151.0, and
+ * vlagent's, v1.52.1 (docs/victoriametrics.md, "vmagent's remote-write queues"). Undefined without the counters;
+ * a negative balance (a writer that counts otherwise) proves nothing either way and reads as undefined.
+ */
+export function sendsAwaitingRetry(figures: Partial<Record<QueueFigureName, number>>): number | undefined {
+  const { errors, retries } = figures;
+  if (errors === undefined || retries === undefined) return undefined;
+  const waiting = errors + (figures.failedRequests ?? 0) - retries - (figures.packetsDropped ?? 0);
+  return waiting < 0 ? undefined : waiting;
+}
+
+/**
+ * Figures that may be absent without meaning anything is wrong: samplesDropped appeared in a later vmagent version;
+ * failedRequests' series appear at the first answer with their status code.
+ */
+const optionalQueueFigures: ReadonlySet<QueueFigureName> = new Set(['samplesDropped', 'failedRequests']);
 
 let hasher: ReturnType<typeof xxhash> | undefined;
 
@@ -173,6 +195,7 @@ export function pickQueueSamples(samples: readonly MetricSample[], selector: Que
       case names.requests:
         // vmagent counts every 2xx as "2XX" and other codes by their number.
         if (labels.status_code === '2XX' || /^2\d\d$/.test(labels.status_code ?? '')) add('requests', value);
+        else add('failedRequests', value);
         break;
       case names.bytesSent:
         add('bytesSent', value);

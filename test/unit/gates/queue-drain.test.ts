@@ -169,6 +169,29 @@ test('growing retries or errors mean not drained, even with nothing pending', ()
   }
 });
 
+test('a send waiting out its backoff means not drained, however quiet its counters stay meanwhile', () => {
+  // agent-0 failed once more than it retried: one sender holds a block through its backoff, which pending bytes
+  // do not count, while the other senders deliver; the counters do not move for the K rounds.
+  const holding = { errors: 7, retries: 6, failedRequests: 0 };
+  const rounds = [0, 1, 2].map((step) =>
+    round(step * 10, flowing('vm/agent-0', step, holding), flowing('vm/agent-1', step)),
+  );
+  const verdict = judge(rounds);
+  assert.equal(verdict.verdict, 'notDrained');
+  assert.equal(verdict.retrying, true, 'the gate looks again soon: the retry ends it');
+  assert.match(verdict.message, /pod vm\/agent-0: 1 send\(s\) to remote-write queue 2 wait to retry a block/);
+
+  // The retry went through: counted in retries_count_total, nothing waits any more.
+  const retried = [3, 4, 5, 6].map((step) =>
+    round(step * 10, flowing('vm/agent-0', step, { ...holding, retries: 7 }), flowing('vm/agent-1', step)),
+  );
+  const after = judge([...rounds, ...retried.slice(0, 3)]);
+  assert.equal(after.verdict, 'notDrained', 'the round that saw the retry counted is not good');
+  const settled = judge([...rounds, ...retried]);
+  assert.equal(settled.verdict, 'drained', settled.message);
+  assert.equal(settled.retrying, false);
+});
+
 test('no delivery during the window means not drained, unless no ingestion is expected', () => {
   const idle = [0, 1, 2].map((step) =>
     round(step * 10, flowing('vm/agent-0', step), ok('vm/agent-1', quiet)),

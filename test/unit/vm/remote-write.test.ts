@@ -7,6 +7,7 @@ import {
   queueMetricNameList,
   RemoteWriteUrlError,
   remoteWriteQueueDirName,
+  sendsAwaitingRetry,
   vmagentQueueUrlString,
 } from '../../../plugin/vm/remote-write.ts';
 
@@ -100,7 +101,7 @@ function parse(text: string) {
   return parser.end().samples;
 }
 
-test('picks one queue by index, not confusing 2 with 12, and sums 2xx status codes', () => {
+test('picks one queue by index, not confusing 2 with 12, and sums 2xx status codes and the others apart', () => {
   const picked = pickQueueSamples(parse(scrape), { index: 2, expectedDirName: '2_F38B25BE2996618E' });
   assert.deepEqual(picked.figures, {
     pendingDataBytes: 2048,
@@ -108,6 +109,7 @@ test('picks one queue by index, not confusing 2 with 12, and sums 2xx status cod
     onDiskBytesDropped: 0,
     onDiskBlocksDropped: 0,
     requests: 505,
+    failedRequests: 7,
     bytesSent: 123456,
     retries: 3,
     errors: 1,
@@ -122,6 +124,15 @@ test('picks one queue by index, not confusing 2 with 12, and sums 2xx status cod
     '1_1C39D330F1670079',
     '2_F38B25BE2996618E',
   ]);
+});
+
+test('sends waiting to retry: failures (errors, non-2xx answers) not yet followed by a retry or a drop', () => {
+  // vmagent: a failure is counted, the backoff waited, then the retry counted (or, for 409/400, a drop instead).
+  assert.equal(sendsAwaitingRetry({ errors: 4, failedRequests: 3, retries: 6, packetsDropped: 0 }), 1);
+  assert.equal(sendsAwaitingRetry({ errors: 4, failedRequests: 3, retries: 6, packetsDropped: 1 }), 0);
+  assert.equal(sendsAwaitingRetry({ errors: 2, retries: 2 }), 0, 'no non-2xx answer yet: no such series');
+  assert.equal(sendsAwaitingRetry({ errors: 1, retries: 3 }), undefined, 'a balance below 0 proves nothing');
+  assert.equal(sendsAwaitingRetry({ failedRequests: 3, retries: 2 }), undefined, 'without errors_total');
 });
 
 test('reports a queue whose directory does not belong to the zone URL', () => {
