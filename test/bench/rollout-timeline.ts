@@ -84,6 +84,9 @@ export interface ZoneTimeline {
   drainProof: number;
   queueRounds: number;
   restoreProof: number;
+  /** 1 when the gate's last round came after vmagent's last retry or error for the zone (the bench's 250 ms
+   *  readings): it passed on a queue with no block held in a backoff. */
+  afterLastRetry: number;
 }
 
 const ms = (iso: string | undefined) => (iso === undefined ? Number.NaN : Date.parse(iso));
@@ -168,6 +171,11 @@ export function zoneTimelines(
       analysisStartS: s(ms(analysis?.metadata.creationTimestamp), ms(measurement?.startedAt)),
       firstGoodRoundS: s(queueEmptyAt, ms(agent?.windowStart)),
       retryingS: Math.max(0, s(queueEmptyAt, observed[zone]?.lastFailedSendAtMs ?? queueEmptyAt)),
+      afterLastRetry:
+        observed[zone]?.lastFailedSendAtMs === undefined ||
+        observed[zone].lastFailedSendAtMs <= ms(agent?.latestRoundAt)
+          ? 1
+          : 0,
       roundOvershootS: s(ms(agent?.windowStart), ms(agent?.latestRoundAt)) - (rounds - 1) * spacingS,
       restoreS: s(analysisDone, end),
       gateReadings: Number(measurement?.metadata?.['vmzones.io/readings'] ?? Number.NaN),
@@ -204,13 +212,14 @@ export function printTimeline(timelines: ZoneTimeline[]): string[] {
     ['    of which drain end → apply', (t) => t.graceToApplyS],
     ['    of which analysis created → 1st reading', (t) => t.analysisStartS],
     ['    of which queue empty → 1st good round', (t) => t.firstGoodRoundS],
-    ['      of it vmagent retrying (→ last failed send)', (t) => t.retryingS],
+    ['      of it vmagent retrying (→ its last retry or error)', (t) => t.retryingS],
     ['    of which round spacing overshoot', (t) => t.roundOvershootS],
     ['    of which analysis done → restoreReads done', (t) => t.restoreS],
     ['  drain gate readings', (t) => t.gateReadings],
     ['evidence: vmauth proof of the drain (1 = kept)', (t) => t.drainProof],
     ['evidence: queue drained, good rounds (K = 3)', (t) => t.queueRounds],
     ['evidence: vmauth proof of the restore (1 = kept)', (t) => t.restoreProof],
+    ["evidence: passed after vmagent's last retry (1)", (t) => t.afterLastRetry],
   ];
   const lines = [
     '\n---- vmzones per-zone timeline (s; step statuses, AnalysisRuns, 250 ms observations) ----',
