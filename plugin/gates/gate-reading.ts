@@ -19,8 +19,13 @@ export interface GateReading {
   readonly state?: unknown;
   /** How long the measurement may wait for `pass`, from its start. */
   readonly timeoutMs: number;
-  /** When to take the next reading, from this one. */
+  /** When to take the next reading, from this one's start. */
   readonly pollMs: number;
+  /**
+   * The gate is counting evidence that is complete this long from now if the readings stay as they are (the drain
+   * gate's remaining rounds): the call takes them itself rather than return, up to twice its in-call wait.
+   */
+  readonly evidenceDueInMs?: number;
 }
 
 export interface GateContext {

@@ -213,12 +213,19 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         );
       }
       reading = await read(raw, context, previous);
-      // Readings due before the in-call wait is over are taken here, each on the state the last one left.
+      // Readings due before the in-call wait is over are taken here, each on the state the last one left, and
+      // each pollMs after the start of the one before (a reading's own time does not stretch the spacing).
+      // Evidence the gate is counting is waited for here while it completes within twice the in-call wait:
+      // returning would cost the controller's requeue (ResumeAt to the second, taken a second or more late).
       for (;;) {
-        const next = clock() + reading.pollMs;
-        if (reading.verdict !== 'wait' || sleep === undefined || next > calledAt + inCallWaitMs) break;
+        const next = now + reading.pollMs;
+        const until = Math.min(
+          Math.max(calledAt + inCallWaitMs, now + (reading.evidenceDueInMs ?? 0)),
+          calledAt + 2 * inCallWaitMs,
+        );
+        if (reading.verdict !== 'wait' || sleep === undefined || next > until) break;
         if (next >= startedAtMs + reading.timeoutMs) break;
-        await sleep(reading.pollMs);
+        await sleep(Math.max(0, next - clock()));
         now = clock();
         readings += 1;
         const carried: MeasurementView = {

@@ -208,7 +208,27 @@ export async function readVmagentDrained(
     readinessMessage !== undefined ? notReadyPollMs : retrying ? retryingPollMs : Number.POSITIVE_INFINITY,
     settings.minRoundSpacingMs,
   );
-  const base = { figures, state, timeoutMs, pollMs };
+  // Counting: every agent's latest round good, some still short of K. Its remaining rounds are due in this long.
+  const counting =
+    readinessMessage === undefined &&
+    listProblems.length === 0 &&
+    lost < 0 &&
+    verdicts.every((verdict) => verdict.verdict === 'drained' || verdict.figures.consecutiveGoodRounds > 0);
+  const evidenceDueInMs = counting
+    ? Math.max(
+        ...verdicts.map(
+          (verdict) =>
+            (settings.consecutiveRounds - verdict.figures.consecutiveGoodRounds) * settings.minRoundSpacingMs,
+        ),
+      )
+    : undefined;
+  const base = {
+    figures,
+    state,
+    timeoutMs,
+    pollMs,
+    ...(evidenceDueInMs !== undefined && { evidenceDueInMs }),
+  };
   const agentMessage = (position: number) =>
     `${targets.agents.length > 1 ? `${targets.agents[position]?.key}: ` : ''}${verdicts[position]?.message ?? ''}`;
   if (lost >= 0) return { ...base, verdict: 'fail', message: agentMessage(lost) };

@@ -46,5 +46,10 @@ export async function readWave(
       : { state: Object.fromEntries(states.map(({ zone, reading }) => [zone, reading.state])) }),
     timeoutMs: Math.max(...readings.map(({ reading }) => reading.timeoutMs)),
     pollMs: Math.min(...readings.map(({ reading }) => reading.pollMs)),
+    // Worth waiting for in the call only when every waiting zone is counting its evidence.
+    ...(waiting.length > 0 &&
+      waiting.every(({ reading }) => reading.evidenceDueInMs !== undefined) && {
+        evidenceDueInMs: Math.max(...waiting.map(({ reading }) => reading.evidenceDueInMs ?? 0)),
+      }),
   };
 }

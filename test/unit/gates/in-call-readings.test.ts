@@ -38,7 +38,15 @@ function world(readyAfterMs: number) {
     now += ms;
     if (now - start >= readyAfterMs) put('operational');
   };
-  return { kube, slept, sleep, now: () => now };
+  return {
+    kube,
+    slept,
+    sleep,
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
 }
 
 test('readings 2 s apart are taken inside the call: the zone ready 4 s later passes in the first call', async () => {
@@ -48,6 +56,23 @@ test('readings 2 s apart are taken inside the call: the zone ready 4 s later pas
   assert.equal(result.phase, 'Successful', result.message);
   assert.deepEqual(w.slept, [2_000, 2_000]);
   assert.equal(result.metadata?.[metadataKeys.readings], '3', 'three readings in one call');
+});
+
+test("each reading is pollMs after the start of the one before: a reading's own time does not stretch the spacing", async () => {
+  const w = world(4_000);
+  const reads: number[] = [];
+  const slow = {
+    get: async (...args: Parameters<MemoryKube['get']>) => {
+      reads.push(w.now() - start);
+      w.advance(300); // the API answers in 300 ms
+      return w.kube.get(...args);
+    },
+  } as unknown as MemoryKube;
+  const provider = createGatesProvider({ kube: () => slow, now: w.now, sleep: w.sleep });
+  const result = await provider.run(run, readyGate('2s'));
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.deepEqual(reads, [0, 2_000, 4_000], 'readings start 2 s apart');
+  assert.deepEqual(w.slept, [1_700, 1_700]);
 });
 
 test('a reading due after the in-call wait is left to the controller: Running with ResumeAt', async () => {

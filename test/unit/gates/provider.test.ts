@@ -669,6 +669,35 @@ test('vmagentQueueDrained looks again after 1 s while vmagent still retries for 
   assert.equal(resumeAfter(backlog), 2_000);
 });
 
+test('in one call: 1 s looks while a send waits to retry, then the K rounds it is counting, past the 5 s in-call wait', async () => {
+  const { dirs, server, kube } = await drainWorld();
+  const time = clock();
+  const start = time.now();
+  const slept: number[] = [];
+  let step = 0;
+  // vmagent holds one block through its backoff (one error more than retries) until its retry at 3.5 s.
+  const page = () =>
+    agentPage(dirs, { ...flowing(step++), errors: 7, retries: time.now() - start < 3_500 ? 6 : 7 });
+  server.set(page());
+  const provider = createGatesProvider({
+    kube: () => kube,
+    now: time.now,
+    sleep: async (ms) => {
+      slept.push(ms);
+      time.advance(ms);
+      server.set(page());
+    },
+  });
+  const measurement = await provider.run(run, metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' }));
+  assert.equal(measurement.phase, 'Successful', measurement.message);
+  // 0–3 s: a send waits to retry; 4 s: the retry counted (not good); 5 s: the first counted round, then 7 s, 9 s.
+  assert.deepEqual(slept, [1_000, 1_000, 1_000, 1_000, 1_000, 2_000, 2_000]);
+  assert.match(
+    measurement.message ?? '',
+    /3 consecutive rounds from 2026-05-01T12:00:05.000Z to 2026-05-01T12:00:09.000Z/,
+  );
+});
+
 test('vmagentQueueDrained: retries that grow, an unreachable pod, an edited remote-write list are not drained', async () => {
   const { dirs, server, kube } = await drainWorld();
   const time = clock();
