@@ -111,8 +111,8 @@ export interface QueueDrainVerdict {
   readonly verdict: QueueDrainVerdictKind;
   readonly message: string;
   /**
-   * The latest round is not good only because retries or errors grew since the round before: vmagent is still
-   * sending what it held for the zone, and the next round that sees them stand still starts the count.
+   * The latest round is not good only because a send is still failing: retries or errors grew since the round
+   * before, or a send waits out its backoff with a block. The next round that sees neither starts the count.
    */
   readonly retrying: boolean;
   readonly figures: QueueDrainFigures;
@@ -204,7 +204,8 @@ export function judgeQueueDrain(input: QueueDrainInput): QueueDrainVerdict {
     }
   }
 
-  /** The problems that are retries or errors growing (a send still failing), to tell them from the others. */
+  /** The problems that say a send is still failing (retries or errors grew, a send waits to retry), to tell them
+   *  from the others. */
   const sendFailures = new Set<string>();
   const roundProblems = (round: DrainRound): string[] => {
     const problems: string[] = [];
