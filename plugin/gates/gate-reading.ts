@@ -23,7 +23,8 @@ export interface GateReading {
   readonly pollMs: number;
   /**
    * The gate is counting evidence that is complete this long from now if the readings stay as they are (the drain
-   * gate's remaining rounds): the call takes them itself rather than return, up to twice its in-call wait.
+   * gate's remaining rounds): when that is within another in-call wait, the call takes them itself rather than
+   * return, up to twice its in-call wait from its start.
    */
   readonly evidenceDueInMs?: number;
 }

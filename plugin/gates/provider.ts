@@ -215,12 +215,14 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
       reading = await read(raw, context, previous);
       // Readings due before the in-call wait is over are taken here, each on the state the last one left, and
       // each pollMs after the start of the one before (a reading's own time does not stretch the spacing).
-      // Evidence the gate is counting is waited for here while it completes within twice the in-call wait:
-      // returning would cost the controller's requeue (ResumeAt to the second, taken a second or more late).
+      // Evidence the gate is counting and that completes within another in-call wait is waited for here (up to
+      // twice the in-call wait from the call's start): returning would cost the controller's requeue (ResumeAt to
+      // the second, taken a second or more late). Rounds further apart than that are a call each, as before.
       for (;;) {
         const next = now + reading.pollMs;
+        const due = reading.evidenceDueInMs;
         const until = Math.min(
-          Math.max(calledAt + inCallWaitMs, now + (reading.evidenceDueInMs ?? 0)),
+          Math.max(calledAt + inCallWaitMs, due !== undefined && due <= inCallWaitMs ? now + due : 0),
           calledAt + 2 * inCallWaitMs,
         );
         if (reading.verdict !== 'wait' || sleep === undefined || next > until) break;

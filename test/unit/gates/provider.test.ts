@@ -696,6 +696,15 @@ test('in one call: 1 s looks while a send waits to retry, then the K rounds it i
     measurement.message ?? '',
     /3 consecutive rounds from 2026-05-01T12:00:05.000Z to 2026-05-01T12:00:09.000Z/,
   );
+
+  // Rounds further apart than another in-call wait (6 s > 5 s) are a call each: the first call returns Running.
+  slept.length = 0;
+  const wide = await provider.run(
+    run,
+    metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', consecutiveRounds: '2', roundSpacing: '6s' }),
+  );
+  assert.equal(wide.phase, 'Running', wide.message);
+  assert.deepEqual(slept, []);
 });
 
 test('vmagentQueueDrained: retries that grow, an unreachable pod, an edited remote-write list are not drained', async () => {
