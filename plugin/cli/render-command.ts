@@ -52,17 +52,23 @@ function writeTarget(
   return { path, text, manifests, rollout };
 }
 
-function pauseOption(flags: Flags): string | undefined {
-  const pause = flags.string('pause');
-  if (pause === undefined || pause === 'manual' || pause === 'none') return pause;
+/** `pause` when it is manual, none or a Go duration; otherwise a UsageError saying `refusal` of the problem. */
+function checkedPause(pause: string, refusal: (problem: string) => string): string {
+  if (pause === 'manual' || pause === 'none') return pause;
   try {
     parseGoDurationMs(pause);
+    return pause;
   } catch (err) {
-    if (err instanceof GoDurationError)
-      throw new UsageError(`--pause: ${err.message} (a Go duration, manual or none)`);
+    if (err instanceof GoDurationError) throw new UsageError(refusal(err.message));
     throw err;
   }
-  return pause;
+}
+
+function pauseOption(flags: Flags): string | undefined {
+  const pause = flags.string('pause');
+  return pause === undefined
+    ? undefined
+    : checkedPause(pause, (problem) => `--pause: ${problem} (a Go duration, manual or none)`);
 }
 
 /**
@@ -77,16 +83,13 @@ function keptPause(steps: readonly unknown[] | undefined): string | undefined {
       `--write: the walk has different pauses between zones (${pauses.join(', ')}); say which one every zone gets with --pause`,
     );
   }
-  if (pause === undefined || pause === 'manual' || pause === 'none') return pause;
-  try {
-    parseGoDurationMs(pause);
-    return pause;
-  } catch (err) {
-    if (!(err instanceof GoDurationError)) throw err;
-    throw new UsageError(
-      `--write: the walk's pause between zones ${JSON.stringify(pause)} is not a Go duration (${err.message}); say which pause to keep with --pause`,
-    );
-  }
+  return pause === undefined
+    ? undefined
+    : checkedPause(
+        pause,
+        (problem) =>
+          `--write: the walk's pause between zones ${JSON.stringify(pause)} is not a Go duration (${problem}); say which pause to keep with --pause`,
+      );
 }
 
 export function run(flags: Flags, { io, program }: CommandContext): number {
