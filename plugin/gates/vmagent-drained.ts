@@ -204,10 +204,13 @@ export async function readVmagentDrained(
   // same holds while vmagent still retries (retryingPollMs). The counted rounds keep their spacing: K of them still
   // span ≥ (K−1) × roundSpacing, every reading between them good.
   const retrying = readinessMessage === undefined && verdicts.some((verdict) => verdict.retrying);
-  const pollMs = Math.min(
-    readinessMessage !== undefined ? notReadyPollMs : retrying ? retryingPollMs : Number.POSITIVE_INFINITY,
-    settings.minRoundSpacingMs,
-  );
+  const spacing = settings.minRoundSpacingMs;
+  const pollMs =
+    readinessMessage !== undefined
+      ? Math.min(notReadyPollMs, spacing)
+      : retrying
+        ? Math.min(retryingPollMs, spacing)
+        : spacing;
   // Counting: every agent's latest round good, some still short of K. Its remaining rounds are due in this long.
   const counting =
     readinessMessage === undefined &&
