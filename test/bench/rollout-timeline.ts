@@ -154,6 +154,7 @@ export function zoneTimelines(
     const agent = Object.values(value.agents ?? {})[0];
     const operationalAt = observed[zone]?.operationalAtMs ?? Number.NaN;
     const queueEmptyAt = Math.max(observed[zone]?.queueEmptyAtMs ?? operationalAt, operationalAt);
+    const lastFailedSendAt = observed[zone]?.lastFailedSendAtMs;
     const drainEnd = ms(drainStatus.queriesDoneAt ?? drainStatus.graceUntil);
     const start = ms(drain?.startedAt);
     const end = ms(restore?.finishedAt);
@@ -170,12 +171,8 @@ export function zoneTimelines(
       evidenceS: (rounds - 1) * spacingS,
       analysisStartS: s(ms(analysis?.metadata.creationTimestamp), ms(measurement?.startedAt)),
       firstGoodRoundS: s(queueEmptyAt, ms(agent?.windowStart)),
-      retryingS: Math.max(0, s(queueEmptyAt, observed[zone]?.lastFailedSendAtMs ?? queueEmptyAt)),
-      afterLastRetry:
-        observed[zone]?.lastFailedSendAtMs === undefined ||
-        observed[zone].lastFailedSendAtMs <= ms(agent?.latestRoundAt)
-          ? 1
-          : 0,
+      retryingS: Math.max(0, s(queueEmptyAt, lastFailedSendAt ?? queueEmptyAt)),
+      afterLastRetry: lastFailedSendAt === undefined || lastFailedSendAt <= ms(agent?.latestRoundAt) ? 1 : 0,
       roundOvershootS: s(ms(agent?.windowStart), ms(agent?.latestRoundAt)) - (rounds - 1) * spacingS,
       restoreS: s(analysisDone, end),
       gateReadings: Number(measurement?.metadata?.['vmzones.io/readings'] ?? Number.NaN),
