@@ -39,10 +39,11 @@ export interface QueueDrainConfig {
   /** Default 0: anything left in the on-disk queue is undelivered data. */
   readonly maxOnDiskPendingBytes: number;
   /**
-   * Default 2 s = 2 × vmagent's default -remoteWrite.flushInterval (1 s). Rounds closer together than this don't
-   * count separately towards K: between two counted rounds at least one flush put new data on the queue and its
-   * send attempt ended, and a failed attempt shows in errors at once and in retries after the first backoff
-   * (-remoteWrite.retryMinInterval, 1 s), so each round is a reading of its own (docs/gates.md, "Why 2 s").
+   * Default 1.5 s = vmagent's default -remoteWrite.flushInterval (1 s) + 0.5 s for the flushed block's send to end.
+   * Rounds closer together than this don't count separately towards K: between two counted rounds at least one
+   * flush put new data on the queue and its send attempt ended, and a failed attempt shows at once (errors or a
+   * non-2xx answer, and a send waiting to retry until its retry), so each round is a reading of its own
+   * (docs/gates.md, "Why rounds 1.5 s apart").
    */
   readonly minRoundSpacingMs: number;
   /**
@@ -56,7 +57,7 @@ export const defaultQueueDrainConfig: QueueDrainConfig = {
   consecutiveRounds: 3,
   maxPendingDataBytes: 1024 * 1024,
   maxOnDiskPendingBytes: 0,
-  minRoundSpacingMs: 2_000,
+  minRoundSpacingMs: 1_500,
   ingestionExpected: true,
 };
 

@@ -68,11 +68,13 @@ function drainSettings(config: DrainGateConfig): QueueDrainConfig {
 /** How soon the gate looks again while the zone's VMCluster is not ready (no round counts until it is). */
 export const notReadyPollMs = 2_000;
 /**
- * How soon the gate looks again after a round in which vmagent's retries or errors for the zone grew: its next
- * attempt comes no sooner than -remoteWrite.retryMinInterval (1 s), and the first round that sees them stand still
- * starts the count, so the count starts 1–2 s after the last failed send instead of 2–4 s (roundSpacing 2 s).
+ * How soon the gate looks again after a round in which vmagent's retries or errors for the zone grew, or a send
+ * waits to retry: the first round that sees them stand still starts the count, so the count starts 0.5–1 s after
+ * the last retry instead of 1.5–3 s (a roundSpacing). Half of -remoteWrite.retryMinInterval (1 s): a retry that
+ * fails again shows in errors at once, and the counted rounds after it are still roundSpacing apart
+ * (docs/gates.md, "Where the count starts").
  */
-export const retryingPollMs = 1_000;
+export const retryingPollMs = 500;
 
 export async function readVmagentDrained(
   config: DrainGateConfig,

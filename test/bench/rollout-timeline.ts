@@ -111,7 +111,7 @@ export function zoneTimelines(
   records: TimelineRecords,
   observed: Record<string, ZoneObservations> = records.observed ?? {},
   drainRounds = 3,
-  roundSpacingS = 2,
+  roundSpacingS = 1.5,
 ): ZoneTimeline[] {
   const zones = [...new Set(records.steps.map((st) => zoneOf(st)?.zone).filter((z) => z !== undefined))];
   return zones.map((zone) => {

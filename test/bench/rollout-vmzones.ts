@@ -114,7 +114,7 @@ export async function runVmzones(
   return {
     figures: {
       product: 'vmzones',
-      settings: `default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 2s), pauseBetweenZones ${shippedDefaults ? 'its default' : 'none'}, drainGracePeriod 30s (default; the upper bound of drainQueryCheck inFlight), readyTimeout 15m (default)`,
+      settings: `default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 1.5s), pauseBetweenZones ${shippedDefaults ? 'its default' : 'none'}, drainGracePeriod 30s (default; the upper bound of drainQueryCheck inFlight), readyTimeout 15m (default)`,
       zones,
       totalS: seconds(finishedAt - changedAt),
       reads,

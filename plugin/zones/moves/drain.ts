@@ -187,11 +187,12 @@ export interface ZoneQueries {
 /** Readings of the query pods that end the drain: this many in a row, each showing none in flight. */
 export const idleReadingsNeeded = 2;
 /** At least this far apart: a request vmauth forwarded just before its reload is counted by the pod only once it
- *  holds a query slot (after its headers arrived); a second reading a second later sees it (docs/step-plugin.md). */
-export const idleReadingSpacingMs = 1_000;
+ *  holds a query slot (after its headers arrived, milliseconds later inside a cluster); a second reading half a
+ *  second later sees it (docs/step-plugin.md, "When the drain ends"). */
+export const idleReadingSpacingMs = 500;
 
 /**
- * Reads the zone's query pods inside the call until two readings in a row, 1 s apart, show none in flight (idle),
+ * Reads the zone's query pods inside the call until two readings in a row, 0.5 s apart, show none in flight (idle),
  * or the in-call wait or the grace period is over (busy: some were in flight at the last reading), or a pod gives
  * no figure (unknown: the caller waits the whole grace period, and says why).
  */

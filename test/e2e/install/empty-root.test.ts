@@ -283,7 +283,7 @@ test('a three-zone change walks to Healthy under the chrooted controller, steps 
   const kube = sandboxKube(sandbox);
   await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
   const name = 'victoria-metrics';
-  // The project's gates, their scrape rounds 2 s apart (withRoundSpacing in test/e2e/step/harness.ts).
+  // The project's gates, their scrape rounds 1.5 s apart (withRoundSpacing in test/e2e/step/harness.ts).
   const steps = withRoundSpacing(
     renderSteps(parseSpecDocument(stringify(zoneSpec({}))), { pauseBetweenZones: '5s' }),
   );

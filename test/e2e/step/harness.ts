@@ -125,12 +125,11 @@ export function stepsFor(
 }
 
 /**
- * The steps with each gate's scrape rounds `spacing` apart instead of the templates' 10 s (analysis-templates/):
- * the sandbox's load generator writes every second, so rounds 2 s apart still each see data delivered, and the
- * gate's logic (K good rounds in a row, each while the zone is ready) is the same — a walk's gates then take a few
- * seconds a zone instead of at least 20.
+ * The steps with each gate's scrape rounds `spacing` apart, by default the templates' own 1.5 s
+ * (analysis-templates/, docs/gates.md "Why rounds 1.5 s apart"): the sandbox's load generator writes every second,
+ * so each round sees data delivered. A test that needs rounds a call apart passes a longer spacing.
  */
-export function withRoundSpacing(steps: CanaryStep[], spacing = '2s'): CanaryStep[] {
+export function withRoundSpacing(steps: CanaryStep[], spacing = '1.5s'): CanaryStep[] {
   return steps.map((step) =>
     'analysis' in step
       ? {

@@ -100,7 +100,7 @@ export function kindWalkTests(k: KindWalk): void {
 
   test(`three ${k.kind} zones walk under the real controller with the gates to Healthy: no read fails, no ${k.data.replace(/s$/, '')} is lost`, async (t) => {
     const name = `${k.kind.toLowerCase()}-walk`;
-    // The project's gates, their scrape rounds 2 s apart (withRoundSpacing).
+    // The project's gates, their scrape rounds 1.5 s apart (withRoundSpacing).
     const steps = (spec: SpecDocument) =>
       withRoundSpacing(renderSteps(parseSpecDocument(stringify(spec)), { pauseBetweenZones: 'none' }));
     const first = specOf({});

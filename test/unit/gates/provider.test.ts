@@ -406,7 +406,11 @@ test('vmagentQueueDrained keeps its rounds in the measurement and passes after K
   let measurement = await provider.run(run, config);
   assert.equal(measurement.phase, 'Running');
   assert.match(measurement.message ?? '', /has 4096 bytes in the on-disk queue for remote-write queue 1/);
-  assert.equal(measurement.resumeAt, '2026-05-01T12:00:02.000Z', 'the default roundSpacing is 2 s');
+  assert.equal(
+    measurement.resumeAt,
+    '2026-05-01T12:00:02.000Z',
+    'the default roundSpacing is 1.5 s; between calls ResumeAt is whole seconds',
+  );
   const state = JSON.parse(measurement.metadata?.[metadataKeys.state] ?? '');
   assert.equal(state.rounds.length, 1);
   assert.deepEqual(state.agents, { vmagent: { index: 1, listDigest: state.agents.vmagent.listDigest } });
@@ -613,11 +617,12 @@ test('vmagentQueueDrained looks again after 2 s while the zone is not ready; cou
   );
 });
 
-test('vmagentQueueDrained looks again after 1 s while vmagent still retries for the zone; a backlog keeps roundSpacing', async () => {
+test('vmagentQueueDrained looks again at the next whole second while vmagent still retries for the zone; a backlog keeps roundSpacing', async () => {
   const { dirs, server, kube } = await drainWorld();
   const time = clock();
   const provider = createGatesProvider({ kube: () => kube, now: time.now });
-  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' });
+  // A whole-second roundSpacing, as ResumeAt between calls is whole seconds.
+  const config = metric({ gate: 'vmagentQueueDrained', zone: 'zone-a', roundSpacing: '2s' });
   const resumeAfter = (m: MeasurementResult) => Date.parse(m.resumeAt ?? '') - time.now();
 
   server.set(agentPage(dirs, flowing(0)));
@@ -631,7 +636,12 @@ test('vmagentQueueDrained looks again after 1 s while vmagent still retries for 
   measurement = await provider.resume(run, config, view);
   view = stored(measurement, view);
   assert.match(measurement.message ?? '', /retries_count_total grew by 1/);
-  assert.equal(resumeAfter(measurement), 1_000, 'retrying: look again at retryMinInterval');
+  // Between calls the controller's ResumeAt is whole seconds: 0.5 s becomes 1 s (in one call it is 0.5 s, below).
+  assert.equal(
+    resumeAfter(measurement),
+    1_000,
+    'retrying: look again at the next second, not a roundSpacing later',
+  );
   time.advance(1_000);
   server.set(agentPage(dirs, { ...flowing(2), retries: 5, errors: 1 }));
   measurement = await provider.resume(run, config, view);
@@ -669,7 +679,7 @@ test('vmagentQueueDrained looks again after 1 s while vmagent still retries for 
   assert.equal(resumeAfter(backlog), 2_000);
 });
 
-test('in one call: 1 s looks while a send waits to retry, then the K rounds it is counting, past the 5 s in-call wait', async () => {
+test('in one call: 0.5 s looks while a send waits to retry, then the K rounds it is counting, past the 5 s in-call wait', async () => {
   const { dirs, server, kube } = await drainWorld();
   const time = clock();
   const start = time.now();
@@ -690,11 +700,12 @@ test('in one call: 1 s looks while a send waits to retry, then the K rounds it i
   });
   const measurement = await provider.run(run, metric({ gate: 'vmagentQueueDrained', zone: 'zone-a' }));
   assert.equal(measurement.phase, 'Successful', measurement.message);
-  // 0–3 s: a send waits to retry; 4 s: the retry counted (not good); 5 s: the first counted round, then 7 s, 9 s.
-  assert.deepEqual(slept, [1_000, 1_000, 1_000, 1_000, 1_000, 2_000, 2_000]);
+  // 0–3 s: a send waits to retry; 3.5 s: the retry counted (not good); 4 s: the first counted round, then 5.5 s, 7 s
+  // (the default roundSpacing, 1.5 s).
+  assert.deepEqual(slept, [500, 500, 500, 500, 500, 500, 500, 500, 1_500, 1_500]);
   assert.match(
     measurement.message ?? '',
-    /3 consecutive rounds from 2026-05-01T12:00:05.000Z to 2026-05-01T12:00:09.000Z/,
+    /3 consecutive rounds from 2026-05-01T12:00:04.000Z to 2026-05-01T12:00:07.000Z/,
   );
 
   // Rounds further apart than another in-call wait (6 s > 5 s) are a call each: the first call returns Running.

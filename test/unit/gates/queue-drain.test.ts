@@ -80,16 +80,19 @@ test('drained after K spaced rounds in which every pod is empty, delivering, and
 test('needs K rounds: two good rounds are not enough, and K is configurable', () => {
   const verdict = judge(threeGoodRounds.slice(1));
   assert.equal(verdict.verdict, 'notDrained');
-  assert.match(verdict.message, /looks drained in 2 of the 3 consecutive rounds \(at least 2 s apart\)/);
+  assert.match(verdict.message, /looks drained in 2 of the 3 consecutive rounds \(at least 1\.5 s apart\)/);
   assert.equal(judge(threeGoodRounds.slice(1), { config: { consecutiveRounds: 2 } }).verdict, 'drained');
 });
 
 test('rounds closer than the minimum spacing do not count separately', () => {
   const at = (seconds: number[]) =>
     seconds.map((s, step) => round(s, flowing('vm/agent-0', step), flowing('vm/agent-1', step)));
-  // The default spacing is 2 s: rounds 1 s apart count every other one.
+  // The default spacing is 1.5 s (a flush interval and half a second for its send): rounds 1 s apart count every
+  // other one, rounds 1.5 s apart each.
   assert.equal(judge(at([0, 1, 2, 3])).verdict, 'notDrained');
   assert.equal(judge(at([0, 1, 2, 3, 4])).verdict, 'drained');
+  assert.equal(judge(at([0, 1.5, 3])).verdict, 'drained');
+  assert.equal(judge(at([0, 1.4, 2.8])).verdict, 'notDrained');
   assert.equal(judge(at([0, 1, 2]), { config: { minRoundSpacingMs: 1000 } }).verdict, 'drained');
 });
 

@@ -1,6 +1,6 @@
 // The drain ends when the zone's queries in flight are done (issue 26 item 1): after vmauth proves it no longer
 // routes to the zone, drainReads reads the zone's vmselect pods' vm_concurrent_select_current and ends the drain
-// once two readings ≥ 1 s apart show none, with drainGracePeriod as the upper bound and the fallback where the pods
+// once two readings ≥ 0.5 s apart show none, with drainGracePeriod as the upper bound and the fallback where the pods
 // give no reading. The vmselect pod is a page server on loopback; time is the fake clock.
 
 import assert from 'node:assert/strict';
@@ -93,6 +93,10 @@ test('queries in flight, then none: the drain ends at the second idle reading, l
   const doneAt = Date.parse(status(result).queriesDoneAt ?? '');
   assert.ok(doneAt < Date.parse(status(result).graceUntil ?? ''), 'ended before graceUntil');
   assert.ok(clock.now().getTime() - started < 10_000, 'within one call, not 30 s');
+  // The two idle readings are half a second apart: a query forwarded just before vmauth's reload reaches the
+  // pod within milliseconds (docs/step-plugin.md, "When the drain ends"), and a longer wait only delays the change.
+  const [, from, to] = /in 2 readings from (\S+) to (\S+),/.exec(result.message ?? '') ?? [];
+  assert.equal(Date.parse(to ?? '') - Date.parse(from ?? ''), 500, 'idle readings 0.5 s apart');
 });
 
 test('one idle reading is not enough: a query that arrives before the second keeps the drain going', async () => {
