@@ -222,8 +222,7 @@ export async function readVmagentDrained(
   const evidenceDueInMs = counting
     ? Math.max(
         ...verdicts.map(
-          (verdict) =>
-            (settings.consecutiveRounds - verdict.figures.consecutiveGoodRounds) * settings.minRoundSpacingMs,
+          (verdict) => (settings.consecutiveRounds - verdict.figures.consecutiveGoodRounds) * spacing,
         ),
       )
     : undefined;

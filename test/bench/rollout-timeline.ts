@@ -2,6 +2,8 @@
 // finishedAt and the step's own status document), AnalysisRuns (measurement startedAt/finishedAt and gate rounds)
 // and events. Splits each zone's wall time into real work, configured waits and dead time.
 
+import { defaultQueueDrainConfig } from '../../plugin/gates/queue-drain.ts';
+import { GoDurationError, parseGoDurationMs } from '../../plugin/kube/go-duration.ts';
 import type { CanaryStep } from '../../plugin/zones/render.ts';
 import type { StepPluginStatus } from '../e2e/step/harness.ts';
 
@@ -106,12 +108,23 @@ function zoneOf(step: CanaryStep | undefined): { zone: string; action: string } 
   return undefined;
 }
 
+/** A Go duration argument in seconds; undefined when absent or not a Go duration (the default then applies). */
+function argSeconds(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseGoDurationMs(value) / 1000;
+  } catch (err) {
+    if (err instanceof GoDurationError) return undefined;
+    throw err;
+  }
+}
+
 /** The per-zone timeline; `observed` adds the benchmark's own 250 ms readings of operational and queue empty. */
 export function zoneTimelines(
   records: TimelineRecords,
   observed: Record<string, ZoneObservations> = records.observed ?? {},
-  drainRounds = 3,
-  roundSpacingS = 1.5,
+  drainRounds = defaultQueueDrainConfig.consecutiveRounds,
+  roundSpacingS = defaultQueueDrainConfig.minRoundSpacingMs / 1000,
 ): ZoneTimeline[] {
   const zones = [...new Set(records.steps.map((st) => zoneOf(st)?.zone).filter((z) => z !== undefined))];
   return zones.map((zone) => {
@@ -133,9 +146,8 @@ export function zoneTimelines(
     );
     // The gate's own K and spacing where its AnalysisRun carries them (the template's args), else the defaults.
     const arg = (name: string) => analysis?.spec?.args?.find((x) => x.name === name)?.value;
-    const spacingArg = /^(\d+(?:\.\d+)?)s$/.exec(arg('roundSpacing') ?? '');
     const rounds = Number(arg('drainRounds') ?? drainRounds);
-    const spacingS = spacingArg === null ? roundSpacingS : Number(spacingArg[1]);
+    const spacingS = argSeconds(arg('roundSpacing')) ?? roundSpacingS;
     const drainMetric = analysis?.status?.metricResults?.find((m) => m.name === 'vmagent-queue-drained');
     const measurement = drainMetric?.measurements?.at(-1) as
       | { startedAt?: string; finishedAt?: string; value?: string; metadata?: Record<string, string> }
