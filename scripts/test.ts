@@ -25,9 +25,13 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { noBuildVariable } from '../test/env/build.ts';
+import { interruptedWaitPrefix } from '../test/sandbox/eventually.ts';
 import { downStartedBy } from '../test/sandbox/sandbox.ts';
 import { startSlotsVariable } from '../test/sandbox/start-slots.ts';
 import { failureDigest, firstReason } from './failure-digest.ts';
+import { describeRunning, runningTests } from './running-tests.ts';
+import { progressFileVariable } from './running-tests-reporter.ts';
 import { type FilePhase, filePhases } from './test-files.ts';
 
 interface Phase {
@@ -40,6 +44,8 @@ interface Phase {
   sandbox?: boolean;
   /** Only the deadline stops it: a cold build's time says nothing of the next (a version key changed). */
   unlimited?: boolean;
+  /** Where its node:test run records the tests it starts and ends (scripts/running-tests-reporter.ts). */
+  testsFile?: string;
 }
 
 interface Outcome {
@@ -53,6 +59,10 @@ interface Outcome {
   stopped?: string;
   /** A failed phase's failures in a few lines (scripts/failure-digest.ts). */
   digest?: string[];
+  /** A stopped or failed phase: the test it was in, and what that test was waiting for. */
+  interrupted?: string;
+  /** Lines the table shows under the phase (the sandbox build: each binary it built, with its time). */
+  details?: string[];
 }
 
 /** A phase's limit: generous against its previous duration, bounded so one hang can't eat CI's time. */
@@ -83,21 +93,32 @@ const durationsFile = join(
   'test-durations.json',
 );
 
+/** Where a phase's files go: its output while it runs (`.log`), the tests it started and ended (`.tests`). */
+const phaseFile = (name: string, extension: 'log' | 'tests'): string =>
+  join(logDir, `${name.replaceAll(/[^A-Za-z0-9.-]+/g, '_')}.${extension}`);
+
 const nodeTest = ({ name, file, select }: FilePhase): Phase => ({
   name,
   command: node,
   // --test-force-exit: a file whose tests have all ended exits even if a handle (a socket, a timer, a child's
   // pipe) would keep its event loop alive — without it such a file waits forever after its last test.
+  // The second reporter records which test runs (scripts/running-tests-reporter.ts), for the table of a stopped
+  // phase; --test-isolation=none (one file per phase, so nothing to isolate) runs it in the test process itself.
   args: [
     '--test',
+    '--test-isolation=none',
     '--test-concurrency=1',
     `--test-timeout=${testTimeoutMs}`,
     '--test-force-exit',
     '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=./scripts/running-tests-reporter.ts',
+    '--test-reporter-destination=/dev/null',
     ...select,
     file,
   ],
   sandbox: true,
+  testsFile: phaseFile(name, 'tests'),
 });
 
 const gates: Phase[] = [
@@ -108,8 +129,9 @@ const gates: Phase[] = [
 const sandboxBuild: Phase = {
   name: 'sandbox build (cached)',
   command: npm,
-  // Argo CD (5–7 minutes cold) is built by the one file that starts it, while the other files run.
-  args: ['run', '--silent', 'env:build', '--', '--except', 'argocd'],
+  // Every binary a test file needs, Argo CD included: no test file builds (test/env/build.ts, noBuildVariable), so
+  // a phase's time and limit are its tests' own.
+  args: ['run', '--silent', 'env:build'],
   gate: true,
   unlimited: true,
 };
@@ -165,7 +187,8 @@ function countTests(line: string, counts: { passed: number; failed: number }): v
 /** Runs a phase; `buffered` keeps its output in a log file and prints it whole at the end. */
 function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcome> {
   const started = Date.now();
-  const logPath = join(logDir, `${phase.name.replaceAll(/[^A-Za-z0-9.-]+/g, '_')}.log`);
+  const logPath = phaseFile(phase.name, 'log');
+  if (phase.testsFile !== undefined) rmSync(phase.testsFile, { force: true });
   const log = buffered ? createWriteStream(logPath) : undefined;
   if (buffered) console.log(`[npm test] ${phase.name}: started (output in ${logPath})`);
   return new Promise((resolve) => {
@@ -173,6 +196,10 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
     const child = spawn(phase.command, phase.args, {
       stdio: ['ignore', 'pipe', buffered ? 'pipe' : 'inherit'],
       detached: true,
+      env:
+        phase.testsFile === undefined
+          ? process.env
+          : { ...process.env, [progressFileVariable]: phase.testsFile },
     });
     const counts = { passed: 0, failed: 0 };
     const output: Buffer[] = [];
@@ -240,16 +267,23 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
         process.stdout.write(Buffer.concat(output));
       }
       const ok = code === 0 && stopped === undefined;
+      const text = Buffer.concat(output).toString('utf8');
+      const interrupted = ok ? undefined : interruptedAt(phase, text);
       const how =
         stopped !== undefined ? `STOPPED (${stopped})` : ok ? 'ok' : `FAILED (exit ${code ?? signal})`;
-      console.log(`\n[npm test] ${phase.name}: ${how} in ${seconds.toFixed(0)} s\n`);
+      console.log(
+        `\n[npm test] ${phase.name}: ${how} in ${seconds.toFixed(0)} s${interrupted ? ` ${interrupted}` : ''}\n`,
+      );
+      const details = builtBinaries(text);
       const outcome = {
         name: phase.name,
         seconds,
         ok,
         ...counts,
         ...(stopped !== undefined ? { stopped } : {}),
-        ...(ok ? {} : { digest: failureDigest(Buffer.concat(output).toString('utf8')) }),
+        ...(ok ? {} : { digest: failureDigest(text) }),
+        ...(interrupted !== undefined ? { interrupted } : {}),
+        ...(details.length > 0 ? { details } : {}),
       };
       if (stopped === undefined || child.pid === undefined) {
         running.delete(entry);
@@ -282,6 +316,34 @@ function run(phase: Phase, buffered: boolean, previous?: number): Promise<Outcom
       }, 5_000).unref();
     });
   });
+}
+
+/**
+ * Where a stopped or failed phase was: the test still running (from its reporter's file) and the waits its sandbox
+ * helper said a signal interrupted (test/sandbox/helper.ts); undefined when it names neither.
+ */
+function interruptedAt(phase: Phase, output: string): string | undefined {
+  let tests = '';
+  try {
+    tests = phase.testsFile === undefined ? '' : readFileSync(phase.testsFile, 'utf8');
+  } catch {
+    // no test started
+  }
+  const running = describeRunning(runningTests(tests, Date.now()));
+  const waits = output
+    .split('\n')
+    .filter((line) => line.startsWith(interruptedWaitPrefix))
+    .map((line) => line.slice(interruptedWaitPrefix.length).trim());
+  const waiting = waits.length > 0 ? `waiting for ${waits.join('; ')}` : undefined;
+  const parts = [running, waiting].filter((p): p is string => p !== undefined);
+  return parts.length > 0 ? parts.join(', ') : undefined;
+}
+
+/** The sandbox build's `built NAME in N s` lines (test/env/build.ts), for the table. */
+function builtBinaries(output: string): string[] {
+  return [...output.matchAll(/^\[sandbox build\] built (\S+) in ([\d.]+) s$/gm)].map(
+    (m) => `built ${m[1]} in ${Number(m[2]).toFixed(0)} s`,
+  );
 }
 
 const heartbeat = setInterval(() => {
@@ -318,6 +380,8 @@ if (Number.isFinite(deadline)) {
 }
 
 mkdirSync(logDir, { recursive: true });
+// The build phase builds; the test files it then runs only use what it built.
+process.env[noBuildVariable] = '1';
 // Sandbox starts of this run take turns, two at a time (test/sandbox/start-slots.ts): the lanes' first phases all
 // start at once, and four kube-apiservers booting together on two cores timed kubectl out.
 const startSlots = join(process.cwd(), '.cache', 'sandbox-start-slots');
@@ -386,10 +450,19 @@ const total = outcomes.reduce((sum, o) => sum + o.seconds, 0);
 console.log(`\n---- npm test: phases (${lanes} lane${lanes === 1 ? '' : 's'}) ----`);
 for (const o of outcomes) {
   const counts = o.passed + o.failed > 0 ? `  (${o.passed} passed, ${o.failed} failed)` : '';
-  const reason = o.digest === undefined ? undefined : firstReason(o.digest);
+  // A stopped phase: why it was stopped and where it was; what its tests then reported (node's runner calls the
+  // test it cancels "still pending") says nothing of the cause.
+  const reason =
+    o.stopped !== undefined
+      ? `stopped ${o.stopped}`
+      : o.digest === undefined
+        ? undefined
+        : firstReason(o.digest);
+  const where = o.interrupted === undefined ? '' : ` ${o.interrupted}`;
   console.log(
-    `${o.notRun ? 'NOT RUN' : o.stopped ? 'STOPPED' : o.ok ? 'ok     ' : 'FAILED '} ${o.seconds.toFixed(0).padStart(5)} s  ${o.name}${counts}${reason === undefined ? '' : `  — ${reason}`}`,
+    `${o.notRun ? 'NOT RUN' : o.stopped ? 'STOPPED' : o.ok ? 'ok     ' : 'FAILED '} ${o.seconds.toFixed(0).padStart(5)} s  ${o.name}${counts}${reason === undefined && where === '' ? '' : `  — ${reason ?? ''}${where}`}`,
   );
+  for (const line of o.details ?? []) console.log(`${' '.repeat(17)}${line}`);
 }
 console.log(
   `phases ${total.toFixed(0)} s (${(total / 60).toFixed(1)} min) in ${wall.toFixed(0)} s wall (${(wall / 60).toFixed(1)} min)`,

@@ -3,7 +3,7 @@
 // linker flags, local sources), so a fresh clone anywhere reuses the cache and a version bump
 // rebuilds only what changed. Run directly: `node test/env/build.ts [--except NAME ...]`.
 
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -22,6 +22,13 @@ import { parseArgs } from 'node:util';
 import { versions } from './versions.ts';
 
 export const envDir = dirname(fileURLToPath(import.meta.url));
+
+/** Set by npm test for its test files: a test file never builds a binary, it fails naming the missing ones. */
+export const noBuildVariable = 'VMZONES_TEST_NO_BUILD';
+
+function missingFromEnv(): 'build' | 'fail' {
+  return process.env[noBuildVariable] === '1' ? 'fail' : 'build';
+}
 
 export function cacheDir(): string {
   return process.env.VMZONES_CACHE ?? join(homedir(), '.cache', 'vmzones');
@@ -282,6 +289,26 @@ function buildTarget(target: Target, out: string, bound: BuildBound = {}): void 
   log(`built ${target.name} in ${seconds} s`);
 }
 
+/**
+ * Starts downloading, all at once and in the background, the modules each target's packages need (`go list -deps`
+ * downloads them and compiles nothing): on an empty module cache most of a build's first minutes are downloads, and
+ * the builds run one after the other. Each build then finds its modules fetched, or waits on Go's lock of the one
+ * being fetched. Best effort: a failed prefetch leaves the download to the build, which names any error.
+ */
+function prefetchModules(toBuild: readonly Target[]): void {
+  const byModule = new Map<Target['module'], string[]>();
+  for (const t of toBuild) byModule.set(t.module, [...(byModule.get(t.module) ?? []), t.pkg]);
+  for (const [module, pkgs] of byModule) {
+    const child = spawn('go', ['list', '-e', '-deps', '-f', '', ...pkgs], {
+      cwd: join(envDir, module),
+      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
+      stdio: 'ignore',
+    });
+    child.on('error', () => undefined);
+    child.unref();
+  }
+}
+
 /** `apt-get update && apt-get install PACKAGE`; undefined when it worked, else the tail of apt's stderr. */
 function aptGetInstall(pkg: string): string | undefined {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -389,6 +416,9 @@ export function ensureBuilt(name: BinaryName): string {
   if (!target) throw new BuildError(name, 'no such target');
   const out = binaryPath(target);
   if (!existsSync(out)) {
+    if (missingFromEnv() === 'fail') {
+      throw new BuildError(name, `not in the cache and this process does not build (${noBuildVariable}=1)`);
+    }
     mkdirSync(dirname(out), { recursive: true });
     buildTarget(target, out);
   }
@@ -397,19 +427,39 @@ export function ensureBuilt(name: BinaryName): string {
 
 /**
  * Builds whatever is missing from the cache and returns the path of every binary. `except` names binaries the
- * caller does not use and leaves to whoever does (a sandbox without Argo CD leaves Argo CD, 5–7 minutes cold, to
- * the one test file that starts it, so the other files need not wait for it); their paths are returned all the
- * same, and may not exist.
+ * caller does not use (a sandbox without Argo CD does not need it); their paths are returned all the same, and may
+ * not exist. `missing: 'fail'` (the default where ${noBuildVariable}=1, as npm test sets it for its test files)
+ * builds nothing and fails naming what is missing: only npm test's build phase builds.
  */
-export function buildAll(options: { except?: readonly BinaryName[] } & BuildBound = {}): BuiltBinaries {
+export function buildAll(
+  options: { except?: readonly BinaryName[]; missing?: 'build' | 'fail' } & BuildBound = {},
+): BuiltBinaries {
   const binDir = join(cacheDir(), 'bin');
   mkdirSync(binDir, { recursive: true });
   const built = {} as Record<BinaryName, string>;
+  const missing: string[] = [];
+  const toBuild = targets.filter(
+    (t) =>
+      !existsSync(binaryPath(t)) &&
+      !options.except?.includes(t.name) &&
+      (options.missing ?? missingFromEnv()) === 'build',
+  );
+  prefetchModules(toBuild);
   for (const target of targets) {
     const out = binaryPath(target);
     if (existsSync(out)) touch(out);
-    else if (!options.except?.includes(target.name)) buildTarget(target, out, options);
+    else if (options.except?.includes(target.name)) {
+      // left to whoever needs it
+    } else if ((options.missing ?? missingFromEnv()) === 'fail') missing.push(target.name);
+    else buildTarget(target, out, options);
     built[target.name] = out;
+  }
+  if (missing.length > 0) {
+    throw new BuildError(
+      missing.join(', '),
+      `not in the cache (${binDir}) and this process does not build (${noBuildVariable}=1: npm test builds every ` +
+        `binary in its build phase, before any test file starts); run "npm run env:build"`,
+    );
   }
   const debian = ensureDebianVictoriaMetrics();
   ensureTmux();
@@ -463,7 +513,7 @@ export function moduleDir(module: string, version: string, fromModule: Target['m
 
 if (import.meta.main) {
   const started = Date.now();
-  // `--except NAME` (repeatable): leave NAME to whoever needs it (npm test leaves Argo CD to the GitOps e2e).
+  // `--except NAME` (repeatable): leave NAME out (a sandbox without Argo CD, run by hand, does not need it).
   const { values } = parseArgs({ options: { except: { type: 'string', multiple: true } } });
   const names = targets.map((t) => t.name);
   const unknown = (values.except ?? []).filter((name) => !names.some((n) => n === name));
@@ -474,7 +524,7 @@ if (import.meta.main) {
     process.exit(2);
   }
   const except = names.filter((n) => values.except?.includes(n));
-  const built = buildAll({ except });
+  const built = buildAll({ except, missing: 'build' });
   pruneCache();
   for (const [name, path] of Object.entries(built)) {
     const shown =

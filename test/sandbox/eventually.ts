@@ -50,6 +50,17 @@ export class WaitError extends Error {
 
 const standing = new Set<StillPossible>();
 
+/** The waits in progress in this process, so that a stop from outside can say what it interrupted. */
+const inProgress = new Set<{ what: string; started: number }>();
+
+/** The line a test process writes, per wait in progress, when a signal stops it (read by scripts/test.ts). */
+export const interruptedWaitPrefix = '[sandbox] a signal stopped this process while waiting for: ';
+
+/** What this process is waiting for right now, oldest first, with how long (real clock). */
+export function waitsInProgress(now = Date.now()): { what: string; seconds: number }[] {
+  return [...inProgress].map((w) => ({ what: w.what, seconds: (now - w.started) / 1000 }));
+}
+
 /** Adds a check every wait makes (until the returned function removes it). */
 export function checkDuringEveryWait(check: StillPossible): () => void {
   standing.add(check);
@@ -78,6 +89,21 @@ export async function eventually<T>(
   const clock = options.clock ?? realClock;
   const own = options.unless === undefined ? [] : [options.unless].flat();
   const started = clock.now();
+  const entry = { what, started: Date.now() };
+  inProgress.add(entry);
+  try {
+    return await waitFor(what, check, { timeoutMs, interval, clock, own, started });
+  } finally {
+    inProgress.delete(entry);
+  }
+}
+
+async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  w: { timeoutMs: number; interval: number; clock: WaitClock; own: StillPossible[]; started: number },
+): Promise<T> {
+  const { timeoutMs, interval, clock, own, started } = w;
   let last: unknown;
   for (;;) {
     try {

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from '../env/build.ts';
-import { checkDuringEveryWait } from './eventually.ts';
+import { checkDuringEveryWait, interruptedWaitPrefix, waitsInProgress } from './eventually.ts';
 import { Kubectl } from './kubectl.ts';
 import { deadDaemon, isAlive } from './processes.ts';
 import {
@@ -115,6 +115,11 @@ export async function startSandbox(options: Omit<SandboxOptions, 'stateDir'> = {
   const starting = up({ ...options, stateDir });
   // A signal while the sandbox starts waits for the start to end, so no daemon it spawns afterwards is left.
   const onSignal = (signal: NodeJS.Signals) => {
+    // Said first and synchronously: node's test runner ends the process on the same signal (reporting the running
+    // test as "still pending"), and npm test's closing table repeats these lines (scripts/test.ts).
+    for (const w of waitsInProgress()) {
+      process.stderr.write(`${interruptedWaitPrefix}${w.what} (for ${w.seconds.toFixed(0)} s)\n`);
+    }
     void starting
       .catch(() => undefined)
       .then(stop)

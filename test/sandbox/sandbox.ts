@@ -814,8 +814,9 @@ export async function up(options: SandboxOptions = {}): Promise<SandboxState> {
 
   log(`building missing binaries into ${join(cacheDir(), 'bin')} ...`);
   const withArgoCd = options.argocd ?? process.env.VMZONES_SANDBOX_ARGOCD === '1';
-  // Argo CD is built only by a sandbox that starts it (npm test's build phase leaves it to the GitOps file). A build
-  // here runs inside a test: bounded, so a stuck or starved build fails naming the binary and its time.
+  // Argo CD is built only by a sandbox that starts it. Under npm test nothing is built here (its build phase built
+  // every binary, Argo CD included): a missing one fails naming it. Elsewhere (a file run by hand, the demo, the
+  // benches) a build is bounded, so a stuck or starved build fails naming the binary and its time.
   const buildStarted = Date.now();
   const bound = {
     timeoutMs: sandboxBuildTimeoutSeconds() * 1000,
