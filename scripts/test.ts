@@ -31,7 +31,7 @@ import { downStartedBy } from '../test/sandbox/sandbox.ts';
 import { startSlotsVariable } from '../test/sandbox/start-slots.ts';
 import { failureDigest, firstReason } from './failure-digest.ts';
 import { describeRunning, runningTests } from './running-tests.ts';
-import { progressFileVariable } from './running-tests-reporter.ts';
+import { nodeTestArgs, progressFileVariable } from './running-tests-reporter.ts';
 import { type FilePhase, filePhases } from './test-files.ts';
 
 interface Phase {
@@ -104,23 +104,7 @@ const phaseFile = (name: string, extension: 'log' | 'tests'): string =>
 const nodeTest = ({ name, file, select }: FilePhase): Phase => ({
   name,
   command: node,
-  // --test-force-exit: a file whose tests have all ended exits even if a handle (a socket, a timer, a child's
-  // pipe) would keep its event loop alive — without it such a file waits forever after its last test.
-  // The second reporter records which test runs (scripts/running-tests-reporter.ts), for the table of a stopped
-  // phase; --test-isolation=none (one file per phase, so nothing to isolate) runs it in the test process itself.
-  args: [
-    '--test',
-    '--test-isolation=none',
-    '--test-concurrency=1',
-    `--test-timeout=${testTimeoutMs}`,
-    '--test-force-exit',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    '--test-reporter=./scripts/running-tests-reporter.ts',
-    '--test-reporter-destination=/dev/null',
-    ...select,
-    file,
-  ],
+  args: nodeTestArgs({ timeoutMs: testTimeoutMs, select, file }),
   sandbox: true,
   testsFile: phaseFile(name, 'tests'),
 });

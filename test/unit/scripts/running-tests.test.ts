@@ -8,11 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { describeRunning, runningTests } from '../../../scripts/running-tests.ts';
-import { progressFileVariable } from '../../../scripts/running-tests-reporter.ts';
-
-const reporter = fileURLToPath(new URL('../../../scripts/running-tests-reporter.ts', import.meta.url));
+import { nodeTestArgs, progressFileVariable } from '../../../scripts/running-tests-reporter.ts';
 
 test('the running tests are those started and not ended, without the file itself, innermost last', () => {
   const lines = [
@@ -48,56 +45,72 @@ function runnerEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-test('node’s runner with the reporter, stopped by SIGTERM inside its second test, leaves that test as the running one', async () => {
+/** Runs `body` as a test file with npm test's arguments; resolves with its exit code and the recorded lines. */
+async function runAsPhase(
+  body: string,
+  whileRunning?: (child: ReturnType<typeof spawn>) => Promise<void>,
+): Promise<{ code: number | null; recorded: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'running-tests-'));
   try {
-    const file = join(dir, 'stopped.test.ts');
+    const file = join(dir, 'phase.test.ts');
     const recorded = join(dir, 'tests.jsonl');
-    // The second test tells this process that it runs (SIGUSR2) and then waits on a timer the stop ends first.
-    writeFileSync(
-      file,
-      [
-        "import { test } from 'node:test';",
-        "test('first', () => {});",
-        "test('second, stopped', async () => { process.kill(Number(process.env.NOTIFY_PID), 'SIGUSR2'); await new Promise((r) => setTimeout(r, 60_000)); });",
-        "test('third', () => {});",
-      ].join('\n'),
-    );
-    const child = spawn(
-      process.execPath,
-      // As scripts/test.ts runs an end-to-end phase.
-      [
-        '--test',
-        '--test-isolation=none',
-        '--test-reporter=tap',
-        '--test-reporter-destination=stdout',
-        `--test-reporter=${reporter}`,
-        '--test-reporter-destination=/dev/null',
-        file,
-      ],
+    writeFileSync(file, body);
+    const child = spawn(process.execPath, nodeTestArgs({ timeoutMs: 60_000, select: [], file }), {
       // Without this test's NODE_TEST_CONTEXT: with it, node would run the file as a child of this test's runner.
-      {
-        stdio: 'ignore',
-        detached: true,
-        env: { ...runnerEnv(), NOTIFY_PID: String(process.pid), [progressFileVariable]: recorded },
-      },
-    );
-    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-    await new Promise<void>((resolve, reject) => {
-      const deadline = setTimeout(
-        () => reject(new Error('the second test did not start within 20 s')),
-        20_000,
-      );
-      process.once('SIGUSR2', () => {
-        clearTimeout(deadline);
-        resolve();
-      });
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      detached: true,
+      env: { ...runnerEnv(), [progressFileVariable]: recorded },
     });
-    if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
-    await exited;
-    const running = runningTests(readFileSync(recorded, 'utf8'), Date.now()).map((t) => t.name);
-    assert.deepEqual(running, ['second, stopped']);
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await whileRunning?.(child);
+    const code = await exited;
+    return { code, recorded: readFileSync(recorded, 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('a phase whose tests pass exits 0 with the reporter beside spec, and every test it started has ended', async () => {
+  const { code, recorded } = await runAsPhase(
+    ["import { test } from 'node:test';", "test('one', () => {});", "test('two', async () => {});"].join(
+      '\n',
+    ),
+  );
+  assert.equal(
+    code,
+    0,
+    'the reporter must not fail a passing phase (a /dev/null destination did: EINVAL fsync)',
+  );
+  assert.deepEqual(runningTests(recorded, Date.now()), []);
+  assert.match(recorded, /"ended":"two"/);
+});
+
+test('node’s runner with the reporter, stopped by SIGTERM inside its second test, leaves that test as the running one', async () => {
+  // The second test tells this process that it runs (a message on the IPC channel: with --test-isolation=none the
+  // tests run in the process spawned) and then waits on a timer the stop ends first.
+  const { recorded } = await runAsPhase(
+    [
+      "import { test } from 'node:test';",
+      "test('first', () => {});",
+      "test('second, stopped', async () => { process.send?.('started'); await new Promise((r) => setTimeout(r, 60_000)); });",
+      "test('third', () => {});",
+    ].join('\n'),
+    async (child) => {
+      await new Promise<void>((resolve, reject) => {
+        const deadline = setTimeout(
+          () => reject(new Error('the second test did not start within 20 s')),
+          20_000,
+        );
+        child.once('message', () => {
+          clearTimeout(deadline);
+          resolve();
+        });
+      });
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+    },
+  );
+  assert.deepEqual(
+    runningTests(recorded, Date.now()).map((t) => t.name),
+    ['second, stopped'],
+  );
 });
