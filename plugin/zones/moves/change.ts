@@ -24,6 +24,16 @@ export function fieldName(path: readonly string[]): string {
   return ['spec', ...path].join('.');
 }
 
+/** The fields a change touched, by name (at most 5, then how many more): what messages, statuses and events say
+ *  of a change; its values stay only in the rollback record on the zone object. */
+export function describeChangedFields(changes: readonly { path: readonly string[] }[]): string {
+  const shown = changes
+    .slice(0, 5)
+    .map((c) => fieldName(c.path))
+    .join(', ');
+  return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
+}
+
 export interface ChangeOutcome extends MoveOutcome {
   record?: RollbackRecord;
 }

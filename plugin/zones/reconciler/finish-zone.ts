@@ -106,6 +106,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         ref,
         reads,
         by: `rollback of ${describeHolder(handoff.holder)}`,
+        holder: handoff.holder,
         graceMs: parseGoDurationMs(handoff.drainGracePeriod),
         mark:
           cluster.state.maintenance === undefined
@@ -173,6 +174,26 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     cluster,
   );
   if (restore.kind === 'lost') return lostTo('restore');
+  if (restore.kind === 'failed') {
+    // Never "finished": the zone keeps its lease and maintenance mark, and a person is told on the zone object.
+    const message = `zone ${zone}: ${restore.message}; check the balancers by hand`;
+    await emitZoneEvent(
+      kube,
+      deps.logger,
+      {
+        reason: 'ZoneRestoreFailed',
+        action: 'Reconcile',
+        note: message,
+        holder: handoff.holder,
+        zone,
+        cluster: ref,
+        detail: handoff.requestedAt,
+        zoneObjectOnly: true,
+      },
+      deps.now(),
+    );
+    return note(`reads of zone ${zone} are not restored: ${restore.message}`, 'blocked');
+  }
   if (restore.kind === 'waiting') {
     const back =
       restore.restored !== undefined && restore.restored.length > 0
@@ -185,6 +206,8 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   }
   const held = restore.cluster ?? cluster;
   const wasReverted = held.state.rollback?.phase === 'reverted';
+  // The holder's namespace hears of it only while that Rollout exists (it held the lease this pass took for it).
+  const holderLive = await holderExists(kube, handoff.holder);
   const released = await release(kube, ref, held, { handoff: true, rollbackDone: wasReverted });
   if (released.kind === 'lost') return lostTo('release');
   await emitZoneEvent(
@@ -193,11 +216,13 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     {
       reason: wasReverted ? 'ZoneRolledBack' : 'ZoneFinished',
       action: 'Reconcile',
-      note: `zone ${zone}: ${name} ${wasReverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released (${handoff.by})`,
+      // Words of vmzones' own only: the handoff's `by` is a record's text (kept on the zone object itself).
+      note: `zone ${zone}: ${name} ${wasReverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released by the vmzones reconciler for ${describeHolder(handoff.holder)}`,
       holder: handoff.holder,
       zone,
       cluster: ref,
       detail: handoff.requestedAt,
+      zoneObjectOnly: !holderLive,
     },
     deps.now(),
   );

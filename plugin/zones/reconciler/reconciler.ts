@@ -409,6 +409,8 @@ export class ZoneReconciler {
         holder,
         zone,
         cluster: refOf(listed),
+        // Into the holder's namespace only while that Rollout exists (a deleted one's name is a record's word).
+        zoneObjectOnly: progress === undefined,
       },
       this.#clock.now(),
     );

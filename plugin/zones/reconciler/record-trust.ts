@@ -28,14 +28,19 @@ import {
   ClusterRegistryError,
   requireClusterNamespace,
 } from '../../kube/cluster-registry.ts';
-import { parseGoDurationMs } from '../../kube/go-duration.ts';
 import { type KubeObjects, namespacedName, type ObjectRef } from '../../kube/objects.ts';
 import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
-import { errorMessage } from '../../rollouts/service-replies.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
-import { defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
+import { balancerKey, defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
 import { defaultZoneKind, zoneKindOf, zoneKindOrDefault } from '../../vm/zone-kinds.ts';
-import { drainGracePeriodOf, resolveZone, specFromAnnotations, zoneWriters } from '../spec.ts';
+import {
+  defaultDrainGracePeriod,
+  drainGracePeriodOf,
+  maxReadBalancers,
+  resolveZone,
+  specFromAnnotations,
+  zoneWriters,
+} from '../spec.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import {
   describeHolder,
@@ -188,8 +193,11 @@ async function checkedRecord(
   };
   const kind = zoneKindOf(place.ref.kind) ?? defaultZoneKind;
   const balancers: ReadBalancerConfig[] = [];
+  const named = new Set<string>();
   for (const config of recordedBalancers(recorded.reads)) {
     const where = describeBalancer(config.ref);
+    if (named.has(balancerKey(config))) throw refuse(`it names read balancer ${where} twice`);
+    named.add(balancerKey(config));
     allowed(config.ref.namespace, `read balancer ${where}`);
     await requireRegistered(trust, config.cluster, config.ref.namespace, `read balancer ${where}`);
     if (config.ref.kind !== 'VMUser') {
@@ -216,17 +224,27 @@ async function checkedRecord(
       allowed(other.namespace, `the backend of zone ${other.zone}`);
       await requireRegistered(trust, other.cluster, other.namespace, `the backend of zone ${other.zone}`);
     }
-    // The pods of the VMAuths that serve the VMUser (vm/vmauth-pods.ts), scraped with no credential.
-    const { pods: _ignored, ...rest } = config;
-    balancers.push(rest);
+    // The pods of the VMAuths that serve the VMUser (vm/vmauth-pods.ts), scraped with no credential; reload
+    // evidence always required (bestEffort is a spec document's choice, never a record's).
+    const { pods: _ignored, reloadEvidence: _recorded, ...rest } = config;
+    balancers.push({ ...rest, reloadEvidence: 'required' });
   }
   await requireRegistered(trust, recorded.vmagentsCluster, own, 'the VMAgents writing to the zone');
-  try {
-    parseGoDurationMs(recorded.drainGracePeriod);
-  } catch (err) {
-    throw refuse(`drainGracePeriod: ${errorMessage(err)}`);
+  // The queue check is the one evidence that a rolled-back zone's data came back: a record cannot turn it off.
+  if ((recorded.vmagents ?? []).length === 0) {
+    throw refuse(
+      "it turns the queue check off (no vmagents) and no Rollout's spec document names this zone to say so; check the zone's vmagent queues, then restore its reads by hand",
+    );
   }
-  return { ...recorded, reads: readsRecord(balancers) };
+  // Evidence settings come from the holder's spec document or the defaults, never from a record: the default
+  // grace period, the zone's default remote-write host names.
+  return {
+    reads: readsRecord(balancers),
+    drainGracePeriod: defaultDrainGracePeriod,
+    vmagents: recorded.vmagents,
+    vmagentsCluster: recorded.vmagentsCluster,
+    vminsertHosts: undefined,
+  };
 }
 
 /**
@@ -243,6 +261,10 @@ export async function trustedReads(
   recorded: TrustedReads | undefined,
 ): Promise<TrustedReads> {
   const refuse = (why: string) => new RecordRefusedError(place, zone, holder, why);
+  const count = recorded === undefined ? 0 : recordedBalancers(recorded.reads).length;
+  if (count > maxReadBalancers) {
+    throw refuse(`it names ${count} read balancers; a zone has at most ${maxReadBalancers} read balancers`);
+  }
   // Whoever the record names as holder must be a Rollout that may act on the zone's namespace at all.
   const [holderNamespace = ''] = holder.rollout.split('/');
   if (!namespaceAllowed(trust.allowance, holderNamespace, place.ref.namespace)) {

@@ -43,6 +43,9 @@ export class MemoryKube implements KubeObjects {
   readonly created: KubeObject[] = [];
   /** Objects (`Kind ns/name`) the instant operator leaves alone, e.g. a VMCluster that stays `expanding`. */
   readonly heldBack = new Set<string>();
+  /** Runs before each patch (`Kind ns/name`) is judged: a test's way to let another writer in between a read and a
+   *  write (e.g. two drains racing for one balancer). Reset it inside to run once. */
+  beforePatch: ((what: string) => Promise<void>) | undefined;
   /** Spec fields (top level) a VMCluster keeps; others are pruned as a structural schema would. */
   knownVMClusterFields: Set<string> | undefined;
   readonly #operator: boolean;
@@ -108,6 +111,7 @@ export class MemoryKube implements KubeObjects {
   ): Promise<KubeObject> {
     const what = `${ref.kind} ${ref.namespace}/${ref.name}`;
     this.reads.push(`patch ${what}`);
+    await this.beforePatch?.(what);
     this.#failure(ref.kind, 'patch');
     const current = this.#stored(ref);
     if (current === undefined) throw new KubeError('notFound', `patching ${what}: HTTP 404`, 404);

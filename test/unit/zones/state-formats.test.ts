@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { createGatesProvider } from '../../../plugin/gates/provider.ts';
 import { hubOnly } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import { readRouting } from '../../../plugin/vm/read-routing.ts';
+import { drainRecordFor, readRouting } from '../../../plugin/vm/read-routing.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
@@ -80,7 +80,10 @@ test('drainReads writes the lease and maintenance mark on the VMCluster and the 
     );
     assert.equal(
       balancer['vmzones.io/drained'],
-      '{"zone-a":{"vmcluster":"vm/vm-zone-a","by":"drainReads by Rollout vm/walk (revision rev-r)","at":"2030-01-01T00:00:02.000Z",' +
+      // Keyed by the zone object's identity (cluster/kind/namespace/name) and naming its uid, lease holder and budget.
+      '{"/VMCluster/vm/vm-zone-a":{"vmcluster":"vm/vm-zone-a","zone":"zone-a","uid":"uid-vm-zone-a",' +
+        '"holder":{"rollout":"vm/walk","uid":"uid-walk"},"budget":{"maxZonesOut":1,"minZonesServing":1},' +
+        '"by":"drainReads by Rollout vm/walk (revision rev-r)","at":"2030-01-01T00:00:02.000Z",' +
         '"removed":[{"op":"targetRef","index":0,"targetRef":{"crd":{"kind":"VMCluster/vmselect","name":"vm-zone-a","namespace":"vm"}}}],' +
         '"servedBefore":{"content":"79ef64f6b8175d64","pods":{"vm/vmauth-0":{"stamp":1893456000,"start":null}}}}}',
     );
@@ -195,7 +198,7 @@ test('records written by an earlier build are read, and the reconciler finishes 
     assert.ok(config !== undefined);
     const routing = await readRouting(w.kube, config);
     assert.deepEqual(routing.routed, ['zone-b', 'zone-c']);
-    assert.equal(routing.drained['zone-a']?.servedBefore, undefined);
+    assert.equal(drainRecordFor(routing, config, 'zone-a')?.servedBefore, undefined);
     assert.equal(routing.baseline, undefined);
     assert.equal(routing.changedAt?.toISOString(), '2029-12-31T23:50:01.000Z');
 
@@ -244,7 +247,10 @@ test('a drain record that an earlier build kept in a Secret annotation is still 
   });
   const routing = await readRouting(kube, config);
   assert.deepEqual(routing.routed, ['zone-b', 'zone-c']);
-  assert.equal(routing.drained['zone-a']?.by, 'drainReads by Rollout vm/walk (revision rev-r)');
+  assert.equal(
+    drainRecordFor(routing, config, 'zone-a')?.by,
+    'drainReads by Rollout vm/walk (revision rev-r)',
+  );
 });
 
 /** The vmagent page of the gate test: zone-a's queue (1) holds 4096 bytes on disk, zone-b's (2) is empty. */

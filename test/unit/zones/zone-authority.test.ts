@@ -1,0 +1,464 @@
+// Who may act on a zone, and what a record may say (issue 35): a zone is its object — (cluster, kind, namespace,
+// name, uid) — not the name a record or a spec document gives it. Each test reproduces one finding of the review of
+// 383e85a on the in-memory API and the fake clock, as someone who may patch zone objects in their own namespace,
+// or as two teams sharing one vmauth, and asserts what would have caught it.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { silentLogger } from '../../../plugin/goplugin/index.ts';
+import { hubOnly } from '../../../plugin/kube/cluster-registry.ts';
+import type { KubeObject } from '../../../plugin/kube/objects.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { trustedReads } from '../../../plugin/zones/reconciler/record-trust.ts';
+import { FakeClock } from '../fake-clock.ts';
+import type { MemoryKube } from '../kube/memory-kube.ts';
+import {
+  ns,
+  rolloutObject,
+  specDocument,
+  stepPluginOf,
+  threeZones,
+  untilSettled,
+  useVmauthFixture,
+  zoneNames,
+} from './memory-cluster.ts';
+
+const vmApi = 'operator.victoriametrics.com/v1beta1';
+const clock = new FakeClock();
+const vmauth = useVmauthFixture(clock);
+
+/** The VMClusters (names) VMUser `name` routes reads to now, as its targetRefs say. */
+function routedObjects(kube: MemoryKube, name = 'vmauth-read'): string[] {
+  const refs = (kube.getStored('VMUser', name).spec?.targetRefs ?? []) as { crd?: { name?: string } }[];
+  return refs.map((r) => r.crd?.name ?? '?').sort();
+}
+
+function annotate(kube: MemoryKube, name: string, annotations: Record<string, string>, labels = {}): void {
+  const object = kube.objects.get(`${vmApi}|VMCluster|${ns}|${name}`);
+  assert.ok(object, name);
+  object.metadata.annotations = { ...(object.metadata.annotations ?? {}), ...annotations };
+  object.metadata.labels = { ...(object.metadata.labels ?? {}), ...labels };
+}
+
+function operationalCluster(name: string): KubeObject & { apiVersion: string; kind: string } {
+  return {
+    apiVersion: vmApi,
+    kind: 'VMCluster',
+    metadata: { name, namespace: ns, generation: 1 },
+    spec: { clusterVersion: 'v1.151.0-cluster' },
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  };
+}
+
+/** The read balancer of the test spec as a record carries it, with `zone`'s backend the object `object`. */
+function readsNaming(zone: string, object: string) {
+  return {
+    ref: { kind: 'VMUser', namespace: ns, name: 'vmauth-read' },
+    zones: zoneNames.map((z) => {
+      const name = z === zone ? object : `vm-${z}`;
+      return {
+        zone: z,
+        namespace: ns,
+        vmcluster: name,
+        hosts: [
+          `vmselect-${name}.${ns}.svc`,
+          `vmselect-${name}.${ns}.svc.cluster.local`,
+          `vmselect-${name}.${ns}`,
+        ],
+      };
+    }),
+    reloadEvidence: 'required',
+  };
+}
+
+function handoffOf(zone: string, holder: { rollout: string; uid: string; revision: string }, extra = {}) {
+  return JSON.stringify({
+    v: 1,
+    zone,
+    holder,
+    requestedAt: '2029-12-31T00:00:00Z',
+    by: 'a forger',
+    rollback: false,
+    reads: readsNaming(zone, `vm-${zone}`),
+    drainGracePeriod: '0s',
+    vmagents: ['vmagent'],
+    ...extra,
+  });
+}
+
+function reconcilerOf(kube: MemoryKube, allowance = { all: false, extra: [] as string[] }) {
+  return new ZoneReconciler({ kube, clusters: hubOnly(kube), logger: silentLogger, clock, allowance });
+}
+
+/** A spec document of `zones` (zone → VMCluster), the test spec's balancer, and `budget` when given. */
+function specOf(zones: Record<string, string>, extra: Record<string, unknown> = {}): string {
+  const doc = JSON.parse(specDocument()) as Record<string, unknown>;
+  doc.zones = Object.fromEntries(Object.entries(zones).map(([z, vmcluster]) => [z, { vmcluster }]));
+  return JSON.stringify({ ...doc, ...extra });
+}
+
+test('scenario 1: a handoff on a scratch object that names zone-b never restores the drain record of the real zone-b', async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  const walk = stepPluginOf(kube, clock);
+  assert.equal((await walk.run('zone-b', 'drainReads')).phase, 'Successful');
+  kube.heldBack.add(`VMCluster ${ns}/vm-zone-b`);
+  assert.equal((await walk.run('zone-b', 'apply')).phase, 'Successful');
+  // The forger's scratch VMCluster, with a handoff naming zone-b and itself as zone-b's backend.
+  kube.put(operationalCluster('scratch'));
+  annotate(
+    kube,
+    'scratch',
+    {
+      'vmzones.io/handoff': JSON.stringify({
+        ...JSON.parse(handoffOf('zone-b', { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' })),
+        reads: readsNaming('zone-b', 'scratch'),
+      }),
+    },
+    { 'vmzones.io/pending': 'true' },
+  );
+  await untilSettled(reconcilerOf(kube), 5);
+  assert.deepEqual(
+    routedObjects(kube),
+    ['vm-zone-a', 'vm-zone-c'],
+    'vm-zone-b stays out of reads while the walk holds its lease and the operator rolls it out',
+  );
+  const warnings = kube.created.filter(
+    (e) => e.type === 'Warning' && (e.regarding as { name?: string }).name === 'scratch',
+  );
+  assert.deepEqual(
+    warnings.map((e) => e.reason),
+    ['ZoneRestoreFailed'],
+    'the reconciler says once, on the scratch object, why it did not finish it',
+  );
+  assert.match(
+    String(warnings[0]?.note),
+    /holds the drain record of VMCluster vm\/vm-zone-b \(zone zone-b\), not of this object/,
+  );
+});
+
+test('scenario 2: two Rollouts that name different VMClusters zone-a behind one VMUser neither share a record nor pass the budget together', async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(
+    rolloutObject(
+      'hot',
+      { currentPodHash: 'h2', stableRS: 'h1', currentStepIndex: 0 },
+      specOf({ 'zone-a': 'vm-zone-a', 'zone-b': 'vm-zone-b' }),
+    ),
+  );
+  kube.put(
+    rolloutObject(
+      'cold',
+      { currentPodHash: 'c2', stableRS: 'c1', currentStepIndex: 0 },
+      specOf({ 'zone-a': 'vm-zone-c', 'zone-b': 'vm-zone-b' }),
+    ),
+  );
+  const hot = stepPluginOf(kube, clock, { rollout: 'hot' });
+  const cold = stepPluginOf(kube, clock, { rollout: 'cold' });
+  assert.equal((await hot.run('zone-a', 'drainReads')).phase, 'Successful');
+  const second = await cold.run('zone-a', 'drainReads');
+  assert.deepEqual(
+    routedObjects(kube),
+    ['vm-zone-b', 'vm-zone-c'],
+    `cold's zone-a (vm-zone-c) stays in reads while hot's zone-a is out (budget one zone); cold said ${second.phase}: ${second.message}`,
+  );
+  assert.equal(second.phase, 'Running', second.message);
+  // cold's restoreReads never puts hot's zone back.
+  await cold.run('zone-a', 'restoreReads');
+  assert.deepEqual(routedObjects(kube), ['vm-zone-b', 'vm-zone-c'], "hot's zone-a stays out of reads");
+});
+
+test('scenario 3: two Rollouts listing the same two VMUsers in opposite orders, draining at once: one drains, the other holds no half-drained zone', async () => {
+  const kube = threeZones(vmauth.port);
+  const first = kube.getStored('VMUser', 'vmauth-read');
+  kube.put({
+    apiVersion: vmApi,
+    kind: 'VMUser',
+    metadata: { name: 'vmauth-read-2', namespace: ns, generation: 1 },
+    spec: structuredClone(first.spec),
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  });
+  const balancers = (names: string[]) => ({
+    vmauth: names.map((vmuser) => ({
+      vmuser,
+      pods: [{ labelSelector: 'app=vmauth', port: 'http' }],
+      drainGracePeriod: '0s',
+    })),
+  });
+  const all = Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`]));
+  kube.put(
+    rolloutObject(
+      'p',
+      { currentPodHash: 'p2', stableRS: 'p1', currentStepIndex: 0 },
+      specOf(all, balancers(['vmauth-read', 'vmauth-read-2'])),
+    ),
+  );
+  kube.put(
+    rolloutObject(
+      'q',
+      { currentPodHash: 'q2', stableRS: 'q1', currentStepIndex: 0 },
+      specOf(all, balancers(['vmauth-read-2', 'vmauth-read'])),
+    ),
+  );
+  const p = stepPluginOf(kube, clock, { rollout: 'p' });
+  const q = stepPluginOf(kube, clock, { rollout: 'q' });
+  // Both at once, then each again as the controller would, until neither progresses.
+  let [a, c] = await Promise.all([
+    p.call('run', 'zone-a', 'drainReads'),
+    q.call('run', 'zone-c', 'drainReads'),
+  ]);
+  for (let i = 0; i < 4; i++) {
+    [a, c] = await Promise.all([
+      a.phase === 'Running' ? p.call('run', 'zone-a', 'drainReads', a) : a,
+      c.phase === 'Running' ? q.call('run', 'zone-c', 'drainReads', c) : c,
+    ]);
+  }
+  const out = (zone: string) =>
+    ['vmauth-read', 'vmauth-read-2'].filter((u) => !routedObjects(kube, u).includes(`vm-${zone}`));
+  const halfDrained = ['zone-a', 'zone-c'].filter((z) => out(z).length === 1);
+  assert.deepEqual(
+    halfDrained,
+    [],
+    `no zone is out of one balancer only: p ${a.phase} (${a.message}); q ${c.phase} (${c.message})`,
+  );
+  assert.ok(
+    [a, c].some((r) => r.phase === 'Successful'),
+    `one of the two drains: p ${a.phase} (${a.message}); q ${c.phase} (${c.message})`,
+  );
+});
+
+test('scenario 4: a reconciler restore that leaves the zone unrouted is a failure, never ZoneFinished', async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  const walk = stepPluginOf(kube, clock);
+  assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
+  // The drain record is lost (removed by hand): nothing to put back, and no balancer routes zone-a.
+  const vmuser = kube.objects.get(`${vmApi}|VMUser|${ns}|vmauth-read`);
+  assert.ok(vmuser);
+  delete vmuser.metadata.annotations?.['vmzones.io/drained'];
+  kube.setStatus('Rollout', 'walk', { abort: true }, ns);
+  assert.equal((await walk.call('abort', 'zone-a', 'drainReads')).phase, 'Successful');
+  const progress = await untilSettled(reconcilerOf(kube), 3);
+  assert.notEqual(
+    progress[`${ns}/vm-zone-a`],
+    'done',
+    'the zone is not finished while no balancer routes it',
+  );
+  assert.deepEqual(
+    kube.created.filter((e) => e.reason === 'ZoneFinished').map((e) => e.note),
+    [],
+    'no ZoneFinished event',
+  );
+  assert.ok(
+    kube.created.some((e) => e.type === 'Warning' && e.reason === 'ZoneRestoreFailed'),
+    'a Warning event says the zone is not routed',
+  );
+  assert.ok(
+    kube.getStored('VMCluster', 'vm-zone-a').metadata.annotations?.['vmzones.io/lease'],
+    'the lease stays',
+  );
+});
+
+test("scenario 5: the reconciler's events go only into the zone object's namespace, never with the record's own words", async () => {
+  const kube = threeZones(vmauth.port);
+  annotate(
+    kube,
+    'vm-zone-a',
+    {
+      'vmzones.io/handoff': handoffOf(
+        'zone-a',
+        { rollout: 'kube-system/ghost', uid: 'uid-ghost', revision: 'r1' },
+        { by: 'finished (INJECTED: see runbook at http://evil.example/)' },
+      ),
+    },
+    { 'vmzones.io/pending': 'true' },
+  );
+  const progress = await untilSettled(reconcilerOf(kube, { all: true, extra: [] }), 5);
+  assert.equal(progress[`${ns}/vm-zone-a`], 'done');
+  const events = kube.created.filter((e) => e.kind === 'Event');
+  assert.ok(events.length > 0, 'the reconciler said what it did');
+  assert.deepEqual(
+    events.filter((e) => e.metadata.namespace !== ns).map((e) => `${e.metadata.namespace}: ${e.reason}`),
+    [],
+    'no event outside the zone object namespace (the holder does not exist)',
+  );
+  assert.deepEqual(
+    events.filter((e) => String(e.note).includes('INJECTED')).map((e) => e.note),
+    [],
+    "no event carries the record's by text",
+  );
+});
+
+test('scenario 6: a record naming a balancer hundreds of times is refused at once, the limit named', async () => {
+  const kube = threeZones(vmauth.port);
+  const reads = Array.from({ length: 200 }, () => readsNaming('zone-a', 'vm-zone-a'));
+  annotate(
+    kube,
+    'vm-zone-a',
+    {
+      'vmzones.io/handoff': handoffOf(
+        'zone-a',
+        { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' },
+        { reads },
+      ),
+    },
+    { 'vmzones.io/pending': 'true' },
+  );
+  const before = kube.reads.length;
+  await reconcilerOf(kube).tick();
+  const calls = kube.reads.length - before;
+  assert.ok(calls < 40, `one pass sent ${calls} API calls`);
+  const refused = kube.created.filter((e) => e.reason === 'ZoneRecordRefused').map((e) => String(e.note));
+  assert.equal(refused.length, 1, 'one Warning event');
+  assert.match(refused[0] ?? '', /at most 16 read balancers/);
+});
+
+test('scenario 7: a record sets none of its own evidence: queue check, vminsertHosts, reload evidence and grace come from defaults', async () => {
+  const kube = threeZones(vmauth.port);
+  const reads = { ...readsNaming('zone-a', 'vm-zone-a'), reloadEvidence: 'bestEffort' };
+  const trusted = await trustedReads(
+    { allowance: { all: false, extra: [] }, clusters: hubOnly(kube) },
+    { ref: { apiVersion: vmApi, kind: 'VMCluster', namespace: ns, name: 'vm-zone-a' }, cluster: undefined },
+    'zone-a',
+    { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' },
+    undefined,
+    {
+      reads: reads as never,
+      drainGracePeriod: '876000h',
+      vmagents: ['vmagent'],
+      vmagentsCluster: undefined,
+      vminsertHosts: ['evil.example'],
+    },
+  );
+  const [balancer] = Array.isArray(trusted.reads) ? trusted.reads : [trusted.reads];
+  assert.equal(balancer?.reloadEvidence, 'required', 'bestEffort only from a spec document');
+  assert.equal(trusted.drainGracePeriod, '30s', "the default grace, not the record's 100 years");
+  assert.equal(trusted.vminsertHosts, undefined, "the zone's default hosts, not the record's");
+  await assert.rejects(
+    trustedReads(
+      { allowance: { all: false, extra: [] }, clusters: hubOnly(kube) },
+      { ref: { apiVersion: vmApi, kind: 'VMCluster', namespace: ns, name: 'vm-zone-a' }, cluster: undefined },
+      'zone-a',
+      { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' },
+      undefined,
+      {
+        reads: reads as never,
+        drainGracePeriod: '0s',
+        vmagents: [],
+        vmagentsCluster: undefined,
+        vminsertHosts: undefined,
+      },
+    ),
+    /turns the queue check off/,
+    'a record cannot switch the queue check off',
+  );
+});
+
+test("scenario 8: the budget belongs to the balancer: a Rollout with maxZonesOut 2 waits while another's zone is out under the default budget", async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(
+    rolloutObject(
+      'wide',
+      { currentPodHash: 'w2', stableRS: 'w1', currentStepIndex: 0 },
+      specOf(Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`])), {
+        disruptionBudget: { maxZonesOut: 2 },
+      }),
+    ),
+  );
+  kube.put(
+    rolloutObject(
+      'narrow',
+      { currentPodHash: 'n2', stableRS: 'n1', currentStepIndex: 0 },
+      specOf({ 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' }),
+    ),
+  );
+  assert.equal(
+    (await stepPluginOf(kube, clock, { rollout: 'narrow' }).run('zone-c', 'drainReads')).phase,
+    'Successful',
+  );
+  const wide = await stepPluginOf(kube, clock, { rollout: 'wide' }).run('zone-a', 'drainReads');
+  assert.deepEqual(
+    routedObjects(kube),
+    ['vm-zone-a', 'vm-zone-b'],
+    `zone-a stays in reads: narrow's budget allows one zone out through the VMUser; wide said ${wide.phase}: ${wide.message}`,
+  );
+  assert.equal(wide.phase, 'Running');
+  assert.match(wide.message ?? '', /strictest budget/);
+});
+
+test('scenario 9: a walk that finds its zone held by another live walk waits (naming the holder) and holds no lease while refused', async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('one', { currentPodHash: 'o2', stableRS: 'o1', currentStepIndex: 0 }));
+  kube.put(rolloutObject('two', { currentPodHash: 't2', stableRS: 't1', currentStepIndex: 0 }));
+  const one = stepPluginOf(kube, clock, { rollout: 'one' });
+  const two = stepPluginOf(kube, clock, { rollout: 'two' });
+  assert.equal((await one.run('zone-a', 'drainReads')).phase, 'Successful');
+  // two reaches zone-a while one holds it: it waits, naming the holder, instead of failing LeaseHeld at once.
+  const waited = await two.call('run', 'zone-a', 'drainReads');
+  assert.equal(waited.phase, 'Running', waited.message);
+  assert.match(waited.message ?? '', /Rollout vm\/one/);
+  // Both drains pass the budget on the same reading: two (zone-c) marks its lease, then one's drain of zone-b lands
+  // on the VMUser first, so two's write conflicts and the budget then refuses it. The lease two took on zone-c for
+  // a drain the budget refused protects nothing: it must not stay.
+  assert.equal((await one.run('zone-a', 'apply')).phase, 'Successful');
+  assert.equal((await one.run('zone-a', 'restoreReads')).phase, 'Successful');
+  kube.beforePatch = async (what) => {
+    if (what !== `VMUser ${ns}/vmauth-read`) return;
+    kube.beforePatch = undefined;
+    assert.equal((await one.run('zone-b', 'drainReads')).phase, 'Successful');
+  };
+  const refused = await two.call('run', 'zone-c', 'drainReads');
+  assert.equal(refused.phase, 'Running', refused.message);
+  assert.deepEqual(routedObjects(kube), ['vm-zone-a', 'vm-zone-c'], 'only zone-b is out');
+  assert.equal(
+    kube.getStored('VMCluster', 'vm-zone-c').metadata.annotations?.['vmzones.io/lease'],
+    undefined,
+    'a lease taken for a drain the budget refused protects nothing',
+  );
+  assert.equal((await one.run('zone-b', 'apply')).phase, 'Successful');
+  assert.equal((await one.run('zone-b', 'restoreReads')).phase, 'Successful');
+  // one let go of zone-a: two's wait for it ends in a drain.
+  const after = await two.call('run', 'zone-a', 'drainReads', waited);
+  assert.notEqual(after.phase, 'Failed', after.message);
+  assert.ok(!routedObjects(kube).includes('vm-zone-a'), after.message);
+  assert.equal((await two.run('zone-a', 'apply')).phase, 'Successful');
+  assert.equal((await two.run('zone-a', 'restoreReads')).phase, 'Successful');
+  // Bounded: a holder that never lets go fails the wait after readyTimeout, naming it.
+  assert.equal((await one.run('zone-b', 'drainReads')).phase, 'Successful');
+  const blocked = await two.call('run', 'zone-b', 'drainReads');
+  assert.equal(blocked.phase, 'Running', blocked.message);
+  clock.advance(31 * 60_000);
+  const gaveUp = await two.call('run', 'zone-b', 'drainReads', blocked);
+  assert.equal(gaveUp.phase, 'Failed', gaveUp.message);
+  assert.match(gaveUp.message ?? '', /LeaseHeld|leased by Rollout vm\/one/);
+});
+
+test('scenario 10: apply names the fields it changed, never their values, in the message, status and event', async () => {
+  const kube = threeZones(vmauth.port);
+  const secretValue = 'hunter2-not-for-messages';
+  kube.put(
+    rolloutObject(
+      'walk',
+      { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 },
+      specDocument({
+        clusterVersion: 'v1.152.0-cluster',
+        vmselect: { extraEnvs: [{ name: 'httpAuth_password', value: secretValue }] },
+      }),
+    ),
+  );
+  const walk = stepPluginOf(kube, clock);
+  assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
+  const applied = await walk.run('zone-a', 'apply');
+  assert.equal(applied.phase, 'Successful', applied.message);
+  const said = JSON.stringify({
+    message: applied.message,
+    status: applied.status,
+    events: kube.created.filter((e) => e.reason === 'ZoneChanged').map((e) => e.note),
+  });
+  assert.ok(!said.includes(secretValue), `a value reached what apply says: ${said}`);
+  assert.ok(!said.includes('v1.152.0-cluster'), `values are kept only in the rollback record: ${said}`);
+  assert.match(said, /spec\.vmselect/);
+  assert.match(said, /spec\.clusterVersion/);
+  const record = kube.getStored('VMCluster', 'vm-zone-a').metadata.annotations?.['vmzones.io/rollback'] ?? '';
+  assert.match(record, /v1\.151\.0-cluster/, 'the rollback record keeps the values to undo with');
+});
