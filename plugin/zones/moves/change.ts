@@ -11,6 +11,7 @@ import {
   type RollbackRecord,
   rollbackAnnotation,
   timestamp,
+  zoneIdentity,
 } from '../state/zone-annotations.ts';
 import { type LoadedCluster, patchCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from '../step/deps.ts';
@@ -59,6 +60,7 @@ export async function changeMove(
   const record: RollbackRecord = {
     ...target.who,
     zone,
+    object: zoneIdentity(cluster.object),
     phase: 'applied',
     appliedAt: timestamp(deps.now()),
     // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.

@@ -16,6 +16,8 @@ import {
   type RolloutIdentity,
   readsRecord,
   timestamp,
+  type ZoneIdentity,
+  zoneIdentity,
 } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import type { ZoneTarget } from '../step/target.ts';
@@ -42,9 +44,16 @@ export function readsCarry(
   };
 }
 
-/** The lease of `holder` on `zone` from `now`; `carry` when the holder knows the reads (a step does). */
-export function leaseRecord(holder: RolloutIdentity, zone: string, now: Date, carry?: ReadsCarry): Lease {
-  return { ...holder, zone, since: timestamp(now), ...(carry ?? {}) };
+/** The lease of `holder` on `zone` (the zone object `object`) from `now`; `carry` when the holder knows the reads
+ *  (a step does). */
+export function leaseRecord(
+  holder: RolloutIdentity,
+  zone: string,
+  object: ZoneIdentity,
+  now: Date,
+  carry?: ReadsCarry,
+): Lease {
+  return { ...holder, zone, object, since: timestamp(now), ...(carry ?? {}) };
 }
 
 export function maintenanceRecord(zone: string, now: Date, reason: string): Maintenance {
@@ -62,6 +71,8 @@ export function maintenancePatch(maintenance: Maintenance): ClusterPatch {
 export interface LeaseRequest {
   holder: RolloutIdentity;
   zone: string;
+  /** The zone object the lease is taken on (takeLease fills it in from the object it writes on). */
+  object: ZoneIdentity;
   now: Date;
   carry?: ReadsCarry;
   /** Also mark the zone in maintenance, for this reason (the step's drainReads does both in one write). */
@@ -72,7 +83,7 @@ export interface LeaseRequest {
 
 /** The patch that takes the lease (and marks maintenance, and ends a handoff, when asked). */
 export function leasePatch(request: LeaseRequest): { patch: ClusterPatch; lease: Lease } {
-  const lease = leaseRecord(request.holder, request.zone, request.now, request.carry);
+  const lease = leaseRecord(request.holder, request.zone, request.object, request.now, request.carry);
   const marked =
     request.maintenanceReason === undefined
       ? undefined
@@ -95,17 +106,23 @@ export async function takeLease(
   kube: KubeObjects,
   ref: ObjectRef,
   cluster: LoadedCluster,
-  request: LeaseRequest,
+  request: Omit<LeaseRequest, 'object'>,
 ): Promise<TransitionResult & { lease: Lease }> {
-  const { patch, lease } = leasePatch(request);
+  const { patch, lease } = leasePatch({ ...request, object: zoneIdentity(cluster.object) });
   return { ...(await transition(kube, ref, cluster, patch)), lease };
 }
 
 /** What a step's drainReads writes to hold the zone: its lease with the reads record, and the maintenance mark. */
-export function stepLeasePatch(target: ZoneTarget, now: Date, reason: string): ClusterPatch {
+export function stepLeasePatch(
+  target: ZoneTarget,
+  object: ZoneIdentity,
+  now: Date,
+  reason: string,
+): ClusterPatch {
   return leasePatch({
     holder: target.who,
     zone: target.config.zone,
+    object,
     now,
     carry: readsCarry(target),
     maintenanceReason: reason,

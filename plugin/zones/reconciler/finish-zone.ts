@@ -61,7 +61,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   // The one read every decision of this pass is made on (and every write guarded by).
   let cluster = loadedCluster(await kube.get(ref));
   // Acts only on what the holder's spec document or the checks say, never on the annotation as written.
-  const handoff = await trustedHandoff(deps, ref, cluster.state.handoff);
+  const handoff = await trustedHandoff(deps, ref, cluster.object, cluster.state.handoff);
   if (handoff === undefined) {
     await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.resourceVersion);
     return 'done';

@@ -28,7 +28,7 @@ import {
   ClusterRegistryError,
   requireClusterNamespace,
 } from '../../kube/cluster-registry.ts';
-import { type KubeObjects, namespacedName, type ObjectRef } from '../../kube/objects.ts';
+import { type KubeObject, type KubeObjects, namespacedName, type ObjectRef } from '../../kube/objects.ts';
 import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import { balancerKey, defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
@@ -50,6 +50,9 @@ import {
   type RolloutIdentity,
   readsRecord,
   recordedBalancers,
+  recordObjectProblem,
+  type ZoneIdentity,
+  zoneState,
 } from '../state/zone-annotations.ts';
 import { readBalancerConfigs } from '../step/target.ts';
 import { holderProgress } from './walk-ending.ts';
@@ -291,6 +294,29 @@ export async function trustedReads(
   }
 }
 
+/**
+ * Throws RecordRefusedError unless every record on the zone object (handoff, lease, rollback record) that names its
+ * object names this one, with this uid: a record copied from another zone object (or left from an earlier object
+ * of this name) is never acted on. Records of earlier builds name no object and pass.
+ */
+export function requireRecordsOfThisObject(
+  place: ZonePlace,
+  zone: string,
+  holder: RolloutIdentity,
+  object: KubeObject,
+): void {
+  const state = zoneState(object);
+  const records: [string, ZoneIdentity | undefined][] = [
+    ['handoff', state.handoff?.object],
+    ['lease', state.lease?.object],
+    ['rollback record', state.rollback?.object],
+  ];
+  for (const [what, recorded] of records) {
+    const problem = recordObjectProblem(what, recorded, object);
+    if (problem !== undefined) throw new RecordRefusedError(place, zone, holder, problem);
+  }
+}
+
 /** What finishZone works from: the zone's handoff with everything it acts on rebuilt or checked. */
 export interface HandoffTrustDeps {
   kube: KubeObjects;
@@ -298,13 +324,20 @@ export interface HandoffTrustDeps {
   records: { allowance: NamespaceAllowance; zoneCluster: string | undefined };
 }
 
-/** The handoff of the zone object read at `ref`, made trustworthy (or undefined when there is none). */
+/** The handoff of the zone object read at `ref` (`object`), made trustworthy (or undefined when there is none). */
 export async function trustedHandoff(
   deps: HandoffTrustDeps,
   ref: ObjectRef,
+  object: KubeObject,
   handoff: Handoff | undefined,
 ): Promise<Handoff | undefined> {
   if (handoff === undefined) return undefined;
+  requireRecordsOfThisObject(
+    { ref, cluster: deps.records.zoneCluster },
+    handoff.zone,
+    handoff.holder,
+    object,
+  );
   const progress = await holderProgress(deps.kube, handoff.holder);
   const fields = await trustedReads(
     { allowance: deps.records.allowance, clusters: deps.clusters },

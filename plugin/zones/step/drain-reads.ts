@@ -15,7 +15,13 @@ import { pastDeadline, waitingSince, waitStatus } from '../moves/wait-deadline.t
 import { holderExists } from '../reconciler/walk-ending.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeHandoff, leasedByOther } from '../state/messages.ts';
-import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
+import {
+  describeHolder,
+  sameRevision,
+  sameRollout,
+  timestamp,
+  zoneIdentity,
+} from '../state/zone-annotations.ts';
 import { loadCluster, openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
@@ -129,7 +135,7 @@ export async function drainReads(
               },
             }
           : {}),
-        mark: needsLease ? stepLeasePatch(target, now, by) : undefined,
+        mark: needsLease ? stepLeasePatch(target, zoneIdentity(cluster.object), now, by) : undefined,
       },
       cluster,
     );

@@ -13,7 +13,12 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { leasePatch } from '../../../plugin/zones/moves/lease.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { readsRecord, rolloutIdentity, zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import {
+  readsRecord,
+  rolloutIdentity,
+  zoneIdentity,
+  zoneState,
+} from '../../../plugin/zones/state/zone-annotations.ts';
 import { loadedCluster, patchCluster } from '../../../plugin/zones/state/zone-object.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { readBackends, readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
@@ -257,6 +262,7 @@ test('zones progress independently: a zone waiting for its operator does not hol
     leasePatch({
       holder: rolloutIdentity(goneView),
       zone: 'zone-b',
+      object: zoneIdentity(await kube.get(zoneB)),
       now: clock.now(),
       carry: { reads: readsRecord([balancer]), drainGracePeriod: '0s', vmagents: ['vmagent'] },
       maintenanceReason: 'drainReads by Rollout vm/gone (revision rev-g)',

@@ -66,7 +66,7 @@ test('drainReads writes the lease and maintenance mark on the VMCluster and the 
     const cluster = w.annotations('VMCluster', 'vm-zone-a');
     assert.equal(
       cluster['vmzones.io/lease'],
-      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","since":"2030-01-01T00:00:00Z","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
+      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"since":"2030-01-01T00:00:00Z","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
     );
     assert.equal(
       cluster['vmzones.io/maintenance'],
@@ -98,7 +98,7 @@ test('apply writes the rollback record, and Abort the handoff and the requested 
     await w.step('drainReads');
     await w.step('apply');
     const rollback = (phase: string, requested: string) =>
-      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","phase":"${phase}","appliedAt":"2030-01-01T00:00:02Z","generation":2,` +
+      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"phase":"${phase}","appliedAt":"2030-01-01T00:00:02Z","generation":2,` +
       '"changes":[{"path":["clusterVersion"],"before":"v1.151.0-cluster","after":"v1.152.0-cluster"}],"stableRevision":"rev-s",' +
       `"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]${requested}}`;
     assert.equal(w.annotations('VMCluster', 'vm-zone-a')['vmzones.io/rollback'], rollback('applied', ''));
@@ -111,7 +111,10 @@ test('apply writes the rollback record, and Abort the handoff and the requested 
     );
     assert.equal(
       cluster.metadata.annotations?.['vmzones.io/handoff'],
-      '{"v":1,"zone":"zone-a","holder":{"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r"},"requestedAt":"2030-01-01T00:00:02Z",' +
+      '{"v":1,"zone":"zone-a",' +
+        // The zone object the record was written on: a record copied onto another object is refused.
+        '"object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},' +
+        '"holder":{"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r"},"requestedAt":"2030-01-01T00:00:02Z",' +
         `"by":"Abort of apply by Rollout vm/walk (revision rev-r)","rollback":true,"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
     );
     assert.deepEqual(cluster.metadata.labels, {

@@ -462,3 +462,57 @@ test('scenario 10: apply names the fields it changed, never their values, in the
   const record = kube.getStored('VMCluster', 'vm-zone-a').metadata.annotations?.['vmzones.io/rollback'] ?? '';
   assert.match(record, /v1\.151\.0-cluster/, 'the rollback record keeps the values to undo with');
 });
+
+test('scenario 1, copied records: a handoff and lease copied from zone-b onto a scratch object are refused, once, on the scratch object', async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  const walk = stepPluginOf(kube, clock);
+  assert.equal((await walk.run('zone-b', 'drainReads')).phase, 'Successful');
+  kube.heldBack.add(`VMCluster ${ns}/vm-zone-b`);
+  assert.equal((await walk.run('zone-b', 'apply')).phase, 'Successful');
+  kube.setStatus('Rollout', 'walk', { abort: true }, ns);
+  assert.equal((await walk.call('abort', 'zone-b', 'apply')).phase, 'Successful');
+  // Every vmzones record of zone-b, copied onto the forger's scratch object.
+  kube.put(operationalCluster('scratch'));
+  const real = kube.getStored('VMCluster', 'vm-zone-b').metadata;
+  annotate(kube, 'scratch', real.annotations ?? {}, real.labels ?? {});
+  const before = kube.getStored('VMCluster', 'scratch').metadata.annotations;
+  const reconciler = reconcilerOf(kube);
+  for (let pass = 0; pass < 3; pass++) await reconciler.tick();
+  const refused = kube.created.filter(
+    (e) => e.reason === 'ZoneRecordRefused' && (e.regarding as { name?: string }).name === 'scratch',
+  );
+  assert.equal(refused.length, 1, 'one Warning event on the scratch object');
+  assert.match(
+    String(refused[0]?.note),
+    /names VMCluster vm\/vm-zone-b \(uid uid-vm-zone-b\), not this object/,
+  );
+  assert.equal(
+    kube.created.filter((e) => e.metadata.namespace !== ns).length,
+    0,
+    'nothing written elsewhere',
+  );
+  assert.deepEqual(kube.getStored('VMCluster', 'scratch').metadata.annotations, before, 'nothing acted on');
+  assert.ok(
+    !routedObjects(kube).includes('vm-zone-b'),
+    'vm-zone-b stays out of reads while it is rolled out',
+  );
+});
+
+test('a drain record of an earlier object of the same name is never restored for the object there now', async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  const walk = stepPluginOf(kube, clock);
+  assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
+  // vm-zone-a is deleted and created again (a new uid) with the walk's lease copied onto it.
+  const old = kube.getStored('VMCluster', 'vm-zone-a');
+  kube.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-a`);
+  kube.put({
+    ...operationalCluster('vm-zone-a'),
+    metadata: { ...old.metadata, uid: 'uid-new', resourceVersion: undefined },
+  });
+  const restored = await walk.run('zone-a', 'restoreReads');
+  assert.equal(restored.phase, 'Failed', restored.message);
+  assert.ok(!routedObjects(kube).includes('vm-zone-a'), 'the record of the earlier object is not restored');
+  assert.match(restored.message ?? '', /uid/);
+});
