@@ -2,21 +2,22 @@
 // changed field had before (the rollback record), so that no crash can separate the change from how to undo it.
 // Refused while the zone serves reads, and when the API server would reject or silently prune a field.
 
-import { KubeError, type KubeObject } from '../../kube/objects.ts';
+import type { Logger } from '../../goplugin/index.ts';
+import { KubeError, type KubeObject, type ObjectRef } from '../../kube/objects.ts';
 import { readLayer, routingTo } from '../../vm/read-layer.ts';
 import { deepEqual, diffMergePatch, type JsonObject, valueAt } from '../state/merge-patch.ts';
 import { describeCluster } from '../state/messages.ts';
 import {
   annotationValue,
   type RollbackRecord,
+  type RolloutIdentity,
   rollbackAnnotation,
   timestamp,
   zoneIdentity,
 } from '../state/zone-annotations.ts';
 import { type LoadedCluster, patchCluster } from '../state/zone-object.ts';
-import type { ZoneDeps } from '../step/deps.ts';
-import type { ZoneTarget } from '../step/target.ts';
-import { readsCarry } from './lease.ts';
+import type { MoveDeps } from './drain.ts';
+import { type ReadsSource, readsCarry } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome } from './outcome.ts';
 import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
 import { transition } from './transition.ts';
@@ -35,13 +36,23 @@ export function describeChangedFields(changes: readonly { path: readonly string[
   return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
 }
 
+/** What a change is made from: the walk's zone, its object, its overrides and who changes it (a ZoneTarget). */
+export interface ChangeTarget extends ReadsSource {
+  config: { zone: string };
+  cluster: ObjectRef;
+  zone: { patch: JsonObject };
+  who: RolloutIdentity;
+  /** The Rollout's stable revision: the values an undo goes back to (superseded-changes.ts). */
+  stableRevision: string | undefined;
+}
+
 export interface ChangeOutcome extends MoveOutcome {
   record?: RollbackRecord;
 }
 
 export async function changeMove(
-  deps: ZoneDeps,
-  target: ZoneTarget,
+  deps: MoveDeps & { logger: Logger },
+  target: ChangeTarget,
   cluster: LoadedCluster,
 ): Promise<ChangeOutcome> {
   const { kube } = deps;

@@ -24,7 +24,7 @@ import { type DrainActor, drainRecordFor } from '../../vm/read-routing.ts';
 import { type DisruptionBudget, defaultDisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
 import type { RolloutIdentity } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
-import { waitInCall } from '../step/deps.ts';
+import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';

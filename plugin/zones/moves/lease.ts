@@ -20,8 +20,6 @@ import {
   zoneIdentity,
 } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
-import type { ZoneTarget } from '../step/target.ts';
-import { agentsCluster } from '../step/target.ts';
 import { type TransitionResult, transition } from './transition.ts';
 
 /** How to reach the zone's reads and agents: carried by leases, rollback records and handoffs. */
@@ -33,11 +31,29 @@ export interface ReadsCarry {
   vminsertHosts?: string[];
 }
 
-export function readsCarry(
-  target: Pick<ZoneTarget, 'reads' | 'drainGracePeriod' | 'vmagents' | 'vmagentsCluster' | 'vminsertHosts'>,
-): ReadsCarry {
+/** Where a walk's records say the zone's reads and agents are: what a step resolved (zones/step/target.ts). */
+export interface ReadsSource {
+  reads: readonly ReadBalancerConfig[];
+  drainGracePeriod: string;
+  vmagents: string[];
+  vmagentsCluster: string | undefined;
+  vminsertHosts: string[] | undefined;
+}
+
+/** The `vmagentsCluster` and `vminsertHosts` fields of the state records, present only when set. */
+export function agentsCluster(target: Pick<ReadsSource, 'vmagentsCluster' | 'vminsertHosts'>): {
+  vmagentsCluster?: string;
+  vminsertHosts?: string[];
+} {
   return {
-    reads: readsRecord(target.reads as readonly ReadBalancerConfig[]),
+    ...(target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster }),
+    ...(target.vminsertHosts === undefined ? {} : { vminsertHosts: target.vminsertHosts }),
+  };
+}
+
+export function readsCarry(target: ReadsSource): ReadsCarry {
+  return {
+    reads: readsRecord(target.reads),
     drainGracePeriod: target.drainGracePeriod,
     vmagents: target.vmagents,
     ...agentsCluster(target),
@@ -114,7 +130,7 @@ export async function takeLease(
 
 /** What a step's drainReads writes to hold the zone: its lease with the reads record, and the maintenance mark. */
 export function stepLeasePatch(
-  target: ZoneTarget,
+  target: ReadsSource & { who: RolloutIdentity; config: { zone: string } },
   object: ZoneIdentity,
   now: Date,
   reason: string,

@@ -32,8 +32,7 @@ import {
   timestamp,
   zoneState,
 } from '../state/zone-annotations.ts';
-import { loadedCluster, patchCluster } from '../state/zone-object.ts';
-import { isConflict } from '../step/outcome.ts';
+import { isConflict, loadedCluster, patchCluster } from '../state/zone-object.ts';
 import { trustedHandoff } from './record-trust.ts';
 import { holderExists } from './walk-ending.ts';
 

@@ -11,10 +11,11 @@ import { handOver } from '../reconciler/handoff.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '../state/zone-annotations.ts';
-import { type LoadedCluster, loadCluster } from '../state/zone-object.ts';
+import type { LoadedCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, successful } from './outcome.ts';
 import type { ZoneTarget } from './target.ts';
+import { loadCluster } from './zone-action.ts';
 
 async function handTargetOver(
   deps: ZoneDeps,

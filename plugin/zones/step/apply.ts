@@ -5,7 +5,6 @@
 import type { StepResult } from '../../rollouts/types.ts';
 import { changeMove, describeChangedFields, fieldName } from '../moves/change.ts';
 import { outcomeFailureCode } from '../moves/outcome.ts';
-import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import type { FieldChange } from '../state/merge-patch.ts';
 import { describeCluster, leasedByOther } from '../state/messages.ts';
@@ -16,10 +15,11 @@ import {
   sameRevision,
   sameRollout,
 } from '../state/zone-annotations.ts';
-import { openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, StepFailure, successful } from './outcome.ts';
+import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
+import { openZoneAction } from './zone-action.ts';
 
 const maxChangedStatusChars = 3000;
 

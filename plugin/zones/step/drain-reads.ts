@@ -10,8 +10,6 @@ import { drainReadsMove } from '../moves/drain.ts';
 import { readsCarry, stepLeasePatch, takeLease } from '../moves/lease.ts';
 import { outcomeFailureCode } from '../moves/outcome.ts';
 import { release } from '../moves/release.ts';
-import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
-import { pastDeadline, waitingSince, waitStatus } from '../moves/wait-deadline.ts';
 import { holderExists } from '../reconciler/walk-ending.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeHandoff, leasedByOther } from '../state/messages.ts';
@@ -22,10 +20,12 @@ import {
   timestamp,
   zoneIdentity,
 } from '../state/zone-annotations.ts';
-import { loadCluster, openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
+import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
+import { pastDeadline, waitingSince, waitStatus } from './wait-deadline.ts';
+import { loadCluster, openZoneAction } from './zone-action.ts';
 
 /** Gives the zone back (lease and maintenance mark go) when nothing of it is drained: a guarded write on the zone as
  *  it is now, lost (and left) when someone else wrote meanwhile. */

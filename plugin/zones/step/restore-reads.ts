@@ -10,15 +10,15 @@ import { awaitOperational } from '../moves/await-operational.ts';
 import { outcomeFailureCode } from '../moves/outcome.ts';
 import { release } from '../moves/release.ts';
 import { restoreReadsMove } from '../moves/restore.ts';
-import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
-import { pastDeadline } from '../moves/wait-deadline.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeHandoff, leasedByOther } from '../state/messages.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
-import { loadCluster, openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
+import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
+import { pastDeadline } from './wait-deadline.ts';
+import { loadCluster, openZoneAction } from './zone-action.ts';
 
 export async function restoreReads(
   deps: ZoneDeps,
