@@ -392,6 +392,14 @@ export async function drainZone(
   return true;
 }
 
+/** A drain record of another object of the zone's name (another uid): never restored for this one. */
+export class DrainRecordMismatchError extends ReadRoutingError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DrainRecordMismatchError';
+  }
+}
+
 /** "VMCluster vm/vm-zone-a (zone zone-a)": the object a drain record names, in words. */
 export function describeRecordObject(record: DrainRecord): string {
   return `${record.kind ?? 'VMCluster'} ${record.vmcluster}${record.cluster === undefined ? '' : ` in cluster ${record.cluster}`}${record.zone === undefined ? '' : ` (zone ${record.zone})`}`;
@@ -423,7 +431,7 @@ export async function restoreZone(
   const record = key === undefined ? undefined : routing.drained[key];
   if (key === undefined || record === undefined) return false;
   if (record.uid !== undefined && uid !== undefined && record.uid !== uid) {
-    throw new ReadRoutingError(
+    throw new DrainRecordMismatchError(
       `${routing.describe}: the drain record of ${describeRecordObject(record)} is of the object with uid ${record.uid}, not of the one there now (uid ${uid}); it is not restored: put back what it removed by hand (it is in the record), then remove the record`,
     );
   }

@@ -4,7 +4,7 @@
 // this write lose with 409, so the balancer is never touched for a zone that changed hands (issue 21 item 2).
 
 import { evidenceCheck, latestChange, readLayer, restoreLayer, routingTo } from '../../vm/read-layer.ts';
-import { describeRecordObject } from '../../vm/read-routing.ts';
+import { DrainRecordMismatchError, describeRecordObject } from '../../vm/read-routing.ts';
 import { timestamp } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import type { MoveDeps, ZoneReads } from './drain.ts';
@@ -51,7 +51,15 @@ export async function restoreReadsMove(
     held = marked.cluster;
   }
   const layer = await readLayer(deps, request.reads);
-  const restored = (await restoreLayer(layer, zone, deps, held.object.metadata.uid)).map((b) => b.describe);
+  let restored: string[];
+  try {
+    restored = (await restoreLayer(layer, zone, deps, held.object.metadata.uid)).map((b) => b.describe);
+  } catch (err) {
+    // A record of another object of this name: refused, never restored for this one (a zone is its object).
+    if (err instanceof DrainRecordMismatchError)
+      return { ...failedMove(err.message, 'RecordRefused'), cluster: held };
+    throw err;
+  }
   // Read again only after a write: a replayed Run that finds the zone back already wrote nothing since `layer`.
   const after = restored.length > 0 ? await readLayer(deps, request.reads) : layer;
   const routed = routingTo(after, zone);

@@ -33,7 +33,7 @@ import {
   zoneState,
 } from '../state/zone-annotations.ts';
 import { isConflict, loadedCluster, patchCluster } from '../state/zone-object.ts';
-import { trustedHandoff } from './record-trust.ts';
+import { RecordRefusedError, trustedHandoff } from './record-trust.ts';
 import { holderExists } from './walk-ending.ts';
 
 /** done: released; working: in progress; blocked: cannot move now (waits for another zone or Rollout). */
@@ -173,6 +173,14 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     cluster,
   );
   if (restore.kind === 'lost') return lostTo('restore');
+  if (restore.kind === 'failed' && restore.code === 'RecordRefused') {
+    throw new RecordRefusedError(
+      { ref, cluster: deps.records.zoneCluster },
+      zone,
+      handoff.holder,
+      restore.message,
+    );
+  }
   if (restore.kind === 'failed') {
     // Never "finished": the zone keeps its lease and maintenance mark, and a person is told on the zone object.
     const message = `zone ${zone}: ${restore.message}; check the balancers by hand`;

@@ -90,6 +90,9 @@ export async function restoreReads(
     deps.logger.info('zone put back into reads', { zone, balancer: restore.restored.join(', ') });
   }
   if (restore.kind === 'lost') return lostRace(zone, name);
+  if (restore.kind === 'failed' && restore.code === 'RecordRefused') {
+    throw new StepFailure('RecordRefused', `zone ${zone}: ${restore.message}`);
+  }
   if (restore.kind === 'failed') {
     throw new StepFailure(
       outcomeFailureCode(restore),

@@ -516,3 +516,38 @@ test('a drain record of an earlier object of the same name is never restored for
   assert.ok(!routedObjects(kube).includes('vm-zone-a'), 'the record of the earlier object is not restored');
   assert.match(restored.message ?? '', /uid/);
 });
+
+test("the reconciler refuses, once and on the zone object, a drain record of an earlier object of the zone's name", async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  const walk = stepPluginOf(kube, clock);
+  assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
+  // vm-zone-a deleted and created again with its records, then the walk is aborted: the reconciler finishes it.
+  const old = kube.getStored('VMCluster', 'vm-zone-a');
+  kube.objects.delete(`${vmApi}|VMCluster|${ns}|vm-zone-a`);
+  const copied = { ...(old.metadata.annotations ?? {}) };
+  delete copied['vmzones.io/lease'];
+  kube.put({
+    ...operationalCluster('vm-zone-a'),
+    metadata: { ...old.metadata, annotations: copied, uid: 'uid-new', resourceVersion: undefined },
+  });
+  annotate(
+    kube,
+    'vm-zone-a',
+    {
+      'vmzones.io/handoff': handoffOf('zone-a', {
+        rollout: `${ns}/walk`,
+        uid: 'uid-walk',
+        revision: 'rev-r',
+      }),
+    },
+    { 'vmzones.io/pending': 'true' },
+  );
+  const reconciler = reconcilerOf(kube);
+  for (let pass = 0; pass < 3; pass++) await reconciler.tick();
+  const refused = kube.created.filter((e) => e.reason === 'ZoneRecordRefused');
+  assert.equal(refused.length, 1, 'one Warning event');
+  assert.equal(refused[0]?.metadata.namespace, ns);
+  assert.match(String(refused[0]?.note), /uid uid-vm-zone-a, not of the one there now \(uid uid-new\)/);
+  assert.ok(!routedObjects(kube).includes('vm-zone-a'), 'the record of the earlier object is not restored');
+});
