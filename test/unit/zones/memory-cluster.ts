@@ -114,6 +114,16 @@ export function specDocument(
   });
 }
 
+/** The read balancer of the test spec document as the records carry it (one balancer: an object). */
+export const readsJson =
+  '{"ref":{"kind":"VMUser","namespace":"vm","name":"vmauth-read"},' +
+  '"pods":[{"namespace":"vm","labelSelector":"app=vmauth","port":"http"}],' +
+  '"zones":[' +
+  '{"zone":"zone-a","namespace":"vm","vmcluster":"vm-zone-a","hosts":["vmselect-vm-zone-a.vm.svc","vmselect-vm-zone-a.vm.svc.cluster.local","vmselect-vm-zone-a.vm"]},' +
+  '{"zone":"zone-b","namespace":"vm","vmcluster":"vm-zone-b","hosts":["vmselect-vm-zone-b.vm.svc","vmselect-vm-zone-b.vm.svc.cluster.local","vmselect-vm-zone-b.vm"]},' +
+  '{"zone":"zone-c","namespace":"vm","vmcluster":"vm-zone-c","hosts":["vmselect-vm-zone-c.vm.svc","vmselect-vm-zone-c.vm.svc.cluster.local","vmselect-vm-zone-c.vm"]}' +
+  '],"reloadEvidence":"required"}';
+
 export function walkSteps(): { plugin: { name: string; config: { zone: string; action: string } } }[] {
   return zoneNames.flatMap((zone) =>
     ['drainReads', 'apply', 'restoreReads'].map((action) => ({

@@ -21,6 +21,7 @@ import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 import {
   ns,
+  readsJson,
   rolloutObject,
   specDocument,
   startVmauthFixture,
@@ -28,16 +29,6 @@ import {
   untilSettled,
   zonePlugins,
 } from './memory-cluster.ts';
-
-/** The read balancer of the test spec document as the records carry it (one balancer: an object). */
-const readsJson =
-  '{"ref":{"kind":"VMUser","namespace":"vm","name":"vmauth-read"},' +
-  '"pods":[{"namespace":"vm","labelSelector":"app=vmauth","port":"http"}],' +
-  '"zones":[' +
-  '{"zone":"zone-a","namespace":"vm","vmcluster":"vm-zone-a","hosts":["vmselect-vm-zone-a.vm.svc","vmselect-vm-zone-a.vm.svc.cluster.local","vmselect-vm-zone-a.vm"]},' +
-  '{"zone":"zone-b","namespace":"vm","vmcluster":"vm-zone-b","hosts":["vmselect-vm-zone-b.vm.svc","vmselect-vm-zone-b.vm.svc.cluster.local","vmselect-vm-zone-b.vm"]},' +
-  '{"zone":"zone-c","namespace":"vm","vmcluster":"vm-zone-c","hosts":["vmselect-vm-zone-c.vm.svc","vmselect-vm-zone-c.vm.svc.cluster.local","vmselect-vm-zone-c.vm"]}' +
-  '],"reloadEvidence":"required"}';
 
 /** A walk of zone-a by Rollout vm/walk (revision rev-r over stable rev-s) on a fresh fake clock. */
 async function walk() {

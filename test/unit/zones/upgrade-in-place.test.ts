@@ -13,6 +13,7 @@ import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
   ns,
+  readsJson,
   rolloutObject,
   specDocument,
   stepPluginOf,
@@ -24,16 +25,6 @@ import {
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
-
-/** The read balancer of the test spec as 383e85a's records carry it. */
-const readsJson =
-  '{"ref":{"kind":"VMUser","namespace":"vm","name":"vmauth-read"},' +
-  '"pods":[{"namespace":"vm","labelSelector":"app=vmauth","port":"http"}],' +
-  '"zones":[' +
-  '{"zone":"zone-a","namespace":"vm","vmcluster":"vm-zone-a","hosts":["vmselect-vm-zone-a.vm.svc","vmselect-vm-zone-a.vm.svc.cluster.local","vmselect-vm-zone-a.vm"]},' +
-  '{"zone":"zone-b","namespace":"vm","vmcluster":"vm-zone-b","hosts":["vmselect-vm-zone-b.vm.svc","vmselect-vm-zone-b.vm.svc.cluster.local","vmselect-vm-zone-b.vm"]},' +
-  '{"zone":"zone-c","namespace":"vm","vmcluster":"vm-zone-c","hosts":["vmselect-vm-zone-c.vm.svc","vmselect-vm-zone-c.vm.svc.cluster.local","vmselect-vm-zone-c.vm"]}' +
-  '],"reloadEvidence":"required"}';
 
 /** zone-a drained by Rollout vm/walk (revision rev-r) as 383e85a wrote it, before the walk's apply. */
 const previousRelease = {

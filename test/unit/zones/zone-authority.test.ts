@@ -40,6 +40,11 @@ function annotate(kube: MemoryKube, name: string, annotations: Record<string, st
   object.metadata.labels = { ...(object.metadata.labels ?? {}), ...labels };
 }
 
+/** A handoff (JSON text) on zone object `name`, with the pending label that makes the reconciler look. */
+function handOverTo(kube: MemoryKube, name: string, handoff: string): void {
+  annotate(kube, name, { 'vmzones.io/handoff': handoff }, { 'vmzones.io/pending': 'true' });
+}
+
 function operationalCluster(name: string): KubeObject & { apiVersion: string; kind: string } {
   return {
     apiVersion: vmApi,
@@ -86,6 +91,14 @@ function handoffOf(zone: string, holder: { rollout: string; uid: string; revisio
   });
 }
 
+/** Rollout `name` walking its first step (revision `<name>-2` over stable `<name>-1`), with `spec` (default the
+ *  test spec document). */
+function walking(kube: MemoryKube, name: string, spec = specDocument()): void {
+  kube.put(
+    rolloutObject(name, { currentPodHash: `${name}-2`, stableRS: `${name}-1`, currentStepIndex: 0 }, spec),
+  );
+}
+
 function reconcilerOf(kube: MemoryKube, allowance = { all: false, extra: [] as string[] }) {
   return new ZoneReconciler({ kube, clusters: hubOnly(kube), logger: silentLogger, clock, allowance });
 }
@@ -99,23 +112,20 @@ function specOf(zones: Record<string, string>, extra: Record<string, unknown> = 
 
 test('scenario 1: a handoff on a scratch object that names zone-b never restores the drain record of the real zone-b', async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  walking(kube, 'walk');
   const walk = stepPluginOf(kube, clock);
   assert.equal((await walk.run('zone-b', 'drainReads')).phase, 'Successful');
   kube.heldBack.add(`VMCluster ${ns}/vm-zone-b`);
   assert.equal((await walk.run('zone-b', 'apply')).phase, 'Successful');
   // The forger's scratch VMCluster, with a handoff naming zone-b and itself as zone-b's backend.
   kube.put(operationalCluster('scratch'));
-  annotate(
+  handOverTo(
     kube,
     'scratch',
-    {
-      'vmzones.io/handoff': JSON.stringify({
-        ...JSON.parse(handoffOf('zone-b', { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' })),
-        reads: readsNaming('zone-b', 'scratch'),
-      }),
-    },
-    { 'vmzones.io/pending': 'true' },
+    JSON.stringify({
+      ...JSON.parse(handoffOf('zone-b', { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' })),
+      reads: readsNaming('zone-b', 'scratch'),
+    }),
   );
   await untilSettled(reconcilerOf(kube), 5);
   assert.deepEqual(
@@ -139,20 +149,8 @@ test('scenario 1: a handoff on a scratch object that names zone-b never restores
 
 test('scenario 2: two Rollouts that name different VMClusters zone-a behind one VMUser neither share a record nor pass the budget together', async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(
-    rolloutObject(
-      'hot',
-      { currentPodHash: 'h2', stableRS: 'h1', currentStepIndex: 0 },
-      specOf({ 'zone-a': 'vm-zone-a', 'zone-b': 'vm-zone-b' }),
-    ),
-  );
-  kube.put(
-    rolloutObject(
-      'cold',
-      { currentPodHash: 'c2', stableRS: 'c1', currentStepIndex: 0 },
-      specOf({ 'zone-a': 'vm-zone-c', 'zone-b': 'vm-zone-b' }),
-    ),
-  );
+  walking(kube, 'hot', specOf({ 'zone-a': 'vm-zone-a', 'zone-b': 'vm-zone-b' }));
+  walking(kube, 'cold', specOf({ 'zone-a': 'vm-zone-c', 'zone-b': 'vm-zone-b' }));
   const hot = stepPluginOf(kube, clock, { rollout: 'hot' });
   const cold = stepPluginOf(kube, clock, { rollout: 'cold' });
   assert.equal((await hot.run('zone-a', 'drainReads')).phase, 'Successful');
@@ -186,20 +184,8 @@ test('scenario 3: two Rollouts listing the same two VMUsers in opposite orders, 
     })),
   });
   const all = Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`]));
-  kube.put(
-    rolloutObject(
-      'p',
-      { currentPodHash: 'p2', stableRS: 'p1', currentStepIndex: 0 },
-      specOf(all, balancers(['vmauth-read', 'vmauth-read-2'])),
-    ),
-  );
-  kube.put(
-    rolloutObject(
-      'q',
-      { currentPodHash: 'q2', stableRS: 'q1', currentStepIndex: 0 },
-      specOf(all, balancers(['vmauth-read-2', 'vmauth-read'])),
-    ),
-  );
+  walking(kube, 'p', specOf(all, balancers(['vmauth-read', 'vmauth-read-2'])));
+  walking(kube, 'q', specOf(all, balancers(['vmauth-read-2', 'vmauth-read'])));
   const p = stepPluginOf(kube, clock, { rollout: 'p' });
   const q = stepPluginOf(kube, clock, { rollout: 'q' });
   // Both at once, then each again as the controller would, until neither progresses.
@@ -229,7 +215,7 @@ test('scenario 3: two Rollouts listing the same two VMUsers in opposite orders, 
 
 test('scenario 4: a reconciler restore that leaves the zone unrouted is a failure, never ZoneFinished', async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  walking(kube, 'walk');
   const walk = stepPluginOf(kube, clock);
   assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
   // The drain record is lost (removed by hand): nothing to put back, and no balancer routes zone-a.
@@ -261,17 +247,14 @@ test('scenario 4: a reconciler restore that leaves the zone unrouted is a failur
 
 test("scenario 5: the reconciler's events go only into the zone object's namespace, never with the record's own words", async () => {
   const kube = threeZones(vmauth.port);
-  annotate(
+  handOverTo(
     kube,
     'vm-zone-a',
-    {
-      'vmzones.io/handoff': handoffOf(
-        'zone-a',
-        { rollout: 'kube-system/ghost', uid: 'uid-ghost', revision: 'r1' },
-        { by: 'finished (INJECTED: see runbook at http://evil.example/)' },
-      ),
-    },
-    { 'vmzones.io/pending': 'true' },
+    handoffOf(
+      'zone-a',
+      { rollout: 'kube-system/ghost', uid: 'uid-ghost', revision: 'r1' },
+      { by: 'finished (INJECTED: see runbook at http://evil.example/)' },
+    ),
   );
   const progress = await untilSettled(reconcilerOf(kube, { all: true, extra: [] }), 5);
   assert.equal(progress[`${ns}/vm-zone-a`], 'done');
@@ -292,17 +275,10 @@ test("scenario 5: the reconciler's events go only into the zone object's namespa
 test('scenario 6: a record naming a balancer hundreds of times is refused at once, the limit named', async () => {
   const kube = threeZones(vmauth.port);
   const reads = Array.from({ length: 200 }, () => readsNaming('zone-a', 'vm-zone-a'));
-  annotate(
+  handOverTo(
     kube,
     'vm-zone-a',
-    {
-      'vmzones.io/handoff': handoffOf(
-        'zone-a',
-        { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' },
-        { reads },
-      ),
-    },
-    { 'vmzones.io/pending': 'true' },
+    handoffOf('zone-a', { rollout: `${ns}/ghost`, uid: 'uid-ghost', revision: 'r1' }, { reads }),
   );
   const before = kube.reads.length;
   await reconcilerOf(kube).tick();
@@ -356,22 +332,14 @@ test('scenario 7: a record sets none of its own evidence: queue check, vminsertH
 
 test("scenario 8: the budget belongs to the balancer: a Rollout with maxZonesOut 2 waits while another's zone is out under the default budget", async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(
-    rolloutObject(
-      'wide',
-      { currentPodHash: 'w2', stableRS: 'w1', currentStepIndex: 0 },
-      specOf(Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`])), {
-        disruptionBudget: { maxZonesOut: 2 },
-      }),
-    ),
+  walking(
+    kube,
+    'wide',
+    specOf(Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`])), {
+      disruptionBudget: { maxZonesOut: 2 },
+    }),
   );
-  kube.put(
-    rolloutObject(
-      'narrow',
-      { currentPodHash: 'n2', stableRS: 'n1', currentStepIndex: 0 },
-      specOf({ 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' }),
-    ),
-  );
+  walking(kube, 'narrow', specOf({ 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' }));
   assert.equal(
     (await stepPluginOf(kube, clock, { rollout: 'narrow' }).run('zone-c', 'drainReads')).phase,
     'Successful',
@@ -388,8 +356,8 @@ test("scenario 8: the budget belongs to the balancer: a Rollout with maxZonesOut
 
 test('scenario 9: a walk that finds its zone held by another live walk waits (naming the holder) and holds no lease while refused', async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(rolloutObject('one', { currentPodHash: 'o2', stableRS: 'o1', currentStepIndex: 0 }));
-  kube.put(rolloutObject('two', { currentPodHash: 't2', stableRS: 't1', currentStepIndex: 0 }));
+  walking(kube, 'one');
+  walking(kube, 'two');
   const one = stepPluginOf(kube, clock, { rollout: 'one' });
   const two = stepPluginOf(kube, clock, { rollout: 'two' });
   assert.equal((await one.run('zone-a', 'drainReads')).phase, 'Successful');
@@ -436,15 +404,13 @@ test('scenario 9: a walk that finds its zone held by another live walk waits (na
 test('scenario 10: apply names the fields it changed, never their values, in the message, status and event', async () => {
   const kube = threeZones(vmauth.port);
   const secretValue = 'hunter2-not-for-messages';
-  kube.put(
-    rolloutObject(
-      'walk',
-      { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 },
-      specDocument({
-        clusterVersion: 'v1.152.0-cluster',
-        vmselect: { extraEnvs: [{ name: 'httpAuth_password', value: secretValue }] },
-      }),
-    ),
+  walking(
+    kube,
+    'walk',
+    specDocument({
+      clusterVersion: 'v1.152.0-cluster',
+      vmselect: { extraEnvs: [{ name: 'httpAuth_password', value: secretValue }] },
+    }),
   );
   const walk = stepPluginOf(kube, clock);
   assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
@@ -465,7 +431,7 @@ test('scenario 10: apply names the fields it changed, never their values, in the
 
 test('scenario 1, copied records: a handoff and lease copied from zone-b onto a scratch object are refused, once, on the scratch object', async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  walking(kube, 'walk');
   const walk = stepPluginOf(kube, clock);
   assert.equal((await walk.run('zone-b', 'drainReads')).phase, 'Successful');
   kube.heldBack.add(`VMCluster ${ns}/vm-zone-b`);
@@ -501,7 +467,7 @@ test('scenario 1, copied records: a handoff and lease copied from zone-b onto a 
 
 test('a drain record of an earlier object of the same name is never restored for the object there now', async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  walking(kube, 'walk');
   const walk = stepPluginOf(kube, clock);
   assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
   // vm-zone-a is deleted and created again (a new uid) with the walk's lease copied onto it.
@@ -519,7 +485,7 @@ test('a drain record of an earlier object of the same name is never restored for
 
 test("the reconciler refuses, once and on the zone object, a drain record of an earlier object of the zone's name", async () => {
   const kube = threeZones(vmauth.port);
-  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 0 }));
+  walking(kube, 'walk');
   const walk = stepPluginOf(kube, clock);
   assert.equal((await walk.run('zone-a', 'drainReads')).phase, 'Successful');
   // vm-zone-a deleted and created again with its records, then the walk is aborted: the reconciler finishes it.
@@ -531,17 +497,14 @@ test("the reconciler refuses, once and on the zone object, a drain record of an 
     ...operationalCluster('vm-zone-a'),
     metadata: { ...old.metadata, annotations: copied, uid: 'uid-new', resourceVersion: undefined },
   });
-  annotate(
+  handOverTo(
     kube,
     'vm-zone-a',
-    {
-      'vmzones.io/handoff': handoffOf('zone-a', {
-        rollout: `${ns}/walk`,
-        uid: 'uid-walk',
-        revision: 'rev-r',
-      }),
-    },
-    { 'vmzones.io/pending': 'true' },
+    handoffOf('zone-a', {
+      rollout: `${ns}/walk`,
+      uid: 'uid-walk',
+      revision: 'walk-2',
+    }),
   );
   const reconciler = reconcilerOf(kube);
   for (let pass = 0; pass < 3; pass++) await reconciler.tick();
