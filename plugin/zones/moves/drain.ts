@@ -20,7 +20,7 @@ import {
   restoreLayer,
   routingTo,
 } from '../../vm/read-layer.ts';
-import { type DrainActor, drainRecordFor } from '../../vm/read-routing.ts';
+import { type DrainActor, drainKeyOf, drainRecordFor } from '../../vm/read-routing.ts';
 import { type DisruptionBudget, defaultDisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
 import type { RolloutIdentity } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
@@ -112,7 +112,13 @@ export async function drainReadsMove(
   }
   if (routed) {
     const last = lastZoneThrough(layer, zone);
-    if (last !== undefined) {
+    // The last one only while others are out (another walk's drain through that balancer): a wait for them (the
+    // budget below says so), not a refusal — the other walk puts its zone back (found by the model test,
+    // test/unit/zones/zone-model.test.ts).
+    const othersOut =
+      last !== undefined &&
+      Object.keys(last.routing.drained).some((key) => key !== drainKeyOf(last.config, zone));
+    if (last !== undefined && !othersOut) {
       return {
         ...blocked(`it is the last zone that serves reads through ${last.describe}`, 'LastServingZone'),
         layer,

@@ -514,3 +514,20 @@ test("the reconciler refuses, once and on the zone object, a drain record of an 
   assert.match(String(refused[0]?.note), /uid uid-vm-zone-a, not of the one there now \(uid uid-new\)/);
   assert.ok(!routedObjects(kube).includes('vm-zone-a'), 'the record of the earlier object is not restored');
 });
+
+// Found by the model test (zone-model.test.ts): a spec that names only some of a VMUser's zones judged its zone the
+// last serving one while another walk had the other out, and failed LastServingZone (final) instead of waiting.
+test('a zone that is the last serving one only while another walk has its zone out waits for it, never fails LastServingZone', async () => {
+  const kube = threeZones(vmauth.port);
+  walking(kube, 'full');
+  walking(kube, 'pair', specOf({ 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' }));
+  const full = stepPluginOf(kube, clock, { rollout: 'full' });
+  const pair = stepPluginOf(kube, clock, { rollout: 'pair' });
+  assert.equal((await full.run('zone-c', 'drainReads')).phase, 'Successful');
+  const waits = await pair.call('run', 'zone-b', 'drainReads');
+  assert.equal(waits.phase, 'Running', waits.message);
+  assert.match(waits.message ?? '', /zone-c \(drainReads by Rollout vm\/full/);
+  assert.equal((await full.run('zone-c', 'apply')).phase, 'Successful');
+  assert.equal((await full.run('zone-c', 'restoreReads')).phase, 'Successful');
+  assert.equal((await pair.run('zone-b', 'drainReads')).phase, 'Successful');
+});
