@@ -22,7 +22,7 @@ import {
 } from '../../vm/read-layer.ts';
 import { type DrainActor, drainKeyOf, drainRecordFor } from '../../vm/read-routing.ts';
 import { type DisruptionBudget, defaultDisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
-import type { RolloutIdentity } from '../state/zone-annotations.ts';
+import { type RolloutIdentity, sameRollout } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
@@ -127,10 +127,15 @@ export async function drainReadsMove(
     const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
     if (blocker !== undefined) {
       // Out of some balancers already (a drain cut short by a crash, or refused part-way) but not admitted for the
-      // rest: put back what this holder took, so that no zone stays half drained while its walk waits.
-      const ours = drainedFrom(layer, zone).filter(
-        (b) => drainRecordFor(b.routing, b.config, zone)?.holder?.uid === request.holder.uid,
-      );
+      // rest: put back what this holder took, so that no zone stays half drained while its walk waits. Never once
+      // the holder changed the zone (a balancer re-synced after apply): its reads come back by restoreReads only.
+      const changed =
+        cluster.state.rollback !== undefined && sameRollout(cluster.state.rollback, request.holder);
+      const ours = changed
+        ? []
+        : drainedFrom(layer, zone).filter(
+            (b) => drainRecordFor(b.routing, b.config, zone)?.holder?.uid === request.holder.uid,
+          );
       const uid = cluster.object.metadata.uid;
       const undone = (await restoreLayer({ ...layer, balancers: ours }, zone, deps, uid)).map(
         (b) => b.describe,

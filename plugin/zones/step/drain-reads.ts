@@ -164,7 +164,12 @@ export async function drainReads(
         throw new StepFailure('LastServingZone', `refusing to drain zone ${zone}: ${outcome.message}`);
       // A lease left by an earlier try whose drain never happened (its write lost to another drain) protects
       // nothing while the budget refuses the drain: it goes, so that another walk is not kept waiting for it.
-      const stillOut = drainedFrom(await readLayer(deps, target.reads), zone).map((b) => b.describe);
+      // The layer as the move read it, unless it undid a part since (no extra read per waiting Run).
+      const layer =
+        outcome.undone === undefined && outcome.layer !== undefined
+          ? outcome.layer
+          : await readLayer(deps, target.reads);
+      const stillOut = drainedFrom(layer, zone).map((b) => b.describe);
       const changedByUs = sameRevision(cluster.state.rollback, target.who);
       if (stillOut.length === 0 && !changedByUs && sameRollout(cluster.state.lease, target.who)) {
         await giveBack(deps, target);

@@ -124,6 +124,19 @@ export const readsJson =
   '{"zone":"zone-c","namespace":"vm","vmcluster":"vm-zone-c","hosts":["vmselect-vm-zone-c.vm.svc","vmselect-vm-zone-c.vm.svc.cluster.local","vmselect-vm-zone-c.vm"]}' +
   '],"reloadEvidence":"required"}';
 
+/** The test spec document with `zones` (zone name → VMCluster) instead of its own, and `extra` fields over it. */
+export function specOf(zones: Record<string, string>, extra: Record<string, unknown> = {}): string {
+  const doc = JSON.parse(specDocument()) as Record<string, unknown>;
+  doc.zones = Object.fromEntries(Object.entries(zones).map(([z, vmcluster]) => [z, { vmcluster }]));
+  return JSON.stringify({ ...doc, ...extra });
+}
+
+/** The VMClusters (names, sorted) VMUser `name` routes reads to now, as its targetRefs say. */
+export function routedObjects(kube: MemoryKube, name = 'vmauth-read'): string[] {
+  const refs = (kube.getStored('VMUser', name).spec?.targetRefs ?? []) as { crd?: { name?: string } }[];
+  return refs.map((r) => r.crd?.name ?? '?').sort();
+}
+
 export function walkSteps(): { plugin: { name: string; config: { zone: string; action: string } } }[] {
   return zoneNames.flatMap((zone) =>
     ['drainReads', 'apply', 'restoreReads'].map((action) => ({

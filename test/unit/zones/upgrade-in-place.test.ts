@@ -15,6 +15,7 @@ import {
   ns,
   readsJson,
   rolloutObject,
+  routedObjects,
   specDocument,
   stepPluginOf,
   threeZones,
@@ -64,13 +65,6 @@ function leftMidWalk(handoff = false): MemoryKube {
     })),
   };
   return kube;
-}
-
-function routedObjects(kube: MemoryKube): string[] {
-  const refs = (kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs ?? []) as {
-    crd?: { name?: string };
-  }[];
-  return refs.map((r) => r.crd?.name ?? '?').sort();
 }
 
 test("a zone the previous release drained is finished by the walk's next steps, and its drain record goes", async () => {

@@ -15,7 +15,9 @@ import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
   ns,
   rolloutObject,
+  routedObjects,
   specDocument,
+  specOf,
   stepPluginOf,
   threeZones,
   untilSettled,
@@ -28,11 +30,6 @@ const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
 
 /** The VMClusters (names) VMUser `name` routes reads to now, as its targetRefs say. */
-function routedObjects(kube: MemoryKube, name = 'vmauth-read'): string[] {
-  const refs = (kube.getStored('VMUser', name).spec?.targetRefs ?? []) as { crd?: { name?: string } }[];
-  return refs.map((r) => r.crd?.name ?? '?').sort();
-}
-
 function annotate(kube: MemoryKube, name: string, annotations: Record<string, string>, labels = {}): void {
   const object = kube.objects.get(`${vmApi}|VMCluster|${ns}|${name}`);
   assert.ok(object, name);
@@ -99,17 +96,38 @@ function walking(kube: MemoryKube, name: string, spec = specDocument()): void {
   );
 }
 
+/** The three zones behind two VMUsers, vmauth-read and vmauth-read-2, each routing all of them. */
+function twoVMUsers(): MemoryKube {
+  const kube = threeZones(vmauth.port);
+  const first = kube.getStored('VMUser', 'vmauth-read');
+  kube.put({
+    apiVersion: vmApi,
+    kind: 'VMUser',
+    metadata: { name: 'vmauth-read-2', namespace: ns, generation: 1 },
+    spec: structuredClone(first.spec),
+    status: { updateStatus: 'operational', observedGeneration: 1 },
+  });
+  return kube;
+}
+
+/** The spec's vmauth list: these VMUsers, in this order. */
+function balancers(names: string[]) {
+  return {
+    vmauth: names.map((vmuser) => ({
+      vmuser,
+      pods: [{ labelSelector: 'app=vmauth', port: 'http' }],
+      drainGracePeriod: '0s',
+    })),
+  };
+}
+
+const all = Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`]));
+
 function reconcilerOf(kube: MemoryKube, allowance = { all: false, extra: [] as string[] }) {
   return new ZoneReconciler({ kube, clusters: hubOnly(kube), logger: silentLogger, clock, allowance });
 }
 
 /** A spec document of `zones` (zone → VMCluster), the test spec's balancer, and `budget` when given. */
-function specOf(zones: Record<string, string>, extra: Record<string, unknown> = {}): string {
-  const doc = JSON.parse(specDocument()) as Record<string, unknown>;
-  doc.zones = Object.fromEntries(Object.entries(zones).map(([z, vmcluster]) => [z, { vmcluster }]));
-  return JSON.stringify({ ...doc, ...extra });
-}
-
 test('scenario 1: a handoff on a scratch object that names zone-b never restores the drain record of the real zone-b', async () => {
   const kube = threeZones(vmauth.port);
   walking(kube, 'walk');
@@ -167,23 +185,7 @@ test('scenario 2: two Rollouts that name different VMClusters zone-a behind one 
 });
 
 test('scenario 3: two Rollouts listing the same two VMUsers in opposite orders, draining at once: one drains, the other holds no half-drained zone', async () => {
-  const kube = threeZones(vmauth.port);
-  const first = kube.getStored('VMUser', 'vmauth-read');
-  kube.put({
-    apiVersion: vmApi,
-    kind: 'VMUser',
-    metadata: { name: 'vmauth-read-2', namespace: ns, generation: 1 },
-    spec: structuredClone(first.spec),
-    status: { updateStatus: 'operational', observedGeneration: 1 },
-  });
-  const balancers = (names: string[]) => ({
-    vmauth: names.map((vmuser) => ({
-      vmuser,
-      pods: [{ labelSelector: 'app=vmauth', port: 'http' }],
-      drainGracePeriod: '0s',
-    })),
-  });
-  const all = Object.fromEntries(zoneNames.map((z) => [z, `vm-${z}`]));
+  const kube = twoVMUsers();
   walking(kube, 'p', specOf(all, balancers(['vmauth-read', 'vmauth-read-2'])));
   walking(kube, 'q', specOf(all, balancers(['vmauth-read-2', 'vmauth-read'])));
   const p = stepPluginOf(kube, clock, { rollout: 'p' });
@@ -530,4 +532,32 @@ test('a zone that is the last serving one only while another walk has its zone o
   assert.equal((await full.run('zone-c', 'apply')).phase, 'Successful');
   assert.equal((await full.run('zone-c', 'restoreReads')).phase, 'Successful');
   assert.equal((await pair.run('zone-b', 'drainReads')).phase, 'Successful');
+});
+
+test('scenario 3, half drained: a drain found out of one balancer and refused for the next puts back its own part, and its failure says what is out', async () => {
+  const kube = twoVMUsers();
+  walking(kube, 'p', specOf(all, balancers(['vmauth-read', 'vmauth-read-2'])));
+  walking(kube, 'q', specOf({ 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' }, balancers(['vmauth-read-2'])));
+  const p = stepPluginOf(kube, clock, { rollout: 'p' });
+  const q = stepPluginOf(kube, clock, { rollout: 'q' });
+  // p drained zone-a out of vmauth-read, then crashed; q took zone-c out of vmauth-read-2 meanwhile.
+  kube.beforePatch = async (what) => {
+    if (what !== `VMUser ${ns}/vmauth-read-2`) return;
+    kube.beforePatch = undefined;
+    assert.equal((await q.run('zone-c', 'drainReads')).phase, 'Successful');
+  };
+  const first = await p.call('run', 'zone-a', 'drainReads');
+  assert.equal(first.phase, 'Running', first.message);
+  assert.ok(routedObjects(kube, 'vmauth-read').includes('vm-zone-a'), 'its part in vmauth-read was put back');
+  assert.ok(routedObjects(kube, 'vmauth-read-2').includes('vm-zone-a'));
+  clock.advance(16 * 60_000);
+  const failed = await p.call('run', 'zone-a', 'drainReads', first);
+  assert.equal(failed.phase, 'Failed', failed.message);
+  assert.match(failed.message ?? '', /It serves reads as before$/);
+  assert.doesNotMatch(failed.message ?? '', /Nothing was changed/);
+  assert.equal(
+    kube.getStored('VMCluster', 'vm-zone-a').metadata.annotations?.['vmzones.io/lease'],
+    undefined,
+    'no lease left for a drain that did not happen',
+  );
 });

@@ -26,7 +26,9 @@ import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
   ns,
   rolloutObject,
+  routedObjects,
   specDocument,
+  specOf,
   stepPluginOf,
   threeZones,
   useVmauthFixture,
@@ -46,12 +48,6 @@ const walks = {
 type WalkName = keyof typeof walks;
 const actions = ['drainReads', 'apply', 'restoreReads'] as const;
 type Action = (typeof actions)[number];
-
-function specOf(zones: Record<string, string>): string {
-  const doc = JSON.parse(specDocument()) as Record<string, unknown>;
-  doc.zones = Object.fromEntries(Object.entries(zones).map(([z, vmcluster]) => [z, { vmcluster }]));
-  return JSON.stringify(doc);
-}
 
 interface World {
   kube: MemoryKube;
@@ -105,13 +101,6 @@ function world(): World {
     }
   };
   return w;
-}
-
-function routedObjects(kube: MemoryKube): string[] {
-  const refs = (kube.getStored('VMUser', 'vmauth-read').spec?.targetRefs ?? []) as {
-    crd?: { name?: string };
-  }[];
-  return refs.map((r) => r.crd?.name ?? '?');
 }
 
 /** What must hold between any two commands. */
