@@ -24,7 +24,7 @@ import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
 import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
-import { pastDeadline, waitingSince, waitStatus } from './wait-deadline.ts';
+import { pastDeadline, stepState, waitingSince, waitStatus } from './wait-deadline.ts';
 import { loadCluster, openZoneAction } from './zone-action.ts';
 
 /** Gives the zone back (lease and maintenance mark go) when nothing of it is drained: a guarded write on the zone as
@@ -202,7 +202,7 @@ export async function drainReads(
     }
     return running(`${what}; waiting until every vmauth replica serves that: ${outcome.message}`, {
       ...status,
-      state: 'waitingForVmauth',
+      ...stepState('waitingForVmauth'),
     });
   }
   const graceUntil = outcome.graceUntil ?? now;
@@ -213,7 +213,7 @@ export async function drainReads(
   if (outcome.kind === 'waiting' && outcome.code === 'queries') {
     return running(
       `${what}; ${outcome.evidence}; ${outcome.message}; the drain ends once none are, at the latest when the grace period ${target.drainGracePeriod} ends at ${timestamp(graceUntil)}`,
-      { ...status, state: 'queriesInFlight' },
+      { ...status, ...stepState('queriesInFlight') },
       // Looked at again as soon as the controller allows (running() raises this to its minimum).
       0,
     );
@@ -222,7 +222,7 @@ export async function drainReads(
     const why = outcome.queries === undefined ? '' : ` (${outcome.queries})`;
     return running(
       `${what}; ${outcome.evidence}; grace period ${target.drainGracePeriod} for queries in flight until ${timestamp(graceUntil)}${why}`,
-      { ...status, state: 'grace' },
+      { ...status, ...stepState('grace') },
       // The controller runs a Running step again about 5 s after RequeueAfter; ask that much earlier and let the
       // in-call wait sleep off the rest, so the step ends at the end of the grace rather than up to 5 s later.
       graceUntil.getTime() - current.getTime() - controllerRequeueLagMs,
@@ -248,5 +248,5 @@ export async function drainReads(
     },
     current,
   );
-  return successful(message, { ...status, state: 'drained' });
+  return successful(message, { ...status, ...stepState('drained') });
 }

@@ -17,7 +17,7 @@ import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
 import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
-import { pastDeadline } from './wait-deadline.ts';
+import { pastDeadline, stepState } from './wait-deadline.ts';
 import { loadCluster, openZoneAction } from './zone-action.ts';
 
 export async function restoreReads(
@@ -44,7 +44,7 @@ export async function restoreReads(
     if (serving.length > 0 && drainedFrom(layer, zone).length === 0 && state.lease === undefined) {
       return successful(
         `zone ${zone}: ${name} serves reads through ${serving.map((b) => b.describe).join(', ')} and holds no lease; nothing left to restore`,
-        { ...status, state: 'restored' },
+        { ...status, ...stepState('restored') },
       );
     }
     if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
@@ -76,7 +76,7 @@ export async function restoreReads(
     }
     return running(
       `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${readiness.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
-      { ...status, state: 'waitingForVMCluster', since: started },
+      { ...status, ...stepState('waitingForVMCluster'), since: started },
     );
   }
   status.operational = readiness.message;
@@ -113,7 +113,7 @@ export async function restoreReads(
     }
     return running(`${what}; waiting until every vmauth replica serves that: ${restore.message}`, {
       ...status,
-      state: 'waitingForVmauth',
+      ...stepState('waitingForVmauth'),
     });
   }
   const released = await release(kube, target.cluster, await loadCluster(kube, target.cluster, zone));
@@ -134,5 +134,5 @@ export async function restoreReads(
     },
     deps.now(),
   );
-  return successful(message, { ...status, state: 'restored', releasedAt: timestamp(deps.now()) });
+  return successful(message, { ...status, ...stepState('restored'), releasedAt: timestamp(deps.now()) });
 }
