@@ -519,7 +519,6 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
         .vmstorage?.extraArgs;
       const changedField =
         cArgs === undefined ? 'spec.vmstorage.extraArgs' : 'spec.vmstorage.extraArgs.search.latencyOffset';
-      const changedTo = cArgs === undefined ? latencyOffset('9s').vmstorage.extraArgs : '9s';
       const watcher = startRoutingWatcher(kube, zones);
       t.after(() => watcher.stop());
 

@@ -27,14 +27,12 @@ import {
   ns,
   rolloutObject,
   routedObjects,
-  specDocument,
   specOf,
   stepPluginOf,
   threeZones,
   useVmauthFixture,
 } from './memory-cluster.ts';
 
-const vmApi = 'operator.victoriametrics.com/v1beta1';
 const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
 const objects = ['vm-zone-a', 'vm-zone-b', 'vm-zone-c'] as const;
