@@ -2,7 +2,8 @@
 // fast-check's `commands` over the in-memory API. Three Rollouts share one VMUser and its zones — "full" walks all
 // three, "pair" walks zone-b and zone-c, "alias" calls vm-zone-c `zone-a` (a zone is its object, not its name) —
 // and a random sequence of their steps (each call as the controller makes it, with the previous status), races of
-// two steps whose balancer and zone writes interleave in a random order, Aborts, reconciler passes, 409s and faults
+// two steps whose balancer and zone writes interleave in a random order, Aborts, promote --full (Terminate),
+// reconciler passes, 409s and faults
 // injected into the next write (a plugin crash between two writes of a move), and time passing. After every
 // command: no balancer over its budget or without a serving zone, no drain record acted on for an object it does not
 // name, no zone changed while it serves reads. After the sequence every walk is aborted (as the controller does,
@@ -187,6 +188,19 @@ async function abortWalk(w: World, walk: WalkName): Promise<void> {
   if (current !== undefined) await w.steps[walk].call('abort', current.zone, current.action);
 }
 
+/** `promote --full` while the walk is on a step: the controller calls Terminate of that step and the revision is
+ *  stable; the zone in hand keeps what it has and comes back by the reconciler. */
+async function promoteFull(w: World, walk: WalkName): Promise<void> {
+  if (w.aborted.has(walk)) return;
+  w.aborted.add(walk);
+  const all = stepsOf(walk);
+  const current = all[w.completed.get(walk)?.length ?? 0];
+  if (current === undefined) return;
+  count('walk promoted --full');
+  await w.steps[walk].call('terminate', current.zone, current.action);
+  w.kube.setStatus('Rollout', walk, { currentStepIndex: all.length, stableRS: `${walk}-2` }, ns);
+}
+
 type Command = fc.AsyncCommand<object, World>;
 
 const walkArb = fc.constantFrom<WalkName>('full', 'pair', 'alias');
@@ -225,6 +239,16 @@ const commandArbs: fc.Arbitrary<Command>[] = [
         checkInvariants(w, `abort ${walk}`);
       },
       toString: () => `abort(${walk})`,
+    }),
+  ),
+  walkArb.map(
+    (walk): Command => ({
+      check: () => true,
+      run: async (_m, w) => {
+        await promoteFull(w, walk);
+        checkInvariants(w, `promote --full ${walk}`);
+      },
+      toString: () => `promoteFull(${walk})`,
     }),
   ),
   fc.constant<Command>({
