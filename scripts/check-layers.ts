@@ -2,13 +2,36 @@
 // product never imports tests or scripts (tests and scripts may import the product). Every import form counts:
 // `import … from`, `export … from`, a bare `import '…'` and a dynamic `import('…')`. Lowest layer first; main.ts
 // sits on top and wires everything. A layer folder that does not exist is an error (no phantom layers).
+// Inside plugin/zones the same rule holds between its floors (zonesFloors): state < moves < step and reconciler.
 
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 export const layers = ['goplugin', 'rollouts', 'kube', 'vm', 'zones', 'gates', 'observe', 'cli'] as const;
 
+/** The floors of plugin/zones, lowest first: each entry is a folder or a root file of zones/. A module may import
+ *  its own floor or lower ones (step and reconciler share the top floor: Abort hands over to the reconciler, the
+ *  reconciler resolves a spec as a step does). A file of zones/ on no floor is an error. */
+export const zonesFloors: readonly (readonly string[])[] = [
+  ['state', 'spec.ts'],
+  ['moves'],
+  ['step', 'reconciler', 'render.ts'],
+];
+
 const root = resolve('plugin');
+const zonesRoot = join(root, 'zones');
+
+function zonesFloorOf(file: string): number | undefined {
+  if (!file.startsWith(`${zonesRoot}/`)) return undefined;
+  const top = relative(zonesRoot, file).split('/')[0] ?? '';
+  const floor = zonesFloors.findIndex((names) => names.includes(top));
+  if (floor < 0) {
+    throw new Error(
+      `${relative('.', file)}: "${top}" is on no floor of plugin/zones (${zonesFloors.map((f) => f.join(', ')).join(' < ')})`,
+    );
+  }
+  return floor;
+}
 const outside = ['test', 'scripts'].map((dir) => resolve(dir));
 
 function layerOf(file: string): number {
@@ -63,6 +86,12 @@ for (const file of tsFiles(root)) {
         `${relative('.', file)} (layer ${layers[from] ?? 'main'}) imports ${spec} (higher layer ${layers[to] ?? 'main'})`,
       );
     }
+    const [fromFloor, toFloor] = [zonesFloorOf(file), zonesFloorOf(target)];
+    if (fromFloor !== undefined && toFloor !== undefined && toFloor > fromFloor) {
+      problems.push(
+        `${relative('.', file)} (zones floor ${zonesFloors[fromFloor]?.join(', ')}) imports ${spec} (higher floor ${zonesFloors[toFloor]?.join(', ')})`,
+      );
+    }
   }
 }
 // Tests and scripts may import the product, but only files that exist in a known layer.
@@ -86,5 +115,5 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `layer check: ${layers.join(' < ')} < main — ok (static, bare and dynamic imports; tests and scripts)`,
+  `layer check: ${layers.join(' < ')} < main; zones: ${zonesFloors.map((f) => f.join(', ')).join(' < ')} — ok (static, bare and dynamic imports; tests and scripts)`,
 );

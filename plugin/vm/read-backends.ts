@@ -38,7 +38,8 @@ export function balancerObjectRef(ref: ReadBalancerRef): ObjectRef {
 
 /** One zone as the read balancer sees it. */
 export interface ZoneReadBackend {
-  /** The zone's name in the spec document; also the key of drain records. */
+  /** The zone's name in the spec document: a label for people and events (drain records are keyed by the zone's
+   *  object, zoneObjectKey). */
   zone: string;
   /** The registered cluster of the zone's object; absent = the controller's own. */
   cluster?: string;
@@ -48,6 +49,23 @@ export interface ZoneReadBackend {
   kind?: ZoneKindName;
   /** URL host names (no port) that reach this zone's vmselect, lower case. */
   hosts: string[];
+}
+
+/**
+ * The identity of a zone's object as the balancers' drain records name it: cluster (empty = the controller's own),
+ * kind, namespace, name. Two Rollouts that call different objects by the same zone name never share a record, and
+ * a record is acted on only for the object it names (docs/architecture.md, "A zone is its object").
+ */
+export function zoneObjectKey(
+  backend: Pick<ZoneReadBackend, 'cluster' | 'kind' | 'namespace' | 'vmcluster'>,
+): string {
+  return `${backend.cluster ?? ''}/${backend.kind ?? defaultZoneKind.kind}/${backend.namespace}/${backend.vmcluster}`;
+}
+
+/** A balancer's identity in the canonical order drains take balancers in (vm/read-layer.ts drainLayer). */
+export function balancerKey(config: Pick<ReadBalancerConfig, 'ref' | 'cluster'>): string {
+  const ref = config.ref;
+  return `${config.cluster ?? ''}/${ref.kind}/${ref.namespace}/${ref.name}${ref.kind === 'VMUser' ? '' : `/${ref.key}`}`;
 }
 
 /** The host names the operator's read Service of a zone (vmselect of a VMCluster...) is reached by in the cluster. */

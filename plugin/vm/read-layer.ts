@@ -8,9 +8,17 @@ import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { firstChange, type KubeObject, type KubeObjects } from '../kube/objects.ts';
 import { clusterClientFor } from './cluster-routing.ts';
-import { describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
+import { balancerKey, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
-import { type DrainRecord, drainZone, type ReadRouting, readBalancer, restoreZone } from './read-routing.ts';
+import {
+  type DrainActor,
+  type DrainRecord,
+  drainRecordFor,
+  drainZone,
+  type ReadRouting,
+  readBalancer,
+  restoreZone,
+} from './read-routing.ts';
 import { type DisruptionBudget, drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
@@ -73,9 +81,10 @@ export function routingTo(layer: ReadLayer, zone: string): BalancerState[] {
   return layer.balancers.filter((b) => b.routing.routed.includes(zone));
 }
 
-/** The balancers that hold vmzones' record of having taken `zone` out. */
+/** The balancers that hold vmzones' record of having taken the object `zone` names out (records are keyed by
+ *  the zone's object, not its name: read-routing.ts drainRecordFor). */
 export function drainedFrom(layer: ReadLayer, zone: string): BalancerState[] {
-  return layer.balancers.filter((b) => b.routing.drained[zone] !== undefined);
+  return layer.balancers.filter((b) => drainRecordFor(b.routing, b.config, zone) !== undefined);
 }
 
 /**
@@ -89,7 +98,14 @@ export function servingZones(layer: ReadLayer): string[] {
 
 /** The first drain record of `zone` (when it was taken out), if any balancer has one. */
 export function drainRecordOf(layer: ReadLayer, zone: string): DrainRecord | undefined {
-  return drainedFrom(layer, zone)[0]?.routing.drained[zone];
+  const first = drainedFrom(layer, zone)[0];
+  return first === undefined ? undefined : drainRecordFor(first.routing, first.config, zone);
+}
+
+/** The balancers in one order every drain takes them in (by the balancer object's identity), so that two drains
+ *  over the same balancers meet first on the same one: one of them wins it, the other has written nothing. */
+export function canonicalOrder(balancers: readonly BalancerState[]): BalancerState[] {
+  return [...balancers].sort((a, b) => (balancerKey(a.config) < balancerKey(b.config) ? -1 : 1));
 }
 
 /** A balancer through which `zone` is the only zone serving reads: draining it there would leave none. */
@@ -121,33 +137,49 @@ export async function layerDrainBlocker(
 }
 
 /**
- * Takes `zone` out of every balancer that routes to it; returns the balancers written. A failure part-way leaves
- * the others' records in place, so a retry finishes the drain and a restore puts back exactly what was taken.
+ * Takes `zone` out of every balancer that routes to it, in the canonical order (canonicalOrder); returns the
+ * balancers written.
  *
  * Each write is guarded by the resourceVersion of `layer`, the reading the disruption budget was checked on
  * (layerDrainBlocker): had another Rollout or the reconciler drained a zone through that balancer since, the write
  * is refused as a conflict (KubeError `conflict`) and the caller reads and checks again — the step's transient
  * retry runs the drain anew, the reconciler's next pass does. Two Rollouts checking at once therefore cannot both
- * be admitted on the same reading (without it, a drain re-read the balancer just before writing and went ahead).
+ * be admitted on the same reading. A drain refused part-way (a later balancer changed since the check) puts back
+ * what it took from the earlier ones before it throws, so that no zone stays half drained while its walk waits:
+ * with the canonical order two drains over the same balancers cannot each hold one and wait for the other.
  */
 export async function drainLayer(
   layer: ReadLayer,
   zone: string,
-  by: string,
+  actor: string | DrainActor,
   clock: Clock,
 ): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
-  for (const b of routingTo(layer, zone)) {
-    if (await drainZone(b.kube, b.config, zone, by, clock, b.routing.resourceVersion)) written.push(b);
+  try {
+    for (const b of canonicalOrder(routingTo(layer, zone))) {
+      if (await drainZone(b.kube, b.config, zone, actor, clock, b.routing.resourceVersion)) written.push(b);
+    }
+  } catch (err) {
+    const uid = typeof actor === 'string' ? undefined : actor.uid;
+    // Best effort: what cannot be put back now is put back by the next drain's look (zones/moves/drain.ts).
+    for (const b of written.reverse()) {
+      await restoreZone(b.kube, b.config, zone, clock, uid).catch(() => false);
+    }
+    throw err;
   }
   return written;
 }
 
-/** Puts `zone` back into every balancer that recorded taking it out. */
-export async function restoreLayer(layer: ReadLayer, zone: string, clock: Clock): Promise<BalancerState[]> {
+/** Puts `zone` back into every balancer that recorded taking its object (`uid`: read-routing.ts restoreZone) out. */
+export async function restoreLayer(
+  layer: ReadLayer,
+  zone: string,
+  clock: Clock,
+  uid?: string,
+): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
   for (const b of drainedFrom(layer, zone)) {
-    if (await restoreZone(b.kube, b.config, zone, clock)) written.push(b);
+    if (await restoreZone(b.kube, b.config, zone, clock, uid)) written.push(b);
   }
   return written;
 }

@@ -17,6 +17,7 @@ import {
   type ReadBalancerRef,
   ReadRoutingError,
   type ZoneReadBackend,
+  zoneObjectKey,
 } from './read-backends.ts';
 import {
   removeZoneFromConfig,
@@ -50,8 +51,29 @@ const readsChangedAnnotation = 'vmzones.io/reads-changed-at';
 /** On the balancer object: the vmauth reload stamps seen just before that change (JSON, ReloadBaseline). */
 export const reloadBaselineAnnotation = 'vmzones.io/reload-baseline';
 
+/** The zone disruption budget (vm/read-safety.ts). Recorded with each drain, so that every Rollout sharing the
+ *  balancer is held to the strictest budget of those with a zone out through it. */
+export const disruptionBudgetSchema = z.object({
+  maxZonesOut: z.number().int().min(1),
+  minZonesServing: z.number().int().min(1),
+});
+export type DisruptionBudget = z.infer<typeof disruptionBudgetSchema>;
+
+/** Who drained: the Rollout whose lease on the zone object the drain was made under. */
+const drainHolderSchema = z.object({ rollout: z.string(), uid: z.string() });
+
 const drainRecordSchema = z.object({
+  /** The zone object, `namespace/name` (with `kind` and `cluster` below, its identity: zoneObjectKey). */
   vmcluster: z.string(),
+  /** The zone's name in the drainer's spec document: a label only. Absent in records before identity keys. */
+  zone: z.string().optional(),
+  kind: z.string().optional(),
+  cluster: z.string().optional(),
+  /** The zone object's uid when it was drained: a record is restored only for that very object. */
+  uid: z.string().optional(),
+  holder: drainHolderSchema.optional(),
+  /** The drainer's budget (absent: the default one-zone budget holds for this record). */
+  budget: disruptionBudgetSchema.optional(),
   by: z.string(),
   at: z.string(),
   removed: z.array(z.union([vmuserRemovalSchema, vmauthConfigRemovalSchema])),
@@ -62,12 +84,67 @@ export type DrainRecord = z.infer<typeof drainRecordSchema>;
 
 const drainedSchema = z.record(z.string(), drainRecordSchema);
 
+/** Who drains, recorded with the drain: the words, the zone object's uid, the lease holder, its budget. */
+export interface DrainActor {
+  by: string;
+  uid?: string | undefined;
+  holder?: { rollout: string; uid: string } | undefined;
+  budget?: DisruptionBudget | undefined;
+}
+
+/** The key of the drain record of the zone object `zone` names in `config` (undefined: not one of its zones). */
+export function drainKeyOf(config: ReadBalancerConfig, zone: string): string | undefined {
+  const backend = config.zones.find((z) => z.zone === zone);
+  return backend === undefined ? undefined : zoneObjectKey(backend);
+}
+
+/** vmzones' record of having taken the object `config` calls `zone` out of this balancer, if any. */
+export function drainRecordFor(
+  routing: Pick<ReadRouting, 'drained'>,
+  config: ReadBalancerConfig,
+  zone: string,
+): DrainRecord | undefined {
+  const key = drainKeyOf(config, zone);
+  return key === undefined ? undefined : routing.drained[key];
+}
+
+/**
+ * Records written before identity keys are keyed by the zone's name and carry `vmcluster` (namespace/name): each is
+ * read as the record of that object (kind and cluster from the balancer config's backend of that name when it is
+ * the same object, else a VMCluster of the controller's cluster). Written back in the new form by the next write.
+ */
+function byObject(
+  drained: Record<string, DrainRecord>,
+  config: ReadBalancerConfig,
+): Record<string, DrainRecord> {
+  const result: Record<string, DrainRecord> = {};
+  for (const [key, record] of Object.entries(drained)) {
+    if (key.includes('/')) {
+      result[key] = record;
+      continue;
+    }
+    const [namespace = '', name = ''] = record.vmcluster.split('/');
+    const backend = config.zones.find(
+      (z) => z.zone === key && z.namespace === namespace && z.vmcluster === name,
+    );
+    const object = {
+      namespace,
+      vmcluster: name,
+      ...(backend?.kind === undefined ? {} : { kind: backend.kind }),
+      ...(backend?.cluster === undefined ? {} : { cluster: backend.cluster }),
+    };
+    result[zoneObjectKey(object)] = { ...object, ...record, zone: record.zone ?? key };
+  }
+  return result;
+}
+
 export interface ReadRouting {
   /** "VMUser vm/vmauth-read", "Secret vm/vmauth-config key config.yml". */
   describe: string;
   resourceVersion: string;
-  /** Zones (names) the balancer currently routes reads to. */
+  /** Zones (names of the config's zones) the balancer currently routes reads to. */
   routed: string[];
+  /** vmzones' drain records, keyed by the zone object's identity (zoneObjectKey), whoever's spec names it. */
   drained: Record<string, DrainRecord>;
   changedAt: Date | undefined;
   /** The reload stamps seen just before the change at `changedAt`, when recorded. */
@@ -122,14 +199,19 @@ function configText(
   return value;
 }
 
-function storedDrained(object: KubeObject, ref: ReadBalancerRef, where: string): Record<string, DrainRecord> {
+function storedDrained(
+  object: KubeObject,
+  config: ReadBalancerConfig,
+  where: string,
+): Record<string, DrainRecord> {
+  const ref = config.ref;
   const annotation = object.metadata.annotations?.[drainedAnnotation];
   // A Secret keeps the record in its data; an annotation there is from a vmzones version before that.
   const text =
     ref.kind === 'Secret' ? (dataText(object, 'Secret', drainedSecretKey) ?? annotation) : annotation;
   const what =
     ref.kind === 'Secret' ? `the drain record (${drainedSecretKey})` : `annotation ${drainedAnnotation}`;
-  return parseJson(text, drainedSchema, what, where) ?? {};
+  return byObject(parseJson(text, drainedSchema, what, where) ?? {}, config);
 }
 
 interface Loaded {
@@ -158,7 +240,7 @@ export function routingOfObject(object: KubeObject, config: ReadBalancerConfig):
     describe: where,
     resourceVersion: object.metadata.resourceVersion ?? '',
     routed,
-    drained: storedDrained(object, ref, where),
+    drained: storedDrained(object, config, where),
     changedAt: changedAt !== undefined && Number.isNaN(changedAt.getTime()) ? undefined : changedAt,
     baseline: parseJson(
       annotations[reloadBaselineAnnotation],
@@ -237,19 +319,22 @@ async function write(
 }
 
 /**
- * Takes `zone` out of the balancer, unless it is already out. Refuses (ReadRoutingError, nothing written) when no
- * other zone would be left serving reads. A 409 (someone else wrote meanwhile) surfaces as a KubeError `conflict`.
- * `checkedVersion`: the resourceVersion the caller decided on (the disruption budget, read-layer.ts drainLayer);
- * the write is guarded by it, so a balancer changed since is a conflict too. Returns whether it wrote.
+ * Takes the object `zone` names in `config` out of the balancer, unless it is already out. Refuses
+ * (ReadRoutingError, nothing written) when no other zone would be left serving reads. A 409 (someone else wrote
+ * meanwhile) surfaces as a KubeError `conflict`. `checkedVersion`: the resourceVersion the caller decided on (the
+ * disruption budget, read-layer.ts drainLayer); the write is guarded by it, so a balancer changed since is a
+ * conflict too. The record is keyed by the zone object's identity and names it (uid, lease holder, budget).
+ * Returns whether it wrote.
  */
 export async function drainZone(
   kube: KubeObjects,
   config: ReadBalancerConfig,
   zone: string,
-  by: string,
+  actor: string | DrainActor,
   clock: Clock,
   checkedVersion?: string,
 ): Promise<boolean> {
+  const who: DrainActor = typeof actor === 'string' ? { by: actor } : actor;
   const loaded = await readBalancer(kube, config);
   const { routing } = loaded;
   if (checkedVersion !== undefined && checkedVersion !== routing.resourceVersion) {
@@ -267,13 +352,25 @@ export async function drainZone(
     );
   }
   const backend = zoneOf(config, zone);
+  const key = zoneObjectKey(backend);
   const ref = config.ref;
   const before = currentRoutes(loaded, ref);
   const { stamps, at } = await stampsBeforeWrite(kube, config, clock);
-  const previous = routing.drained[zone];
+  const previous = routing.drained[key];
+  if (previous?.uid !== undefined && who.uid !== undefined && previous.uid !== who.uid) {
+    throw new ReadRoutingError(
+      `${routing.describe}: the drain record of ${describeRecordObject(previous)} is of the object with uid ${previous.uid}, not of the one there now (uid ${who.uid}); put back what it removed by hand (it is in the record), then remove the record`,
+    );
+  }
   const record = (removed: DrainRecord['removed']): DrainRecord => ({
     vmcluster: namespacedName({ namespace: backend.namespace, name: backend.vmcluster }),
-    by: previous?.by ?? by,
+    zone,
+    ...(backend.kind === undefined ? {} : { kind: backend.kind }),
+    ...(backend.cluster === undefined ? {} : { cluster: backend.cluster }),
+    ...(who.uid === undefined ? {} : { uid: who.uid }),
+    ...((previous?.holder ?? who.holder) === undefined ? {} : { holder: previous?.holder ?? who.holder }),
+    ...((previous?.budget ?? who.budget) === undefined ? {} : { budget: previous?.budget ?? who.budget }),
+    by: previous?.by ?? who.by,
     at: previous?.at ?? at.toISOString(),
     // Routed again although recorded as drained (e.g. re-synced by GitOps): keep what was removed first too.
     removed: [...(previous?.removed ?? []), ...removed],
@@ -291,8 +388,21 @@ export async function drainZone(
     removed = result.removed;
   }
   const baseline: ReloadBaseline = { v: 1, at: at.toISOString(), pods: stamps };
-  await write(kube, config, loaded, routes, { ...routing.drained, [zone]: record(removed) }, baseline);
+  await write(kube, config, loaded, routes, { ...routing.drained, [key]: record(removed) }, baseline);
   return true;
+}
+
+/** A drain record of another object of the zone's name (another uid): never restored for this one. */
+export class DrainRecordMismatchError extends ReadRoutingError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DrainRecordMismatchError';
+  }
+}
+
+/** "VMCluster vm/vm-zone-a (zone zone-a)": the object a drain record names, in words. */
+export function describeRecordObject(record: DrainRecord): string {
+  return `${record.kind ?? 'VMCluster'} ${record.vmcluster}${record.cluster === undefined ? '' : ` in cluster ${record.cluster}`}${record.zone === undefined ? '' : ` (zone ${record.zone})`}`;
 }
 
 function isVMUserRemoval(removal: DrainRecord['removed'][number]): removal is VMUserRemoval {
@@ -303,19 +413,30 @@ function isConfigRemoval(removal: DrainRecord['removed'][number]): removal is Vm
   return !('op' in removal);
 }
 
-/** Puts back exactly what drainZone removed for `zone`; nothing to do when there is no record. Returns whether it wrote. */
+/**
+ * Puts back exactly what drainZone removed for the object `zone` names in `config`; nothing to do when there is no
+ * record of that object. `uid`: the zone object's uid as the caller read it (under the lease it holds): a record of
+ * another object of that name (deleted and created again) is refused, never restored. Returns whether it wrote.
+ */
 export async function restoreZone(
   kube: KubeObjects,
   config: ReadBalancerConfig,
   zone: string,
   clock: Clock,
+  uid?: string,
 ): Promise<boolean> {
   const loaded = await readBalancer(kube, config);
   const { routing } = loaded;
-  const record = routing.drained[zone];
-  if (record === undefined) return false;
+  const key = drainKeyOf(config, zone);
+  const record = key === undefined ? undefined : routing.drained[key];
+  if (key === undefined || record === undefined) return false;
+  if (record.uid !== undefined && uid !== undefined && record.uid !== uid) {
+    throw new DrainRecordMismatchError(
+      `${routing.describe}: the drain record of ${describeRecordObject(record)} is of the object with uid ${record.uid}, not of the one there now (uid ${uid}); it is not restored: put back what it removed by hand (it is in the record), then remove the record`,
+    );
+  }
   const drained = { ...routing.drained };
-  delete drained[zone];
+  delete drained[key];
   const ref = config.ref;
   const where = routing.describe;
   const routes =

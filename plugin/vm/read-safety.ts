@@ -4,16 +4,13 @@
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { ReadBalancerConfig } from './read-backends.ts';
 import type { ReadEvidence } from './read-evidence.ts';
-import type { ReadRouting } from './read-routing.ts';
+import { type DisruptionBudget, drainKeyOf, type ReadRouting } from './read-routing.ts';
 import { vmclusterReadiness } from './vmcluster.ts';
 import { zoneKindOrDefault, zoneObjectRef } from './zone-kinds.ts';
 
-export interface DisruptionBudget {
-  /** At most this many zones out of reads at once through one balancer, whoever took them out. */
-  maxZonesOut: number;
-  /** At least this many zones serving reads through each balancer. */
-  minZonesServing: number;
-}
+/** maxZonesOut: at most this many zones out of reads at once through one balancer, whoever took them out;
+ *  minZonesServing: at least this many zones serving reads through each balancer. */
+export type { DisruptionBudget };
 
 /** One zone out per balancer and never the last serving zone: the budget of a walk without waves, and the
  *  reconciler's for its rollbacks (it has no spec document to read another from). */
@@ -46,24 +43,39 @@ export async function drainBlocker(
   wave: readonly string[] = [zone],
 ): Promise<string | undefined> {
   const inWave = (z: string) => z === zone || wave.includes(z);
+  // Records are keyed by the zone's object (read-routing.ts): the wave's own are those of the objects it names.
+  const waveKeys = new Set(wave.concat(zone).flatMap((z) => drainKeyOf(reads, z) ?? []));
   // The zones of the wave this balancer routes or has taken out (a zone it never routed does not leave it).
   const waveHere = wave.filter(
-    (z) => z === zone || routing.routed.includes(z) || routing.drained[z] !== undefined,
+    (z) =>
+      z === zone || routing.routed.includes(z) || routing.drained[drainKeyOf(reads, z) ?? ''] !== undefined,
   );
   const needed = Math.max(1, waveHere.length);
   const whole = wave.length > 1;
   const what = whole ? `the wave ${wave.join(', ')}` : `zone ${zone}`;
-  const out = Object.keys(routing.drained).filter((z) => !inWave(z));
-  const holders = out.map((z) => `${z} (${routing.drained[z]?.by ?? 'drained'})`).join(', ');
-  if (out.length + needed > budget.maxZonesOut) {
-    const allows = `the disruption budget allows ${zoneCount(budget.maxZonesOut)} out at once`;
+  const outRecords = Object.entries(routing.drained).filter(([key]) => !waveKeys.has(key));
+  const out = outRecords.map(([, record]) => record);
+  const holders = out.map((r) => `${r.zone ?? r.vmcluster} (${r.by})`).join(', ');
+  // The budget belongs to the balancer: the strictest of this drain's and of every drain out through it (a record
+  // without one was made under the default), so a Rollout with a wider budget cannot take more zones out of a
+  // balancer another Rollout shares than that one allows.
+  const effective = strictestBudget(
+    budget,
+    out.map((r) => r.budget ?? defaultDisruptionBudget),
+  );
+  const stricter =
+    effective.maxZonesOut < budget.maxZonesOut || effective.minZonesServing > budget.minZonesServing
+      ? ` (the strictest budget of the walks with a zone out through it)`
+      : '';
+  if (out.length + needed > effective.maxZonesOut) {
+    const allows = `the disruption budget${stricter} allows ${zoneCount(effective.maxZonesOut)} out at once`;
     if (out.length === 0)
       return `${what} needs ${zoneCount(needed)} out of reads through ${routing.describe}; ${allows}`;
     return `zone ${holders} ${out.length === 1 ? 'is' : 'are'} already out of reads through ${routing.describe}; ${allows}${whole ? ` and ${what} needs ${needed}` : ''}`;
   }
   const servingAfter = routing.routed.filter((z) => !inWave(z)).length;
-  if (servingAfter < budget.minZonesServing) {
-    return `draining ${what} would leave ${zoneCount(servingAfter)} serving reads through ${routing.describe}; the disruption budget keeps at least ${zoneCount(budget.minZonesServing)} serving${out.length === 0 ? '' : `, so it waits for zone ${holders}`}`;
+  if (servingAfter < effective.minZonesServing) {
+    return `draining ${what} would leave ${zoneCount(servingAfter)} serving reads through ${routing.describe}; the disruption budget${stricter} keeps at least ${zoneCount(effective.minZonesServing)} serving${out.length === 0 ? '' : `, so it waits for zone ${holders}`}`;
   }
   for (const backend of reads.zones) {
     if (inWave(backend.zone) || !routing.routed.includes(backend.zone)) continue;
@@ -77,6 +89,17 @@ export async function drainBlocker(
     }
   }
   return undefined;
+}
+
+/** The strictest of budgets: the fewest zones out, the most serving. */
+export function strictestBudget(
+  own: DisruptionBudget,
+  others: readonly DisruptionBudget[],
+): DisruptionBudget {
+  return {
+    maxZonesOut: Math.min(own.maxZonesOut, ...others.map((b) => b.maxZonesOut)),
+    minZonesServing: Math.max(own.minZonesServing, ...others.map((b) => b.minZonesServing)),
+  };
 }
 
 /** From when vmauth serves the routing without the zone (the reload, or the write when no later reload is known),

@@ -51,6 +51,13 @@ const vmauthPods = z.strictObject({
   scheme: z.enum(['http', 'https']).optional(),
 });
 
+/** The grace period for queries in flight when a spec document names none (and the one the reconciler uses for a
+ *  zone no spec document names: a record never sets it). */
+export const defaultDrainGracePeriod = '30s';
+
+/** At most this many read balancers per spec document, and per record the reconciler acts on. */
+export const maxReadBalancers = 16;
+
 const vmauthSource = z
   .strictObject({
     /** The cluster the vmauth and its VMUser / Secret / ConfigMap run in; absent = the controller's own. */
@@ -67,7 +74,7 @@ const vmauthSource = z
     /** `bestEffort` lets vmauth versions without reload metrics (< v1.94) pass on the grace period alone. */
     reloadEvidence: z.enum(['required', 'bestEffort']).default('required'),
     /** Wait after vmauth serves the config without the zone, for queries already in flight: the upper bound. */
-    drainGracePeriod: duration.default('30s'),
+    drainGracePeriod: duration.default(defaultDrainGracePeriod),
     /** `inFlight`: the drain ends as soon as the zone's query pods show no query executing (docs/step-plugin.md);
      *  `grace`: it always waits the whole drainGracePeriod (e.g. where clients query the zone directly). */
     drainQueryCheck: z.enum(['inFlight', 'grace']).default('inFlight'),
@@ -234,7 +241,13 @@ const specSchema = z
     /** How long a zone's VMCluster may take to become operational after a change. */
     readyTimeout: duration.default('15m'),
     /** The read balancer, or several (e.g. a vmauth in each cluster): a zone is drained from each that routes to it. */
-    vmauth: z.union([vmauthSource, z.array(vmauthSource).min(1)]),
+    vmauth: z.union([
+      vmauthSource,
+      z
+        .array(vmauthSource)
+        .min(1)
+        .max(maxReadBalancers, `at most ${maxReadBalancers} read balancers (maxReadBalancers)`),
+    ]),
     /** The writers of the zones: `vmagent` for VMCluster and VMSingle zones, `vlagent` for VLCluster zones. */
     vmagent: vmagentSource.optional(),
     vlagent: vlagentSource.optional(),

@@ -6,8 +6,8 @@ import type { ObjectRef } from '../../kube/objects.ts';
 import { vmclusterReadiness } from '../../vm/vmcluster.ts';
 import { defaultZoneKind, zoneKindOf } from '../../vm/zone-kinds.ts';
 import type { Handoff } from '../state/zone-annotations.ts';
-import { waitInCall } from '../step/deps.ts';
 import type { MoveDeps } from './drain.ts';
+import { waitInCall } from './in-call-wait.ts';
 import { done, failedMove, type MoveOutcome, waiting } from './outcome.ts';
 import type { ZoneQueueCheck } from './queue-check.ts';
 

@@ -2,20 +2,22 @@
 // changed field had before (the rollback record), so that no crash can separate the change from how to undo it.
 // Refused while the zone serves reads, and when the API server would reject or silently prune a field.
 
-import { KubeError, type KubeObject } from '../../kube/objects.ts';
+import type { Logger } from '../../goplugin/index.ts';
+import { KubeError, type KubeObject, type ObjectRef } from '../../kube/objects.ts';
 import { readLayer, routingTo } from '../../vm/read-layer.ts';
 import { deepEqual, diffMergePatch, type JsonObject, valueAt } from '../state/merge-patch.ts';
 import { describeCluster } from '../state/messages.ts';
 import {
   annotationValue,
   type RollbackRecord,
+  type RolloutIdentity,
   rollbackAnnotation,
   timestamp,
+  zoneIdentity,
 } from '../state/zone-annotations.ts';
 import { type LoadedCluster, patchCluster } from '../state/zone-object.ts';
-import type { ZoneDeps } from '../step/deps.ts';
-import type { ZoneTarget } from '../step/target.ts';
-import { readsCarry } from './lease.ts';
+import type { MoveDeps } from './drain.ts';
+import { type ReadsSource, readsCarry } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome } from './outcome.ts';
 import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
 import { transition } from './transition.ts';
@@ -24,13 +26,33 @@ export function fieldName(path: readonly string[]): string {
   return ['spec', ...path].join('.');
 }
 
+/** The fields a change touched, by name (at most 5, then how many more): what messages, statuses and events say
+ *  of a change; its values stay only in the rollback record on the zone object. */
+export function describeChangedFields(changes: readonly { path: readonly string[] }[]): string {
+  const shown = changes
+    .slice(0, 5)
+    .map((c) => fieldName(c.path))
+    .join(', ');
+  return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
+}
+
+/** What a change is made from: the walk's zone, its object, its overrides and who changes it (a ZoneTarget). */
+export interface ChangeTarget extends ReadsSource {
+  config: { zone: string };
+  cluster: ObjectRef;
+  zone: { patch: JsonObject };
+  who: RolloutIdentity;
+  /** The Rollout's stable revision: the values an undo goes back to (superseded-changes.ts). */
+  stableRevision: string | undefined;
+}
+
 export interface ChangeOutcome extends MoveOutcome {
   record?: RollbackRecord;
 }
 
 export async function changeMove(
-  deps: ZoneDeps,
-  target: ZoneTarget,
+  deps: MoveDeps & { logger: Logger },
+  target: ChangeTarget,
   cluster: LoadedCluster,
 ): Promise<ChangeOutcome> {
   const { kube } = deps;
@@ -49,6 +71,7 @@ export async function changeMove(
   const record: RollbackRecord = {
     ...target.who,
     zone,
+    object: zoneIdentity(cluster.object),
     phase: 'applied',
     appliedAt: timestamp(deps.now()),
     // A spec change bumps metadata.generation by one; corrected below if the API server says otherwise.

@@ -17,11 +17,14 @@ import {
   layerDrainBlocker,
   type ReadLayer,
   readLayer,
+  restoreLayer,
   routingTo,
 } from '../../vm/read-layer.ts';
-import { type DisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
+import { type DrainActor, drainKeyOf, drainRecordFor } from '../../vm/read-routing.ts';
+import { type DisruptionBudget, defaultDisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
+import { type RolloutIdentity, sameRollout } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
-import { waitInCall } from '../step/deps.ts';
+import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
@@ -43,6 +46,9 @@ export interface ZoneReads {
 }
 
 export interface DrainRequest extends ZoneReads {
+  /** Whose lease the drain is made under (the step's Rollout, or the holder the reconciler acts for): recorded in
+   *  each balancer's drain record with the zone object's uid. */
+  holder: RolloutIdentity;
   /** The grace period for queries in flight: the whole wait, or its upper bound when `queries` is given. */
   graceMs: number;
   /** The zone disruption budget (vm/read-safety.ts); default one zone out per balancer, never the last serving. */
@@ -73,6 +79,8 @@ export interface DrainOutcome extends MoveOutcome {
   queriesDoneAt?: Date;
   /** The layer as first read (for the step's give-back after a refused drain). */
   layer?: ReadLayer;
+  /** A drain blocked part-way through the balancers put back what it had taken: those balancers, in words. */
+  undone?: string;
   /** The zone's object after this move's own write, to guard the next move on. */
   cluster?: LoadedCluster;
 }
@@ -104,14 +112,40 @@ export async function drainReadsMove(
   }
   if (routed) {
     const last = lastZoneThrough(layer, zone);
-    if (last !== undefined) {
+    // The last one only while others are out (another walk's drain through that balancer): a wait for them (the
+    // budget below says so), not a refusal — the other walk puts its zone back (found by the model test,
+    // test/unit/zones/zone-model.test.ts).
+    const othersOut =
+      last !== undefined &&
+      Object.keys(last.routing.drained).some((key) => key !== drainKeyOf(last.config, zone));
+    if (last !== undefined && !othersOut) {
       return {
         ...blocked(`it is the last zone that serves reads through ${last.describe}`, 'LastServingZone'),
         layer,
       };
     }
     const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
-    if (blocker !== undefined) return { ...blocked(blocker, 'DrainBudget'), layer };
+    if (blocker !== undefined) {
+      // Out of some balancers already (a drain cut short by a crash, or refused part-way) but not admitted for the
+      // rest: put back what this holder took, so that no zone stays half drained while its walk waits. Never once
+      // the holder changed the zone (a balancer re-synced after apply): its reads come back by restoreReads only.
+      const changed =
+        cluster.state.rollback !== undefined && sameRollout(cluster.state.rollback, request.holder);
+      const ours = changed
+        ? []
+        : drainedFrom(layer, zone).filter(
+            (b) => drainRecordFor(b.routing, b.config, zone)?.holder?.uid === request.holder.uid,
+          );
+      const uid = cluster.object.metadata.uid;
+      const undone = (await restoreLayer({ ...layer, balancers: ours }, zone, deps, uid)).map(
+        (b) => b.describe,
+      );
+      return {
+        ...blocked(blocker, 'DrainBudget'),
+        layer,
+        ...(undone.length === 0 ? {} : { undone: undone.join(', ') }),
+      };
+    }
   }
   // A restore that was started and given up (its step failed, the walk was aborted) leaves its mark: a new drain
   // clears it, so that the next restore starts with its own guarded write again.
@@ -127,7 +161,9 @@ export async function drainReadsMove(
     held = marked.cluster;
   }
   // Written only on the reading the budget was checked on (a conflict otherwise: the caller checks again).
-  if (routed) await drainLayer(layer, zone, request.by, deps);
+  if (routed) {
+    await drainLayer(layer, zone, drainActor(request, cluster), deps);
+  }
 
   // Read again only after a write: a replayed Run that finds the zone out already wrote nothing since `layer`.
   const after = routed ? await readLayer(deps, request.reads) : layer;
@@ -176,6 +212,16 @@ export async function drainReadsMove(
   if (now < graceUntil)
     return { ...waiting(evidence.message, 'grace', { since, until: graceUntil }), ...noted };
   return { ...done(evidence.message), ...noted };
+}
+
+/** What the drain records name: the words, the zone object's uid, the lease holder, the budget. */
+function drainActor(request: DrainRequest, cluster: LoadedCluster): DrainActor {
+  return {
+    by: request.by,
+    uid: cluster.object.metadata.uid,
+    holder: { rollout: request.holder.rollout, uid: request.holder.uid },
+    budget: request.budget ?? defaultDisruptionBudget,
+  };
 }
 
 /** The zone's query pods and the client of the cluster they run in. */

@@ -16,10 +16,10 @@ import {
   type RolloutIdentity,
   readsRecord,
   timestamp,
+  type ZoneIdentity,
+  zoneIdentity,
 } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
-import type { ZoneTarget } from '../step/target.ts';
-import { agentsCluster } from '../step/target.ts';
 import { type TransitionResult, transition } from './transition.ts';
 
 /** How to reach the zone's reads and agents: carried by leases, rollback records and handoffs. */
@@ -31,20 +31,45 @@ export interface ReadsCarry {
   vminsertHosts?: string[];
 }
 
-export function readsCarry(
-  target: Pick<ZoneTarget, 'reads' | 'drainGracePeriod' | 'vmagents' | 'vmagentsCluster' | 'vminsertHosts'>,
-): ReadsCarry {
+/** Where a walk's records say the zone's reads and agents are: what a step resolved (zones/step/target.ts). */
+export interface ReadsSource {
+  reads: readonly ReadBalancerConfig[];
+  drainGracePeriod: string;
+  vmagents: string[];
+  vmagentsCluster: string | undefined;
+  vminsertHosts: string[] | undefined;
+}
+
+/** The `vmagentsCluster` and `vminsertHosts` fields of the state records, present only when set. */
+export function agentsCluster(target: Pick<ReadsSource, 'vmagentsCluster' | 'vminsertHosts'>): {
+  vmagentsCluster?: string;
+  vminsertHosts?: string[];
+} {
   return {
-    reads: readsRecord(target.reads as readonly ReadBalancerConfig[]),
+    ...(target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster }),
+    ...(target.vminsertHosts === undefined ? {} : { vminsertHosts: target.vminsertHosts }),
+  };
+}
+
+export function readsCarry(target: ReadsSource): ReadsCarry {
+  return {
+    reads: readsRecord(target.reads),
     drainGracePeriod: target.drainGracePeriod,
     vmagents: target.vmagents,
     ...agentsCluster(target),
   };
 }
 
-/** The lease of `holder` on `zone` from `now`; `carry` when the holder knows the reads (a step does). */
-export function leaseRecord(holder: RolloutIdentity, zone: string, now: Date, carry?: ReadsCarry): Lease {
-  return { ...holder, zone, since: timestamp(now), ...(carry ?? {}) };
+/** The lease of `holder` on `zone` (the zone object `object`) from `now`; `carry` when the holder knows the reads
+ *  (a step does). */
+export function leaseRecord(
+  holder: RolloutIdentity,
+  zone: string,
+  object: ZoneIdentity,
+  now: Date,
+  carry?: ReadsCarry,
+): Lease {
+  return { ...holder, zone, object, since: timestamp(now), ...(carry ?? {}) };
 }
 
 export function maintenanceRecord(zone: string, now: Date, reason: string): Maintenance {
@@ -62,6 +87,8 @@ export function maintenancePatch(maintenance: Maintenance): ClusterPatch {
 export interface LeaseRequest {
   holder: RolloutIdentity;
   zone: string;
+  /** The zone object the lease is taken on (takeLease fills it in from the object it writes on). */
+  object: ZoneIdentity;
   now: Date;
   carry?: ReadsCarry;
   /** Also mark the zone in maintenance, for this reason (the step's drainReads does both in one write). */
@@ -72,7 +99,7 @@ export interface LeaseRequest {
 
 /** The patch that takes the lease (and marks maintenance, and ends a handoff, when asked). */
 export function leasePatch(request: LeaseRequest): { patch: ClusterPatch; lease: Lease } {
-  const lease = leaseRecord(request.holder, request.zone, request.now, request.carry);
+  const lease = leaseRecord(request.holder, request.zone, request.object, request.now, request.carry);
   const marked =
     request.maintenanceReason === undefined
       ? undefined
@@ -95,17 +122,23 @@ export async function takeLease(
   kube: KubeObjects,
   ref: ObjectRef,
   cluster: LoadedCluster,
-  request: LeaseRequest,
+  request: Omit<LeaseRequest, 'object'>,
 ): Promise<TransitionResult & { lease: Lease }> {
-  const { patch, lease } = leasePatch(request);
+  const { patch, lease } = leasePatch({ ...request, object: zoneIdentity(cluster.object) });
   return { ...(await transition(kube, ref, cluster, patch)), lease };
 }
 
 /** What a step's drainReads writes to hold the zone: its lease with the reads record, and the maintenance mark. */
-export function stepLeasePatch(target: ZoneTarget, now: Date, reason: string): ClusterPatch {
+export function stepLeasePatch(
+  target: ReadsSource & { who: RolloutIdentity; config: { zone: string } },
+  object: ZoneIdentity,
+  now: Date,
+  reason: string,
+): ClusterPatch {
   return leasePatch({
     holder: target.who,
     zone: target.config.zone,
+    object,
     now,
     carry: readsCarry(target),
     maintenanceReason: reason,

@@ -4,10 +4,11 @@
 // this write lose with 409, so the balancer is never touched for a zone that changed hands (issue 21 item 2).
 
 import { evidenceCheck, latestChange, readLayer, restoreLayer, routingTo } from '../../vm/read-layer.ts';
+import { DrainRecordMismatchError, describeRecordObject } from '../../vm/read-routing.ts';
 import { timestamp } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
-import { waitInCall } from '../step/deps.ts';
 import type { MoveDeps, ZoneReads } from './drain.ts';
+import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
@@ -50,14 +51,28 @@ export async function restoreReadsMove(
     held = marked.cluster;
   }
   const layer = await readLayer(deps, request.reads);
-  const restored = (await restoreLayer(layer, zone, deps)).map((b) => b.describe);
+  let restored: string[];
+  try {
+    restored = (await restoreLayer(layer, zone, deps, held.object.metadata.uid)).map((b) => b.describe);
+  } catch (err) {
+    // A record of another object of this name: refused, never restored for this one (a zone is its object).
+    if (err instanceof DrainRecordMismatchError)
+      return { ...failedMove(err.message, 'RecordRefused'), cluster: held };
+    throw err;
+  }
   // Read again only after a write: a replayed Run that finds the zone back already wrote nothing since `layer`.
   const after = restored.length > 0 ? await readLayer(deps, request.reads) : layer;
   const routed = routingTo(after, zone);
   if (routed.length === 0) {
+    // A record of this zone's name for another object is never restored for this one (a zone is its object).
+    const others = after.balancers.flatMap((b) =>
+      Object.values(b.routing.drained)
+        .filter((r) => r.zone === zone)
+        .map((r) => `${b.describe} holds the drain record of ${describeRecordObject(r)}, not of this object`),
+    );
     return {
       ...failedMove(
-        `what the drain removed is back in ${after.describe}, yet no balancer routes reads to zone ${zone}`,
+        `what the drain removed is back in ${after.describe}, yet no balancer routes reads to zone ${zone}${others.length === 0 ? '' : ` (${others.join('; ')})`}`,
         'RestoreUnrouted',
       ),
       restored,

@@ -5,8 +5,13 @@
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import type { ZoneState } from '../state/zone-annotations.ts';
-import { type ClusterPatch, type LoadedCluster, loadedCluster, patchCluster } from '../state/zone-object.ts';
-import { isConflict } from '../step/outcome.ts';
+import {
+  type ClusterPatch,
+  isConflict,
+  type LoadedCluster,
+  loadedCluster,
+  patchCluster,
+} from '../state/zone-object.ts';
 
 /** Who holds the zone and what is asked of it: what a concurrent move changes, unlike a status write. */
 export function handsOf(state: ZoneState): string {

@@ -10,13 +10,10 @@ import type { NamespaceAllowance } from '../../kube/allowed-namespaces.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
-import { drainedFrom, readLayer } from '../../vm/read-layer.ts';
-import { awaitOperational, awaitQueueDrained } from '../moves/await-operational.ts';
+import { type BringBackProgress, bringBack } from '../moves/bring-back.ts';
 import { drainReadsMove, type MoveDeps } from '../moves/drain.ts';
 import { maintenancePatch, maintenanceRecord, takeLease } from '../moves/lease.ts';
 import type { ZoneQueueCheck } from '../moves/queue-check.ts';
-import { release } from '../moves/release.ts';
-import { restoreReadsMove } from '../moves/restore.ts';
 import { revertMove } from '../moves/revert.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
@@ -32,9 +29,8 @@ import {
   timestamp,
   zoneState,
 } from '../state/zone-annotations.ts';
-import { loadedCluster, patchCluster } from '../state/zone-object.ts';
-import { isConflict } from '../step/outcome.ts';
-import { trustedHandoff } from './record-trust.ts';
+import { isConflict, loadedCluster, patchCluster } from '../state/zone-object.ts';
+import { RecordRefusedError, trustedHandoff } from './record-trust.ts';
 import { holderExists } from './walk-ending.ts';
 
 /** done: released; working: in progress; blocked: cannot move now (waits for another zone or Rollout). */
@@ -61,7 +57,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   // The one read every decision of this pass is made on (and every write guarded by).
   let cluster = loadedCluster(await kube.get(ref));
   // Acts only on what the holder's spec document or the checks say, never on the annotation as written.
-  const handoff = await trustedHandoff(deps, ref, cluster.state.handoff);
+  const handoff = await trustedHandoff(deps, ref, cluster.object, cluster.state.handoff);
   if (handoff === undefined) {
     await patchCluster(kube, ref, { labels: { [pendingLabel]: null } }, cluster.resourceVersion);
     return 'done';
@@ -106,6 +102,7 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         ref,
         reads,
         by: `rollback of ${describeHolder(handoff.holder)}`,
+        holder: handoff.holder,
         graceMs: parseGoDurationMs(handoff.drainGracePeriod),
         mark:
           cluster.state.maintenance === undefined
@@ -139,65 +136,62 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     return note(`${reverted.message} on ${name}; waiting until it is operational`, 'working');
   }
 
-  const operational = await awaitOperational(moveDeps, ref);
-  if (operational.kind !== 'done') {
-    if (operational.kind === 'failed') {
-      deps.logger.warn('reconciler: zone failed; its reads stay drained', {
-        zone,
-        message: operational.message,
-      });
-    }
-    return note(`reads of zone ${zone} stay drained: ${operational.message}`, 'working');
-  }
-  // Complete again: operational and every vmagent queue for it delivered (the vmagentQueueDrained evidence). Once
-  // the restore has begun (its guarded write made), the queues were checked already.
-  if (cluster.state.maintenance?.restoringSince === undefined) {
-    const layer = await readLayer(deps, reads);
-    if (drainedFrom(layer, zone).length > 0) {
-      const queues = await awaitQueueDrained(moveDeps, ref, handoff);
-      if (queues.kind !== 'done') {
-        await saveQueueState(deps, ref, queues.state);
+  // Operational, its vmagent queues delivered, its reads put back with vmauth's proof, released: the same
+  // bringing-back as the step's restoreReads (zones/moves/bring-back.ts), guarded on the object this pass read.
+  const progress = await bringBack(
+    moveDeps,
+    {
+      zone,
+      ref,
+      reads,
+      by: `reconciler (${handoff.by})`,
+      queues: handoff,
+      releases: (held) => ({ handoff: true, rollbackDone: held.state.rollback?.phase === 'reverted' }),
+    },
+    cluster,
+  );
+  switch (progress.phase) {
+    case 'lost':
+      return lostTo(progress.lostAt);
+    case 'waiting': {
+      if (progress.waitsOn === 'operational') {
+        return note(`reads of zone ${zone} stay drained: ${progress.message}`, 'working');
+      }
+      if (progress.waitsOn === 'queues') {
+        await saveQueueState(deps, ref, progress.queueState);
         return note(
-          queues.kind === 'failed'
-            ? `reads of zone ${zone} stay drained: ${queues.message}; check the zone's data, then restore its reads by hand`
-            : `${name} is operational; reads come back once its vmagent queues have drained: ${queues.message}`,
+          `${name} is operational; reads come back once its vmagent queues have drained: ${progress.message}`,
           'working',
         );
       }
+      const back =
+        progress.restored.length > 0 ? `put zone ${zone} back into ${progress.restored.join(', ')}; ` : '';
+      return note(
+        `${name} is operational; ${back}waiting until vmauth serves reads of zone ${zone} again: ${progress.message}`,
+        'working',
+      );
     }
+    case 'failed':
+      return failedToBringBack(deps, ref, handoff, progress);
+    default:
+      break;
   }
-  // Guarded on the object this pass read before the queue check: a takeover since makes it lose (item 2).
-  const restore = await restoreReadsMove(
-    moveDeps,
-    { zone, ref, reads, by: `reconciler (${handoff.by})` },
-    cluster,
-  );
-  if (restore.kind === 'lost') return lostTo('restore');
-  if (restore.kind === 'waiting') {
-    const back =
-      restore.restored !== undefined && restore.restored.length > 0
-        ? `put zone ${zone} back into ${restore.restored.join(', ')}; `
-        : '';
-    return note(
-      `${name} is operational; ${back}waiting until vmauth serves reads of zone ${zone} again: ${restore.message}`,
-      'working',
-    );
-  }
-  const held = restore.cluster ?? cluster;
-  const wasReverted = held.state.rollback?.phase === 'reverted';
-  const released = await release(kube, ref, held, { handoff: true, rollbackDone: wasReverted });
-  if (released.kind === 'lost') return lostTo('release');
+  const wasReverted = progress.held.state.rollback?.phase === 'reverted';
+  // The holder's namespace hears of it only while that Rollout exists (it held the lease this pass released).
+  const holderLive = await holderExists(kube, handoff.holder);
   await emitZoneEvent(
     kube,
     deps.logger,
     {
       reason: wasReverted ? 'ZoneRolledBack' : 'ZoneFinished',
       action: 'Reconcile',
-      note: `zone ${zone}: ${name} ${wasReverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released (${handoff.by})`,
+      // Words of vmzones' own only: the handoff's `by` is a record's text (kept on the zone object itself).
+      note: `zone ${zone}: ${name} ${wasReverted ? 'was rolled back and ' : ''}serves reads again; lease and maintenance released by the vmzones reconciler for ${describeHolder(handoff.holder)}`,
       holder: handoff.holder,
       zone,
       cluster: ref,
       detail: handoff.requestedAt,
+      zoneObjectOnly: !holderLive,
     },
     deps.now(),
   );
@@ -208,6 +202,55 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     why: handoff.by,
   });
   return 'done';
+}
+
+/** A zone that cannot be brought back: a failed zone or queue check stays drained (said in the handoff); a drain
+ *  record of another object is refused (a Warning on the zone object); a restore that leaves the zone unrouted is a
+ *  failure too, never "finished" (the zone stays held, a ZoneRestoreFailed Warning on the zone object). */
+async function failedToBringBack(
+  deps: FinishDeps,
+  ref: ObjectRef,
+  handoff: Handoff,
+  failure: Extract<BringBackProgress, { phase: 'failed' }>,
+): Promise<ZoneProgress> {
+  const zone = handoff.zone;
+  const note = (message: string, progress: ZoneProgress) =>
+    noteProgress(deps, ref, handoff, message, progress);
+  if (failure.failedAt === 'operational') {
+    deps.logger.warn('reconciler: zone failed; its reads stay drained', { zone, message: failure.message });
+    return note(`reads of zone ${zone} stay drained: ${failure.message}`, 'working');
+  }
+  if (failure.failedAt === 'queues') {
+    await saveQueueState(deps, ref, failure.queueState);
+    return note(
+      `reads of zone ${zone} stay drained: ${failure.message}; check the zone's data, then restore its reads by hand`,
+      'working',
+    );
+  }
+  if (failure.code === 'RecordRefused') {
+    throw new RecordRefusedError(
+      { ref, cluster: deps.records.zoneCluster },
+      zone,
+      handoff.holder,
+      failure.message,
+    );
+  }
+  await emitZoneEvent(
+    deps.kube,
+    deps.logger,
+    {
+      reason: 'ZoneRestoreFailed',
+      action: 'Reconcile',
+      note: `zone ${zone}: ${failure.message}; check the balancers by hand`,
+      holder: handoff.holder,
+      zone,
+      cluster: ref,
+      detail: handoff.requestedAt,
+      zoneObjectOnly: true,
+    },
+    deps.now(),
+  );
+  return note(`reads of zone ${zone} are not restored: ${failure.message}`, 'blocked');
 }
 
 /** Writes the reconciler's progress into the handoff (skipped when unchanged; a 409 leaves it to the next pass). */

@@ -15,6 +15,8 @@ import {
   type RolloutIdentity,
   rollbackAnnotation,
   timestamp,
+  type ZoneIdentity,
+  zoneIdentity,
 } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import { patchCluster } from '../state/zone-object.ts';
@@ -35,9 +37,15 @@ export interface HandoffRequest {
   rollback: RollbackRecord | undefined;
 }
 
-function handoffFor(request: HandoffRequest, existing: Handoff | undefined, now: Date): Handoff {
+function handoffFor(
+  request: HandoffRequest,
+  existing: Handoff | undefined,
+  object: ZoneIdentity,
+  now: Date,
+): Handoff {
   return {
     zone: request.zone,
+    object,
     holder: existing?.holder ?? request.holder,
     requestedAt: existing?.requestedAt ?? timestamp(now),
     by: existing ? `${existing.by}; ${request.by}` : request.by,
@@ -60,8 +68,9 @@ export async function handOver(
   now: Date,
 ): Promise<void> {
   const { state } = cluster;
+  const object = zoneIdentity(cluster.object);
   const annotations: Record<string, string | null> = {
-    [handoffAnnotation]: annotationValue(handoffFor(request, state.handoff, now)),
+    [handoffAnnotation]: annotationValue(handoffFor(request, state.handoff, object, now)),
   };
   if (request.rollback !== undefined) {
     annotations[rollbackAnnotation] = annotationValue({
@@ -71,7 +80,7 @@ export async function handOver(
     });
   }
   if (state.lease === undefined) {
-    annotations[leaseAnnotation] = annotationValue(leaseRecord(request.holder, request.zone, now));
+    annotations[leaseAnnotation] = annotationValue(leaseRecord(request.holder, request.zone, object, now));
   }
   await patchCluster(
     kube,

@@ -30,7 +30,13 @@ import { loadedCluster } from '../state/zone-object.ts';
 import { isTransient } from '../step/outcome.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
 import { handOver } from './handoff.ts';
-import { RecordRefusedError, RefusalReporter, recordedReads, trustedReads } from './record-trust.ts';
+import {
+  RecordRefusedError,
+  RefusalReporter,
+  recordedReads,
+  requireRecordsOfThisObject,
+  trustedReads,
+} from './record-trust.ts';
 import { holderProgress, walkVerdict } from './walk-ending.ts';
 import { ZoneBackoff } from './zone-backoff.ts';
 
@@ -371,6 +377,8 @@ export class ZoneReconciler {
         ? state.rollback
         : undefined;
     if (!leased && rollback === undefined) return false;
+    // Records copied from another zone object are refused before anything else.
+    requireRecordsOfThisObject({ ref: refOf(listed), cluster: found.where }, zone, holder, listed);
     // What the handoff may name: rebuilt from the Rollout's spec document or checked; a refusal is thrown.
     const reads = await trustedReads(
       { allowance: this.#allowance, clusters: this.#clusters },
@@ -409,6 +417,8 @@ export class ZoneReconciler {
         holder,
         zone,
         cluster: refOf(listed),
+        // Into the holder's namespace only while that Rollout exists (a deleted one's name is a record's word).
+        zoneObjectOnly: progress === undefined,
       },
       this.#clock.now(),
     );

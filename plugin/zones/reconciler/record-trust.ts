@@ -28,14 +28,19 @@ import {
   ClusterRegistryError,
   requireClusterNamespace,
 } from '../../kube/cluster-registry.ts';
-import { parseGoDurationMs } from '../../kube/go-duration.ts';
-import { type KubeObjects, namespacedName, type ObjectRef } from '../../kube/objects.ts';
+import { type KubeObject, type KubeObjects, namespacedName, type ObjectRef } from '../../kube/objects.ts';
 import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
-import { errorMessage } from '../../rollouts/service-replies.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
-import { defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
+import { balancerKey, defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
 import { defaultZoneKind, zoneKindOf, zoneKindOrDefault } from '../../vm/zone-kinds.ts';
-import { drainGracePeriodOf, resolveZone, specFromAnnotations, zoneWriters } from '../spec.ts';
+import {
+  defaultDrainGracePeriod,
+  drainGracePeriodOf,
+  maxReadBalancers,
+  resolveZone,
+  specFromAnnotations,
+  zoneWriters,
+} from '../spec.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import {
   describeHolder,
@@ -45,6 +50,9 @@ import {
   type RolloutIdentity,
   readsRecord,
   recordedBalancers,
+  recordObjectProblem,
+  type ZoneIdentity,
+  zoneState,
 } from '../state/zone-annotations.ts';
 import { readBalancerConfigs } from '../step/target.ts';
 import { holderProgress } from './walk-ending.ts';
@@ -188,8 +196,11 @@ async function checkedRecord(
   };
   const kind = zoneKindOf(place.ref.kind) ?? defaultZoneKind;
   const balancers: ReadBalancerConfig[] = [];
+  const named = new Set<string>();
   for (const config of recordedBalancers(recorded.reads)) {
     const where = describeBalancer(config.ref);
+    if (named.has(balancerKey(config))) throw refuse(`it names read balancer ${where} twice`);
+    named.add(balancerKey(config));
     allowed(config.ref.namespace, `read balancer ${where}`);
     await requireRegistered(trust, config.cluster, config.ref.namespace, `read balancer ${where}`);
     if (config.ref.kind !== 'VMUser') {
@@ -216,17 +227,27 @@ async function checkedRecord(
       allowed(other.namespace, `the backend of zone ${other.zone}`);
       await requireRegistered(trust, other.cluster, other.namespace, `the backend of zone ${other.zone}`);
     }
-    // The pods of the VMAuths that serve the VMUser (vm/vmauth-pods.ts), scraped with no credential.
-    const { pods: _ignored, ...rest } = config;
-    balancers.push(rest);
+    // The pods of the VMAuths that serve the VMUser (vm/vmauth-pods.ts), scraped with no credential; reload
+    // evidence always required (bestEffort is a spec document's choice, never a record's).
+    const { pods: _ignored, reloadEvidence: _recorded, ...rest } = config;
+    balancers.push({ ...rest, reloadEvidence: 'required' });
   }
   await requireRegistered(trust, recorded.vmagentsCluster, own, 'the VMAgents writing to the zone');
-  try {
-    parseGoDurationMs(recorded.drainGracePeriod);
-  } catch (err) {
-    throw refuse(`drainGracePeriod: ${errorMessage(err)}`);
+  // The queue check is the one evidence that a rolled-back zone's data came back: a record cannot turn it off.
+  if ((recorded.vmagents ?? []).length === 0) {
+    throw refuse(
+      "it turns the queue check off (no vmagents) and no Rollout's spec document names this zone to say so; check the zone's vmagent queues, then restore its reads by hand",
+    );
   }
-  return { ...recorded, reads: readsRecord(balancers) };
+  // Evidence settings come from the holder's spec document or the defaults, never from a record: the default
+  // grace period, the zone's default remote-write host names.
+  return {
+    reads: readsRecord(balancers),
+    drainGracePeriod: defaultDrainGracePeriod,
+    vmagents: recorded.vmagents,
+    vmagentsCluster: recorded.vmagentsCluster,
+    vminsertHosts: undefined,
+  };
 }
 
 /**
@@ -243,6 +264,10 @@ export async function trustedReads(
   recorded: TrustedReads | undefined,
 ): Promise<TrustedReads> {
   const refuse = (why: string) => new RecordRefusedError(place, zone, holder, why);
+  const count = recorded === undefined ? 0 : recordedBalancers(recorded.reads).length;
+  if (count > maxReadBalancers) {
+    throw refuse(`it names ${count} read balancers; a zone has at most ${maxReadBalancers} read balancers`);
+  }
   // Whoever the record names as holder must be a Rollout that may act on the zone's namespace at all.
   const [holderNamespace = ''] = holder.rollout.split('/');
   if (!namespaceAllowed(trust.allowance, holderNamespace, place.ref.namespace)) {
@@ -269,6 +294,29 @@ export async function trustedReads(
   }
 }
 
+/**
+ * Throws RecordRefusedError unless every record on the zone object (handoff, lease, rollback record) that names its
+ * object names this one, with this uid: a record copied from another zone object (or left from an earlier object
+ * of this name) is never acted on. Records of earlier builds name no object and pass.
+ */
+export function requireRecordsOfThisObject(
+  place: ZonePlace,
+  zone: string,
+  holder: RolloutIdentity,
+  object: KubeObject,
+): void {
+  const state = zoneState(object);
+  const records: [string, ZoneIdentity | undefined][] = [
+    ['handoff', state.handoff?.object],
+    ['lease', state.lease?.object],
+    ['rollback record', state.rollback?.object],
+  ];
+  for (const [what, recorded] of records) {
+    const problem = recordObjectProblem(what, recorded, object);
+    if (problem !== undefined) throw new RecordRefusedError(place, zone, holder, problem);
+  }
+}
+
 /** What finishZone works from: the zone's handoff with everything it acts on rebuilt or checked. */
 export interface HandoffTrustDeps {
   kube: KubeObjects;
@@ -276,13 +324,20 @@ export interface HandoffTrustDeps {
   records: { allowance: NamespaceAllowance; zoneCluster: string | undefined };
 }
 
-/** The handoff of the zone object read at `ref`, made trustworthy (or undefined when there is none). */
+/** The handoff of the zone object read at `ref` (`object`), made trustworthy (or undefined when there is none). */
 export async function trustedHandoff(
   deps: HandoffTrustDeps,
   ref: ObjectRef,
+  object: KubeObject,
   handoff: Handoff | undefined,
 ): Promise<Handoff | undefined> {
   if (handoff === undefined) return undefined;
+  requireRecordsOfThisObject(
+    { ref, cluster: deps.records.zoneCluster },
+    handoff.zone,
+    handoff.holder,
+    object,
+  );
   const progress = await holderProgress(deps.kube, handoff.holder);
   const fields = await trustedReads(
     { allowance: deps.records.allowance, clusters: deps.clusters },

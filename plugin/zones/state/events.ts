@@ -21,7 +21,8 @@ export type ZoneEventReason =
   | 'ZoneWalkEnded'
   | 'ZoneFinished'
   | 'ZoneRolledBack'
-  | 'ZoneRecordRefused';
+  | 'ZoneRecordRefused'
+  | 'ZoneRestoreFailed';
 
 /** The reasons that report a failure, with its code (plugin/goplugin/failure-codes.ts): such an event is a Warning
  *  and carries the code as the label `vmzones.io/failure-code`, so that `kubectl get events -l
@@ -29,6 +30,7 @@ export type ZoneEventReason =
 export const failureEventCodes = {
   ZoneLeaseRefused: 'LeaseHeld',
   ZoneRecordRefused: 'RecordRefused',
+  ZoneRestoreFailed: 'RestoreUnrouted',
 } as const satisfies Partial<Record<ZoneEventReason, FailureCode>>;
 
 export const failureCodeLabel = 'vmzones.io/failure-code';
@@ -51,8 +53,9 @@ export interface ZoneEvent {
   cluster: ObjectRef;
   /** Tells apart two events of one reason for the same zone and revision (e.g. a generation). */
   detail?: string;
-  /** Written on the zone's object only: the holder comes from a refused record (zones/reconciler/record-trust.ts), and
-   *  vmzones writes nothing into a namespace a record names. */
+  /** Written on the zone's object only: vmzones writes into the holder's namespace only for a holder that exists
+   *  and holds the zone's lease (a step's own Rollout; for the reconciler, holderExists), never into a namespace a
+   *  record merely names (zones/reconciler/record-trust.ts). */
   zoneObjectOnly?: boolean;
 }
 

@@ -59,6 +59,46 @@ const readsFields = {
 };
 
 const identitySchema = z.object(identity);
+
+/** The zone object a record was written on: kind, namespace, name and uid (the cluster is the one it lives in).
+ *  Written since records name their object (issue 35); absent in records of earlier builds. */
+const zoneIdentitySchema = z.object({
+  kind: z.string(),
+  namespace: z.string(),
+  name: z.string(),
+  uid: z.string(),
+});
+export type ZoneIdentity = z.infer<typeof zoneIdentitySchema>;
+
+/** The identity of a zone object as read. */
+export function zoneIdentity(object: KubeObject): ZoneIdentity {
+  return {
+    kind: object.kind ?? 'VMCluster',
+    namespace: object.metadata.namespace ?? '',
+    name: object.metadata.name ?? '',
+    uid: object.metadata.uid ?? '',
+  };
+}
+
+/** Why a record does not belong on `object` (it names another object, or this name's earlier incarnation), or
+ *  undefined: a record copied from one zone object onto another is never acted on. */
+export function recordObjectProblem(
+  what: string,
+  recorded: ZoneIdentity | undefined,
+  object: KubeObject,
+): string | undefined {
+  if (recorded === undefined) return undefined;
+  const here = zoneIdentity(object);
+  if (
+    recorded.kind === here.kind &&
+    recorded.namespace === here.namespace &&
+    recorded.name === here.name &&
+    recorded.uid === here.uid
+  ) {
+    return undefined;
+  }
+  return `the ${what} names ${recorded.kind} ${recorded.namespace}/${recorded.name} (uid ${recorded.uid}), not this object (${here.kind} ${here.namespace}/${here.name}, uid ${here.uid}): it was written for another object`;
+}
 /** The Rollout revision that acts: `revision` is the Rollout's `status.currentPodHash`. */
 export type RolloutIdentity = z.infer<typeof identitySchema>;
 
@@ -67,6 +107,7 @@ const leaseSchema = z.object({
   ...identity,
   since: z.string(),
   zone: z.string().optional(),
+  object: zoneIdentitySchema.optional(),
   ...readsFields,
 });
 export type Lease = z.infer<typeof leaseSchema>;
@@ -87,6 +128,7 @@ const rollbackSchema = z.object({
   ...version,
   ...identity,
   zone: z.string(),
+  object: zoneIdentitySchema.optional(),
   /** applied: the change is in place; requested: Abort asked to undo it; reverted: it was undone. */
   phase: z.enum(['applied', 'requested', 'reverted']),
   appliedAt: z.string(),
@@ -109,6 +151,7 @@ export type RollbackRecord = z.infer<typeof rollbackSchema>;
 const handoffSchema = z.object({
   ...version,
   zone: z.string(),
+  object: zoneIdentitySchema.optional(),
   holder: identitySchema,
   requestedAt: z.string(),
   /** Who handed over and why, in words. */

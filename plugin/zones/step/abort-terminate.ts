@@ -4,18 +4,18 @@
 // plugin or the controller too. Should even that fail, the reconciler finds the zone from its lease and rollback
 // record alone (plugin/zones/reconciler/walk-ending.ts).
 
-import { showFieldValue } from '../../kube/redact.ts';
 import type { StepResult } from '../../rollouts/types.ts';
-import { fieldName } from '../moves/change.ts';
+import { describeChangedFields } from '../moves/change.ts';
 import { readsCarry } from '../moves/lease.ts';
 import { handOver } from '../reconciler/handoff.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '../state/zone-annotations.ts';
-import { type LoadedCluster, loadCluster } from '../state/zone-object.ts';
+import type { LoadedCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, successful } from './outcome.ts';
 import type { ZoneTarget } from './target.ts';
+import { loadCluster } from './zone-action.ts';
 
 async function handTargetOver(
   deps: ZoneDeps,
@@ -58,11 +58,7 @@ async function handTargetOver(
 }
 
 function revertText(rollback: RollbackRecord): string {
-  const shown = rollback.changes
-    .slice(0, 5)
-    .map((c) => `${fieldName(c.path)}=${showFieldValue(c.path, c.before)}`)
-    .join(', ');
-  return rollback.changes.length > 5 ? `${shown} and ${rollback.changes.length - 5} more` : shown;
+  return describeChangedFields(rollback.changes);
 }
 
 function status(target: ZoneTarget, operation: string, extra: StatusDocument = {}): StatusDocument {
@@ -146,7 +142,7 @@ export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     `Abort of ${action} by ${describeHolder(target.who)}`,
     rollback,
   );
-  const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational and its vmagent queues have drained, then restores its reads and releases the lease`;
+  const how = `the vmzones reconciler takes zone ${zone} out of reads if it serves any, waits for vmauth, puts back the earlier values of ${rollback ? revertText(rollback) : ''} on ${name}, waits until it is operational and its vmagent queues have drained, then restores its reads and releases the lease`;
   if (action === 'apply') {
     return successful(
       `zone ${zone}: rollback requested: ${how}`,

@@ -2,11 +2,9 @@
 // every changed field had before — in the step status for humans and, in the same guarded write as the change,
 // in the VMCluster's rollback annotation, so that no crash can separate the change from how to undo it.
 
-import { redactFieldValue, showFieldValue } from '../../kube/redact.ts';
 import type { StepResult } from '../../rollouts/types.ts';
-import { changeMove, fieldName } from '../moves/change.ts';
+import { changeMove, describeChangedFields, fieldName } from '../moves/change.ts';
 import { outcomeFailureCode } from '../moves/outcome.ts';
-import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import type { FieldChange } from '../state/merge-patch.ts';
 import { describeCluster, leasedByOther } from '../state/messages.ts';
@@ -17,37 +15,35 @@ import {
   sameRevision,
   sameRollout,
 } from '../state/zone-annotations.ts';
-import { openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, StepFailure, successful } from './outcome.ts';
+import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
+import { openZoneAction } from './zone-action.ts';
 
 const maxChangedStatusChars = 3000;
 
 export { fieldName };
 
-/** `{"spec.clusterVersion": {from, to}}`, or only the field names when the values would bloat the Rollout status. */
-export function changedSummary(changes: readonly FieldChange[]): Record<string, unknown> | string[] {
-  const full: Record<string, unknown> = {};
-  for (const c of changes) {
-    // Not null: the API server drops nulls from the Rollout status.
-    full[fieldName(c.path)] = {
-      from: redactFieldValue(c.path, c.before) ?? '(unset)',
-      to: redactFieldValue(c.path, c.after) ?? '(deleted)',
-    };
-  }
+/** How a field changed, without its value: values stay only in the rollback record on the zone object (a value
+ *  under a neutral key, e.g. an extraEnvs entry httpAuth_password, is no less secret than one under a named key). */
+export type FieldChangeKind = 'set' | 'changed' | 'removed';
+
+function changeKind(change: FieldChange): FieldChangeKind {
+  if (change.before === undefined) return 'set';
+  return change.after === undefined ? 'removed' : 'changed';
+}
+
+/** `{"spec.clusterVersion": "changed"}`, or only the field names when there are too many for the Rollout status. */
+export function changedSummary(changes: readonly FieldChange[]): Record<string, FieldChangeKind> | string[] {
+  const full: Record<string, FieldChangeKind> = {};
+  for (const c of changes) full[fieldName(c.path)] = changeKind(c);
   return JSON.stringify(full).length <= maxChangedStatusChars ? full : changes.map((c) => fieldName(c.path));
 }
 
 function describeChanges(changes: readonly FieldChange[]): string {
   if (changes.length === 0) return 'no field differs from the overrides, nothing changed';
-  const shown = changes
-    .slice(0, 5)
-    .map(
-      (c) => `${fieldName(c.path)} ${showFieldValue(c.path, c.before)} → ${showFieldValue(c.path, c.after)}`,
-    )
-    .join(', ');
-  return `${shown}${changes.length > 5 ? ` and ${changes.length - 5} more fields` : ''}`;
+  return `${describeChangedFields(changes)} (the values are in the rollback record, annotation vmzones.io/rollback on the zone object)`;
 }
 
 function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boolean): StepResult {

@@ -3,25 +3,37 @@
 // what was removed, so a replayed Run finds the zone already out and only waits. The sequence itself is the drain
 // move (zones/moves/drain.ts), shared with the reconciler; this maps its outcome to a step result.
 
-import { KubeError } from '../../kube/objects.ts';
 import type { StepResult } from '../../rollouts/types.ts';
 import { zoneQueryPods } from '../../vm/queries-in-flight.ts';
-import { ReadRoutingError } from '../../vm/read-backends.ts';
 import { drainedFrom, readLayer } from '../../vm/read-layer.ts';
 import { drainReadsMove } from '../moves/drain.ts';
 import { readsCarry, stepLeasePatch, takeLease } from '../moves/lease.ts';
 import { outcomeFailureCode } from '../moves/outcome.ts';
 import { release } from '../moves/release.ts';
-import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
-import { pastDeadline, waitingSince, waitStatus } from '../moves/wait-deadline.ts';
 import { holderExists } from '../reconciler/walk-ending.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeHandoff, leasedByOther } from '../state/messages.ts';
-import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
-import { loadCluster, openZoneAction } from '../state/zone-object.ts';
+import {
+  describeHolder,
+  sameRevision,
+  sameRollout,
+  timestamp,
+  zoneIdentity,
+} from '../state/zone-annotations.ts';
 import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
+import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
+import { pastDeadline, stepState, waitingSince, waitStatus } from './wait-deadline.ts';
+import { loadCluster, openZoneAction } from './zone-action.ts';
+
+/** Gives the zone back (lease and maintenance mark go) when nothing of it is drained: a guarded write on the zone as
+ *  it is now, lost (and left) when someone else wrote meanwhile. */
+async function giveBack(deps: ZoneDeps, target: ZoneTarget): Promise<void> {
+  const now = await loadCluster(deps.kube, target.cluster, target.config.zone);
+  if (!sameRollout(now.state.lease, target.who) || now.state.handoff !== undefined) return;
+  await release(deps.kube, target.cluster, now);
+}
 
 /** How much later than RequeueAfter the controller calls Run again (measured by npm run bench, dead time). */
 const controllerRequeueLagMs = 5_000;
@@ -66,7 +78,16 @@ export async function drainReads(
   const lease = cluster.state.lease;
   if (lease !== undefined && !sameRollout(lease, target.who)) {
     if (await holderExists(kube, lease)) {
+      // Another live walk holds the zone: wait for it to let go (two Rollouts over shared zones both finish, one
+      // after the other), bounded by readyTimeout, naming the holder.
+      const since = waitingSince(previous, 'waitingForLease', deps.now());
       const refused = leasedByOther(target.cluster, zone, lease);
+      if (!pastDeadline(since, target.readyTimeoutMs, deps.now())) {
+        return running(
+          `zone ${zone}: waiting for ${clusterName}: it is leased by ${describeHolder(lease)} since ${lease.since}; drains once that walk releases it (waiting since ${timestamp(since)}, at most readyTimeout ${target.spec.readyTimeout})`,
+          { ...status, ...waitStatus('waitingForLease', since) },
+        );
+      }
       await emitZoneEvent(
         kube,
         deps.logger,
@@ -81,7 +102,10 @@ export async function drainReads(
         },
         deps.now(),
       );
-      throw new StepFailure('LeaseHeld', refused);
+      throw new StepFailure(
+        'LeaseHeld',
+        `${refused} (waited since ${timestamp(since)}, readyTimeout ${target.spec.readyTimeout})`,
+      );
     }
     tookOver = ` (took over the lease of ${describeHolder(lease)}, which no longer exists)`;
   }
@@ -99,6 +123,7 @@ export async function drainReads(
         ref: target.cluster,
         reads: target.reads,
         by,
+        holder: target.who,
         graceMs: target.drainGraceMs,
         budget: target.budget,
         wave: target.wave,
@@ -110,21 +135,16 @@ export async function drainReads(
               },
             }
           : {}),
-        mark: needsLease ? stepLeasePatch(target, now, by) : undefined,
+        mark: needsLease ? stepLeasePatch(target, zoneIdentity(cluster.object), now, by) : undefined,
       },
       cluster,
     );
   } catch (err) {
-    const final =
-      err instanceof ReadRoutingError ||
-      (err instanceof KubeError && (err.kind === 'forbidden' || err.kind === 'invalid'));
-    // Taken out of one balancer and refused by the next: the lease stays, so that the zone's drain is finished
-    // (or put back by Abort) rather than forgotten.
+    // Taken out of one balancer and refused by the next (drainLayer put back what it took), or a write that lost
+    // to another drain: a lease this call took for a drain that did not happen protects nothing, so it goes; a
+    // retry takes it again once the budget admits the drain.
     const drainedSomewhere = drainedFrom(await readLayer(deps, target.reads), zone).length > 0;
-    if (final && leaseTaken && !drainedSomewhere) {
-      // Nothing was drained: give the zone back so that nobody waits for a lease that protects nothing.
-      await release(kube, target.cluster, await loadCluster(kube, target.cluster, zone));
-    }
+    if (leaseTaken && !drainedSomewhere) await giveBack(deps, target);
     throw err;
   }
   if (outcome.layer !== undefined) status.balancer = outcome.layer.describe;
@@ -142,14 +162,27 @@ export async function drainReads(
     case 'blocked': {
       if (outcome.code === 'LastServingZone')
         throw new StepFailure('LastServingZone', `refusing to drain zone ${zone}: ${outcome.message}`);
+      // A lease left by an earlier try whose drain never happened (its write lost to another drain) protects
+      // nothing while the budget refuses the drain: it goes, so that another walk is not kept waiting for it.
+      // The layer as the move read it, unless it undid a part since (no extra read per waiting Run).
+      const layer =
+        outcome.undone === undefined && outcome.layer !== undefined
+          ? outcome.layer
+          : await readLayer(deps, target.reads);
+      const stillOut = drainedFrom(layer, zone).map((b) => b.describe);
+      const changedByUs = sameRevision(cluster.state.rollback, target.who);
+      if (stillOut.length === 0 && !changedByUs && sameRollout(cluster.state.lease, target.who)) {
+        await giveBack(deps, target);
+      }
+      const undone = outcome.undone === undefined ? '' : `; its drain from ${outcome.undone} was undone`;
       const since = waitingSince(previous, 'waitingForOtherZones', deps.now());
       if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
         throw new StepFailure(
           'DrainBudget',
-          `zone ${zone}: not drained within readyTimeout ${target.spec.readyTimeout} (waiting since ${timestamp(since)}): ${outcome.message}. Nothing was changed`,
+          `zone ${zone}: not drained within readyTimeout ${target.spec.readyTimeout} (waiting since ${timestamp(since)}): ${outcome.message}${undone}. ${stillOut.length > 0 ? `It is still out of ${stillOut.join(', ')}; the rollout aborts and vmzones puts it back` : 'It serves reads as before'}`,
         );
       }
-      return running(`zone ${zone}: not drained yet: ${outcome.message}`, {
+      return running(`zone ${zone}: not drained yet: ${outcome.message}${undone}`, {
         ...status,
         ...waitStatus('waitingForOtherZones', since),
       });
@@ -169,7 +202,7 @@ export async function drainReads(
     }
     return running(`${what}; waiting until every vmauth replica serves that: ${outcome.message}`, {
       ...status,
-      state: 'waitingForVmauth',
+      ...stepState('waitingForVmauth'),
     });
   }
   const graceUntil = outcome.graceUntil ?? now;
@@ -180,7 +213,7 @@ export async function drainReads(
   if (outcome.kind === 'waiting' && outcome.code === 'queries') {
     return running(
       `${what}; ${outcome.evidence}; ${outcome.message}; the drain ends once none are, at the latest when the grace period ${target.drainGracePeriod} ends at ${timestamp(graceUntil)}`,
-      { ...status, state: 'queriesInFlight' },
+      { ...status, ...stepState('queriesInFlight') },
       // Looked at again as soon as the controller allows (running() raises this to its minimum).
       0,
     );
@@ -189,7 +222,7 @@ export async function drainReads(
     const why = outcome.queries === undefined ? '' : ` (${outcome.queries})`;
     return running(
       `${what}; ${outcome.evidence}; grace period ${target.drainGracePeriod} for queries in flight until ${timestamp(graceUntil)}${why}`,
-      { ...status, state: 'grace' },
+      { ...status, ...stepState('grace') },
       // The controller runs a Running step again about 5 s after RequeueAfter; ask that much earlier and let the
       // in-call wait sleep off the rest, so the step ends at the end of the grace rather than up to 5 s later.
       graceUntil.getTime() - current.getTime() - controllerRequeueLagMs,
@@ -215,5 +248,5 @@ export async function drainReads(
     },
     current,
   );
-  return successful(message, { ...status, state: 'drained' });
+  return successful(message, { ...status, ...stepState('drained') });
 }

@@ -69,10 +69,6 @@ export async function required<T>(read: Promise<T>, message: string): Promise<T>
   }
 }
 
-export function isConflict(err: unknown): boolean {
-  return err instanceof KubeError && err.kind === 'conflict';
-}
-
 /** Faults that a retry a moment later may not meet: 409, 429, 5xx, timeouts, resets (KubeError `unavailable`). */
 export function isTransient(err: unknown): boolean {
   return err instanceof KubeError && (err.kind === 'conflict' || err.kind === 'unavailable');

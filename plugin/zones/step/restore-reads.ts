@@ -1,24 +1,21 @@
 // restoreReads: once the zone's VMCluster is operational at the applied generation, put back exactly what
 // drainReads removed from the read balancer, wait until every vmauth replica serves it, then release the lease
 // and the maintenance mark. Replay-safe: a zone that serves reads and holds no lease of ours is already restored.
-// The moves (zones/moves/: await operational, restore, release) are the reconciler's too; this maps their
-// outcomes to a step result, with a deadline on every wait.
+// Bringing the zone back (zones/moves/bring-back.ts: operational, restore, release) is the reconciler's too; this
+// maps its progress to a step result, with a deadline on every wait.
 
 import type { StepResult } from '../../rollouts/types.ts';
 import { drainedFrom, readLayer, routingTo } from '../../vm/read-layer.ts';
-import { awaitOperational } from '../moves/await-operational.ts';
-import { outcomeFailureCode } from '../moves/outcome.ts';
-import { release } from '../moves/release.ts';
-import { restoreReadsMove } from '../moves/restore.ts';
-import { lostRace, waitForReconciler } from '../moves/step-waits.ts';
-import { pastDeadline } from '../moves/wait-deadline.ts';
+import { bringBack } from '../moves/bring-back.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeHandoff, leasedByOther } from '../state/messages.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
-import { loadCluster, openZoneAction } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
+import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
+import { pastDeadline, stepState } from './wait-deadline.ts';
+import { openZoneAction } from './zone-action.ts';
 
 export async function restoreReads(
   deps: ZoneDeps,
@@ -44,7 +41,7 @@ export async function restoreReads(
     if (serving.length > 0 && drainedFrom(layer, zone).length === 0 && state.lease === undefined) {
       return successful(
         `zone ${zone}: ${name} serves reads through ${serving.map((b) => b.describe).join(', ')} and holds no lease; nothing left to restore`,
-        { ...status, state: 'restored' },
+        { ...status, ...stepState('restored') },
       );
     }
     if (state.lease !== undefined && !sameRollout(state.lease, target.who)) {
@@ -57,66 +54,75 @@ export async function restoreReads(
   }
 
   const applied = sameRevision(state.rollback, target.who) ? state.rollback : undefined;
-  // The operator usually finishes within seconds of the first look: wait a little here rather than a round trip.
-  const readiness = await awaitOperational(deps, target.cluster, applied?.generation);
   status.generation = applied?.generation ?? cluster.generation;
-  if (readiness.kind === 'failed') {
-    throw new StepFailure(
-      outcomeFailureCode(readiness),
-      `zone ${zone}: ${readiness.message}. Its reads stay drained; the rollout aborts and vmzones rolls the zone back, restoring its reads once it is operational again`,
-    );
-  }
-  if (readiness.kind !== 'done') {
-    const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
-    if (pastDeadline(new Date(started), target.readyTimeoutMs, deps.now())) {
-      throw new StepFailure(
-        'ReadyTimeout',
-        `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${readiness.message}. Its reads stay drained`,
-      );
-    }
-    return running(
-      `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${readiness.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
-      { ...status, state: 'waitingForVMCluster', since: started },
-    );
-  }
-  status.operational = readiness.message;
-
-  const restore = await restoreReadsMove(
+  // The operator usually finishes within seconds of the first look: the move waits a little in the call.
+  const progress = await bringBack(
     deps,
-    { zone, ref: target.cluster, reads: target.reads, by: `restoreReads by ${describeHolder(target.who)}` },
+    {
+      zone,
+      ref: target.cluster,
+      reads: target.reads,
+      by: `restoreReads by ${describeHolder(target.who)}`,
+      ...(applied === undefined ? {} : { generation: applied.generation }),
+      releases: () => ({}),
+    },
     cluster,
   );
-  if (restore.restored !== undefined && restore.restored.length > 0) {
-    deps.logger.info('zone put back into reads', { zone, balancer: restore.restored.join(', ') });
+  if ((progress.phase === 'waiting' || progress.phase === 'done') && progress.restored.length > 0) {
+    deps.logger.info('zone put back into reads', { zone, balancer: progress.restored.join(', ') });
   }
-  if (restore.kind === 'lost') return lostRace(zone, name);
-  if (restore.kind === 'failed') {
-    throw new StepFailure(
-      outcomeFailureCode(restore),
-      `zone ${zone}: what drainReads removed is back in ${restore.balancers}, yet no balancer routes reads to ${name}; check the balancers by hand`,
-    );
-  }
-  const since = restore.since ?? deps.now();
-  status.restoredAt = timestamp(since);
-  if (restore.kind === 'waiting') {
-    const what = `zone ${zone}: ${name} is operational and was put back into ${restore.serving} at ${timestamp(since)}`;
-    if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
-      // The zone serves reads again; its lease and maintenance mark stay, so that the reconciler (after the
-      // abort) or a retry of this step finishes it once vmauth proves it.
+  switch (progress.phase) {
+    case 'lost':
+      return lostRace(zone, name);
+    case 'failed':
+      if (progress.failedAt === 'operational') {
+        throw new StepFailure(
+          progress.code,
+          `zone ${zone}: ${progress.message}. Its reads stay drained; the rollout aborts and vmzones rolls the zone back, restoring its reads once it is operational again`,
+        );
+      }
       throw new StepFailure(
-        'ReloadUnproven',
-        `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${restore.message}`,
+        progress.code,
+        `zone ${zone}: ${progress.message}${progress.code === 'RestoreUnrouted' ? '; check the balancers by hand' : ''}`,
+      );
+    case 'waiting': {
+      if (progress.waitsOn === 'vmauth') {
+        const since = progress.since ?? deps.now();
+        if (progress.operational !== undefined) status.operational = progress.operational;
+        status.restoredAt = timestamp(since);
+        const what = `zone ${zone}: ${name} is operational and was put back into ${progress.serving} at ${timestamp(since)}`;
+        if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
+          // The zone serves reads again; its lease and maintenance mark stay, so that the reconciler (after the
+          // abort) or a retry of this step finishes it once vmauth proves it.
+          throw new StepFailure(
+            'ReloadUnproven',
+            `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${progress.message}`,
+          );
+        }
+        return running(`${what}; waiting until every vmauth replica serves that: ${progress.message}`, {
+          ...status,
+          ...stepState('waitingForVmauth'),
+        });
+      }
+      const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
+      if (pastDeadline(new Date(started), target.readyTimeoutMs, deps.now())) {
+        throw new StepFailure(
+          'ReadyTimeout',
+          `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${progress.message}. Its reads stay drained`,
+        );
+      }
+      return running(
+        `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${progress.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
+        { ...status, ...stepState('waitingForVMCluster'), since: started },
       );
     }
-    return running(`${what}; waiting until every vmauth replica serves that: ${restore.message}`, {
-      ...status,
-      state: 'waitingForVmauth',
-    });
+    default:
+      break;
   }
-  const released = await release(kube, target.cluster, await loadCluster(kube, target.cluster, zone));
-  if (released.kind === 'lost') return lostRace(zone, name);
+  status.operational = progress.operational;
+  status.restoredAt = timestamp(progress.restoredAt);
   deps.logger.info('zone released', { zone, vmcluster: name });
-  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${restore.serving} again (${restore.evidence}); lease and maintenance released`;
+  const message = `zone ${zone}: ${name} is operational at generation ${status.generation} and serves reads through ${progress.serving} again (${progress.evidence}); lease and maintenance released`;
   await emitZoneEvent(
     kube,
     deps.logger,
@@ -131,5 +137,5 @@ export async function restoreReads(
     },
     deps.now(),
   );
-  return successful(message, { ...status, state: 'restored', releasedAt: timestamp(deps.now()) });
+  return successful(message, { ...status, ...stepState('restored'), releasedAt: timestamp(deps.now()) });
 }

@@ -120,17 +120,6 @@ export interface ZoneTarget {
   stableRevision: string | undefined;
 }
 
-/** The `vmagentsCluster` and `vminsertHosts` fields of the state records, present only when set. */
-export function agentsCluster(target: Pick<ZoneTarget, 'vmagentsCluster' | 'vminsertHosts'>): {
-  vmagentsCluster?: string;
-  vminsertHosts?: string[];
-} {
-  return {
-    ...(target.vmagentsCluster === undefined ? {} : { vmagentsCluster: target.vmagentsCluster }),
-    ...(target.vminsertHosts === undefined ? {} : { vminsertHosts: target.vminsertHosts }),
-  };
-}
-
 function balancerRef(vmauth: VmauthSource, namespace: string): ReadBalancerRef {
   if (vmauth.vmuser !== undefined) {
     return {

@@ -17,6 +17,7 @@ import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
 import { stepLeasePatch } from '../../../plugin/zones/moves/lease.ts';
 import { releasePatch } from '../../../plugin/zones/moves/release.ts';
+import { zoneIdentity } from '../../../plugin/zones/state/zone-annotations.ts';
 import { patchCluster } from '../../../plugin/zones/state/zone-object.ts';
 import { resolveTarget } from '../../../plugin/zones/step/target.ts';
 import { eventually } from '../../sandbox/eventually.ts';
@@ -150,7 +151,7 @@ test('VMStorageDown stays silent while vmzones has the zone in maintenance and f
     await patchCluster(
       kube,
       zoneA,
-      stepLeasePatch(target, new Date(), 'alert-silencing test'),
+      stepLeasePatch(target, zoneIdentity(cluster), new Date(), 'alert-silencing test'),
       cluster.metadata.resourceVersion,
     );
   };

@@ -43,6 +43,13 @@ export class MemoryKube implements KubeObjects {
   readonly created: KubeObject[] = [];
   /** Objects (`Kind ns/name`) the instant operator leaves alone, e.g. a VMCluster that stays `expanding`. */
   readonly heldBack = new Set<string>();
+  /** Runs before each patch (`Kind ns/name`, its body, whether a dry run) is judged: a test's way to let another
+   *  writer in between a read and a write (e.g. two drains racing for one balancer), or to watch every write. Reset
+   *  it inside to run once. */
+  beforePatch: ((what: string, patch: Record<string, unknown>, dryRun: boolean) => Promise<void>) | undefined;
+  /** Runs before each get and list (`Kind ns/name`, `list Kind ns`): with beforePatch, how a test orders the reads
+   *  and writes of racing callers. */
+  beforeRead: ((what: string) => Promise<void>) | undefined;
   /** Spec fields (top level) a VMCluster keeps; others are pruned as a structural schema would. */
   knownVMClusterFields: Set<string> | undefined;
   readonly #operator: boolean;
@@ -88,6 +95,7 @@ export class MemoryKube implements KubeObjects {
 
   async get(ref: ObjectRef): Promise<KubeObject> {
     this.reads.push(`${ref.kind} ${ref.namespace}/${ref.name}`);
+    await this.beforeRead?.(`${ref.kind} ${ref.namespace}/${ref.name}`);
     this.#failure(ref.kind);
     const object = this.#stored(ref);
     if (object === undefined) {
@@ -108,6 +116,7 @@ export class MemoryKube implements KubeObjects {
   ): Promise<KubeObject> {
     const what = `${ref.kind} ${ref.namespace}/${ref.name}`;
     this.reads.push(`patch ${what}`);
+    await this.beforePatch?.(what, patch, options?.dryRun === true);
     this.#failure(ref.kind, 'patch');
     const current = this.#stored(ref);
     if (current === undefined) throw new KubeError('notFound', `patching ${what}: HTTP 404`, 404);
@@ -169,6 +178,7 @@ export class MemoryKube implements KubeObjects {
     labelSelector?: string,
   ): Promise<KubeObject[]> {
     this.reads.push(`list ${kind} ${namespace} ${labelSelector ?? ''}`);
+    await this.beforeRead?.(`list ${kind} ${namespace}`);
     this.#failure(kind);
     const wanted = (labelSelector ?? '')
       .split(',')

@@ -63,7 +63,8 @@ export function vmcluster(zone: string, options: ClusterOptions = {}): Object {
   if (options.drained) {
     // The lease and maintenance mark exactly as drainReads writes them for this Rollout.
     const target = resolveTarget(rollout() as unknown as RolloutView, { zone, action: 'drainReads' });
-    const patch = stepLeasePatch(target, drainedAt, `drainReads by Rollout ${who.rollout}`);
+    const object = { kind: 'VMCluster', namespace: 'vm', name: `vm-${zone}`, uid: `uid-vm-${zone}` };
+    const patch = stepLeasePatch(target, object, drainedAt, `drainReads by Rollout ${who.rollout}`);
     for (const [key, value] of Object.entries(patch.annotations ?? {})) {
       if (typeof value === 'string') annotations[key] = value;
     }

@@ -31,7 +31,11 @@ test('a lease held by another Rollout: status {zone, action, error, code: LeaseH
   const first = await walk.call('run', 'zone-a', 'drainReads');
   assert.notEqual(first.phase, 'Failed', first.message);
 
-  const refused = await other.call('run', 'zone-a', 'drainReads');
+  // It waits for the holder (issue 35 item 9), at most readyTimeout; then it fails LeaseHeld.
+  const waiting = await other.call('run', 'zone-a', 'drainReads');
+  assert.equal(waiting.phase, 'Running', waiting.message);
+  clock.advance(16 * 60_000);
+  const refused = await other.call('run', 'zone-a', 'drainReads', waiting);
   assert.equal(refused.phase, 'Failed');
   assert.equal(statusJson(refused), '{"zone":"zone-a","action":"drainReads","error":"…","code":"LeaseHeld"}');
 

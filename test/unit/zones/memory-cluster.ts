@@ -114,6 +114,29 @@ export function specDocument(
   });
 }
 
+/** The read balancer of the test spec document as the records carry it (one balancer: an object). */
+export const readsJson =
+  '{"ref":{"kind":"VMUser","namespace":"vm","name":"vmauth-read"},' +
+  '"pods":[{"namespace":"vm","labelSelector":"app=vmauth","port":"http"}],' +
+  '"zones":[' +
+  '{"zone":"zone-a","namespace":"vm","vmcluster":"vm-zone-a","hosts":["vmselect-vm-zone-a.vm.svc","vmselect-vm-zone-a.vm.svc.cluster.local","vmselect-vm-zone-a.vm"]},' +
+  '{"zone":"zone-b","namespace":"vm","vmcluster":"vm-zone-b","hosts":["vmselect-vm-zone-b.vm.svc","vmselect-vm-zone-b.vm.svc.cluster.local","vmselect-vm-zone-b.vm"]},' +
+  '{"zone":"zone-c","namespace":"vm","vmcluster":"vm-zone-c","hosts":["vmselect-vm-zone-c.vm.svc","vmselect-vm-zone-c.vm.svc.cluster.local","vmselect-vm-zone-c.vm"]}' +
+  '],"reloadEvidence":"required"}';
+
+/** The test spec document with `zones` (zone name → VMCluster) instead of its own, and `extra` fields over it. */
+export function specOf(zones: Record<string, string>, extra: Record<string, unknown> = {}): string {
+  const doc = JSON.parse(specDocument()) as Record<string, unknown>;
+  doc.zones = Object.fromEntries(Object.entries(zones).map(([z, vmcluster]) => [z, { vmcluster }]));
+  return JSON.stringify({ ...doc, ...extra });
+}
+
+/** The VMClusters (names, sorted) VMUser `name` routes reads to now, as its targetRefs say. */
+export function routedObjects(kube: MemoryKube, name = 'vmauth-read'): string[] {
+  const refs = (kube.getStored('VMUser', name).spec?.targetRefs ?? []) as { crd?: { name?: string } }[];
+  return refs.map((r) => r.crd?.name ?? '?').sort();
+}
+
 export function walkSteps(): { plugin: { name: string; config: { zone: string; action: string } } }[] {
   return zoneNames.flatMap((zone) =>
     ['drainReads', 'apply', 'restoreReads'].map((action) => ({

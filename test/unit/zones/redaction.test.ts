@@ -78,7 +78,7 @@ function setup() {
   return { kube, step };
 }
 
-test('apply names every changed field but shows no secret-looking or long value in its message, status and Events', async () => {
+test('apply names every changed field but shows no value in its message, status and Events', async () => {
   const { kube, step } = setup();
   let drained = await step('zone-a', 'drainReads');
   for (let i = 0; i < 5 && drained.phase === 'Running'; i++) drained = await step('zone-a', 'drainReads');
@@ -88,25 +88,20 @@ test('apply names every changed field but shows no secret-looking or long value 
 
   const message = applied.message ?? '';
   assertNoSecret(message, 'the step message');
-  assert.match(
-    message,
-    /spec\.clusterVersion v1\.151\.0-cluster → v1\.152\.0-cluster/,
-    'a harmless value is shown',
-  );
-  assert.match(message, /spec\.license\.key \*\*\* → \*\*\*/);
-  assert.match(message, /spec\.vmselect\.extraArgs\.metricsAuthKey \(unset\) → \*\*\*/);
-  assert.match(message, /spec\.vmselect\.extraArgs\.remoteRead\.bearerToken \(unset\) → \*\*\*/);
-  assert.match(message, /spec\.vmselect\.extraArgs\.search\.maxQueryDuration \(unset\) → 5m/);
+  // Field names only, never values, not even harmless-looking ones (issue 35 item 10: a secret under a neutral key
+  // is not recognisable by its name).
+  assert.match(message, /spec\.clusterVersion/);
+  assert.ok(!message.includes('v1.152.0-cluster'), message);
+  assert.match(message, /spec\.license\.key/);
+  assert.match(message, /spec\.vmselect\.extraArgs\.metricsAuthKey/);
 
   const status = JSON.stringify(applied.status);
   assertNoSecret(status, 'the step status');
-  const changed = (applied.status as { changed: Record<string, { from: unknown; to: unknown }> }).changed;
-  assert.deepEqual(changed['spec.license.key'], { from: '***', to: '***' });
-  assert.deepEqual(changed['spec.vmstorage.extraArgs.storage.someLongFlag'], {
-    from: '(unset)',
-    to: `(${longValue.length} chars)`,
-  });
-  assert.deepEqual(changed['spec.clusterVersion'], { from: 'v1.151.0-cluster', to: 'v1.152.0-cluster' });
+  const changed = (applied.status as { changed: Record<string, string> }).changed;
+  assert.equal(changed['spec.license.key'], 'changed');
+  assert.equal(changed['spec.vmstorage.extraArgs.storage.someLongFlag'], 'set');
+  assert.equal(changed['spec.clusterVersion'], 'changed');
+  assert.ok(!status.includes('5m'), status);
 
   const events = kube.created.filter((o) => o.kind === 'Event' && o.reason === 'ZoneChanged');
   assert.equal(events.length, 2);
@@ -125,7 +120,7 @@ test('apply names every changed field but shows no secret-looking or long value 
   assertNoSecret(`${aborted.message} ${JSON.stringify(aborted.status)}`, 'the Abort message');
 });
 
-test('a value set as a whole shows its keys with secret-looking ones hidden; a URL in a value loses its credentials', async () => {
+test('a value set as a whole, and a URL in a value, are named by their field only', async () => {
   const { kube, step } = setup();
   const spec = specDocument({
     license: { key: licenseKey, note: 'x' },
@@ -141,8 +136,9 @@ test('a value set as a whole shows its keys with secret-looking ones hidden; a U
   assert.ok(!shown.includes('PW-VALUE-1'), shown);
   assert.ok(!shown.includes('URLPASS'), shown);
   assert.ok(!shown.includes(licenseKey), shown);
-  assert.match(shown, /spec\.vminsert \(unset\) → \{"extraArgs":\{"httpAuth\.password":"\*\*\*"\}\}/);
-  assert.match(shown, /spec\.vmselect\.extraArgs\.remoteRead\.url \(unset\) → http:\/\/\*\*\*@host\//);
+  assert.match(shown, /spec\.vminsert\b/);
+  assert.match(shown, /spec\.vmselect\.extraArgs\.remoteRead\.url/);
+  assert.ok(!shown.includes('host/'), shown);
 });
 
 test('vmzones diff shows the paths of secret-looking and long fields, never their values', async () => {

@@ -230,3 +230,10 @@ test('vminsertHosts names the hosts of a zone in another cluster; a URL or an em
     problems.join('; '),
   );
 });
+
+test('a spec document names at most 16 read balancers, the limit named in the error', () => {
+  const balancers = (n: number) =>
+    `vmauth:\n${Array.from({ length: n }, (_, i) => `  - {vmuser: vmauth-${i}}`).join('\n')}\nvmagent: {vmagent: vmagent}\nzones:\n  zone-a: {vmcluster: vm-zone-a}\n  zone-b: {vmcluster: vm-zone-b}\n`;
+  assert.equal(vmauthSources(parseSpecDocument(balancers(16))).length, 16);
+  assert.match(problemsOf(balancers(17)).join('\n'), /at most 16 read balancers/);
+});

@@ -14,13 +14,14 @@ import { test } from 'node:test';
 import { createGatesProvider } from '../../../plugin/gates/provider.ts';
 import { hubOnly } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
-import { readRouting } from '../../../plugin/vm/read-routing.ts';
+import { drainRecordFor, readRouting } from '../../../plugin/vm/read-routing.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 import {
   ns,
+  readsJson,
   rolloutObject,
   specDocument,
   startVmauthFixture,
@@ -28,16 +29,6 @@ import {
   untilSettled,
   zonePlugins,
 } from './memory-cluster.ts';
-
-/** The read balancer of the test spec document as the records carry it (one balancer: an object). */
-const readsJson =
-  '{"ref":{"kind":"VMUser","namespace":"vm","name":"vmauth-read"},' +
-  '"pods":[{"namespace":"vm","labelSelector":"app=vmauth","port":"http"}],' +
-  '"zones":[' +
-  '{"zone":"zone-a","namespace":"vm","vmcluster":"vm-zone-a","hosts":["vmselect-vm-zone-a.vm.svc","vmselect-vm-zone-a.vm.svc.cluster.local","vmselect-vm-zone-a.vm"]},' +
-  '{"zone":"zone-b","namespace":"vm","vmcluster":"vm-zone-b","hosts":["vmselect-vm-zone-b.vm.svc","vmselect-vm-zone-b.vm.svc.cluster.local","vmselect-vm-zone-b.vm"]},' +
-  '{"zone":"zone-c","namespace":"vm","vmcluster":"vm-zone-c","hosts":["vmselect-vm-zone-c.vm.svc","vmselect-vm-zone-c.vm.svc.cluster.local","vmselect-vm-zone-c.vm"]}' +
-  '],"reloadEvidence":"required"}';
 
 /** A walk of zone-a by Rollout vm/walk (revision rev-r over stable rev-s) on a fresh fake clock. */
 async function walk() {
@@ -66,7 +57,7 @@ test('drainReads writes the lease and maintenance mark on the VMCluster and the 
     const cluster = w.annotations('VMCluster', 'vm-zone-a');
     assert.equal(
       cluster['vmzones.io/lease'],
-      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","since":"2030-01-01T00:00:00Z","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
+      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"since":"2030-01-01T00:00:00Z","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
     );
     assert.equal(
       cluster['vmzones.io/maintenance'],
@@ -80,7 +71,10 @@ test('drainReads writes the lease and maintenance mark on the VMCluster and the 
     );
     assert.equal(
       balancer['vmzones.io/drained'],
-      '{"zone-a":{"vmcluster":"vm/vm-zone-a","by":"drainReads by Rollout vm/walk (revision rev-r)","at":"2030-01-01T00:00:02.000Z",' +
+      // Keyed by the zone object's identity (cluster/kind/namespace/name) and naming its uid, lease holder and budget.
+      '{"/VMCluster/vm/vm-zone-a":{"vmcluster":"vm/vm-zone-a","zone":"zone-a","uid":"uid-vm-zone-a",' +
+        '"holder":{"rollout":"vm/walk","uid":"uid-walk"},"budget":{"maxZonesOut":1,"minZonesServing":1},' +
+        '"by":"drainReads by Rollout vm/walk (revision rev-r)","at":"2030-01-01T00:00:02.000Z",' +
         '"removed":[{"op":"targetRef","index":0,"targetRef":{"crd":{"kind":"VMCluster/vmselect","name":"vm-zone-a","namespace":"vm"}}}],' +
         '"servedBefore":{"content":"79ef64f6b8175d64","pods":{"vm/vmauth-0":{"stamp":1893456000,"start":null}}}}}',
     );
@@ -95,7 +89,7 @@ test('apply writes the rollback record, and Abort the handoff and the requested 
     await w.step('drainReads');
     await w.step('apply');
     const rollback = (phase: string, requested: string) =>
-      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","phase":"${phase}","appliedAt":"2030-01-01T00:00:02Z","generation":2,` +
+      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"phase":"${phase}","appliedAt":"2030-01-01T00:00:02Z","generation":2,` +
       '"changes":[{"path":["clusterVersion"],"before":"v1.151.0-cluster","after":"v1.152.0-cluster"}],"stableRevision":"rev-s",' +
       `"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]${requested}}`;
     assert.equal(w.annotations('VMCluster', 'vm-zone-a')['vmzones.io/rollback'], rollback('applied', ''));
@@ -108,7 +102,10 @@ test('apply writes the rollback record, and Abort the handoff and the requested 
     );
     assert.equal(
       cluster.metadata.annotations?.['vmzones.io/handoff'],
-      '{"v":1,"zone":"zone-a","holder":{"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r"},"requestedAt":"2030-01-01T00:00:02Z",' +
+      '{"v":1,"zone":"zone-a",' +
+        // The zone object the record was written on: a record copied onto another object is refused.
+        '"object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},' +
+        '"holder":{"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r"},"requestedAt":"2030-01-01T00:00:02Z",' +
         `"by":"Abort of apply by Rollout vm/walk (revision rev-r)","rollback":true,"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
     );
     assert.deepEqual(cluster.metadata.labels, {
@@ -195,7 +192,7 @@ test('records written by an earlier build are read, and the reconciler finishes 
     assert.ok(config !== undefined);
     const routing = await readRouting(w.kube, config);
     assert.deepEqual(routing.routed, ['zone-b', 'zone-c']);
-    assert.equal(routing.drained['zone-a']?.servedBefore, undefined);
+    assert.equal(drainRecordFor(routing, config, 'zone-a')?.servedBefore, undefined);
     assert.equal(routing.baseline, undefined);
     assert.equal(routing.changedAt?.toISOString(), '2029-12-31T23:50:01.000Z');
 
@@ -244,7 +241,10 @@ test('a drain record that an earlier build kept in a Secret annotation is still 
   });
   const routing = await readRouting(kube, config);
   assert.deepEqual(routing.routed, ['zone-b', 'zone-c']);
-  assert.equal(routing.drained['zone-a']?.by, 'drainReads by Rollout vm/walk (revision rev-r)');
+  assert.equal(
+    drainRecordFor(routing, config, 'zone-a')?.by,
+    'drainReads by Rollout vm/walk (revision rev-r)',
+  );
 });
 
 /** The vmagent page of the gate test: zone-a's queue (1) holds 4096 bytes on disk, zone-b's (2) is empty. */

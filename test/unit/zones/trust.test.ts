@@ -111,6 +111,8 @@ function forgeHandoff(kube: MemoryKube, holder = ghost, reads: unknown = forgedR
       rollback: true,
       reads,
       drainGracePeriod: '0s',
+      // A record that turned the queue check off is refused for that alone (issue 35 item 7).
+      vmagents: ['vmagent'],
     }),
     'vmzones.io/rollback': JSON.stringify({
       v: 1,
@@ -287,7 +289,13 @@ test('with the other namespace allowed, a forged record is used only as far as i
   forgeHandoff(own, ghost, reads);
   const ownBefore = outside(own, team);
   const reconciler = new ZoneReconciler({ clock, kube: own, logger: recordingLogger().logger, allowance });
-  assert.deepEqual(await untilSettled(reconciler), { [`${team}/vm-a`]: 'done' });
+  // The VMUser never routed team-a's zone: its rollback is done, but a restore that leaves the zone unrouted is a
+  // failure, never "finished" (issue 35 item 4): the zone stays held and a Warning says why.
+  assert.deepEqual(await untilSettled(reconciler, 3), { [`${team}/vm-a`]: 'blocked' });
+  assert.deepEqual(
+    own.created.filter((e) => e.reason === 'ZoneRestoreFailed').map((e) => e.metadata.namespace),
+    [team],
+  );
   assert.deepEqual(outside(own, team), ownBefore, 'nothing outside team-a changed');
   assert.deepEqual(
     own.reads.filter((r) => r.includes('Secret')),

@@ -3,13 +3,33 @@
 
 import { timestamp } from '../state/zone-annotations.ts';
 
+/** Every state a step's status says (`status.state`), one declared vocabulary: what a zone's step has reached, or
+ *  what it waits on (docs/step-plugin.md). */
+export const stepStates = [
+  'drained',
+  'restored',
+  'grace',
+  'queriesInFlight',
+  'waitingForVmauth',
+  'waitingForVMCluster',
+  'waitingForOtherZones',
+  'waitingForLease',
+  'waitingForHandoff',
+] as const;
+export type StepState = (typeof stepStates)[number];
+
+/** The status field of a state. */
+export function stepState(state: StepState): { state: StepState } {
+  return { state };
+}
+
 /** How long a step waits for the reconciler to finish earlier work on its zone: the reconciler may itself wait
  *  for the operator (readyTimeout), for vmauth and for the grace period, so twice readyTimeout. */
 export const handoffWaitFactor = 2;
 
 /** Since when the step has waited in `state`: from the previous Run's status when it waited in the same state,
  *  else from now. */
-export function waitingSince(previous: unknown, state: string, now: Date): Date {
+export function waitingSince(previous: unknown, state: StepState, now: Date): Date {
   if (typeof previous === 'object' && previous !== null) {
     const { state: before, waitingSince: since } = previous as Record<string, unknown>;
     if (before === state && typeof since === 'string' && !Number.isNaN(Date.parse(since))) {
@@ -20,7 +40,7 @@ export function waitingSince(previous: unknown, state: string, now: Date): Date 
 }
 
 /** The status fields of a wait: the state and since when, to carry into the next Run. */
-export function waitStatus(state: string, since: Date): { state: string; waitingSince: string } {
+export function waitStatus(state: StepState, since: Date): { state: StepState; waitingSince: string } {
   return { state, waitingSince: timestamp(since) };
 }
 

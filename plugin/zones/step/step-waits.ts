@@ -5,7 +5,7 @@ import { KubeError } from '../../kube/objects.ts';
 import type { StepResult } from '../../rollouts/types.ts';
 import type { Handoff } from '../state/zone-annotations.ts';
 import { timestamp } from '../state/zone-annotations.ts';
-import { running, type StatusDocument, StepFailure } from '../step/outcome.ts';
+import { running, type StatusDocument, StepFailure } from './outcome.ts';
 import { handoffWaitFactor, pastDeadline, waitingSince, waitStatus } from './wait-deadline.ts';
 
 export interface WaitClock {
