@@ -20,8 +20,8 @@
 
 import { z } from 'zod';
 import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
-import { equalitySelector } from '../kube/selectors.ts';
 import { listSelectedPods } from './pods.ts';
+import { zoneComponentSelector } from './queries-in-flight.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from './vmcluster.ts';
 import type { ZoneKindName } from './zone-kinds.ts';
 
@@ -101,12 +101,7 @@ function deferrable(zone: KubeObject): Deferrable | string | undefined {
     component,
     // ClusterPrefixedName / ClusterSuffixedName and ClusterSelectorLabels (api/operator/v1beta1/vmextra_types.go).
     statefulSet: parsed.data.useLegacyNaming === true ? `${name}-${component}` : `${component}-${name}`,
-    labelSelector: equalitySelector({
-      'app.kubernetes.io/name': component,
-      'app.kubernetes.io/instance': name,
-      'app.kubernetes.io/component': 'monitoring',
-      'managed-by': 'vm-operator',
-    }),
+    labelSelector: zoneComponentSelector(component, name),
     maintenanceNodeIds: both.sort((a, b) => a - b),
   };
 }

@@ -62,6 +62,15 @@ function storagePods(kube: MemoryKube, sts: string, component: string, revisions
   });
 }
 
+/** A VMCluster's storage StatefulSet at update revision `-new`, and its pods at the given revisions. */
+function vmstorageWorld(revisions: string[], kube = new MemoryKube()): MemoryKube {
+  kube.put(
+    statefulSet('vmstorage-vm-zone-a', { observedGeneration: 7, updateRevision: 'vmstorage-vm-zone-a-new' }),
+  );
+  storagePods(kube, 'vmstorage-vm-zone-a', 'vmstorage', revisions);
+  return kube;
+}
+
 const inMaintenance = { maintenanceInsertNodeIDs: [1], maintenanceSelectNodeIDs: [1] };
 
 test('no node in both maintenance lists: the operator status decides alone, without reading pods', async () => {
@@ -82,10 +91,7 @@ test('no node in both maintenance lists: the operator status decides alone, with
 });
 
 test('a storage pod in maintenance still at the old revision keeps an operational VMCluster from being ready, named with why', async () => {
-  const kube = new MemoryKube().put(
-    statefulSet('vmstorage-vm-zone-a', { observedGeneration: 7, updateRevision: 'vmstorage-vm-zone-a-new' }),
-  );
-  storagePods(kube, 'vmstorage-vm-zone-a', 'vmstorage', ['new', 'old', 'new']);
+  const kube = vmstorageWorld(['new', 'old', 'new']);
 
   const r = await zoneReadiness(kube, vmcluster(inMaintenance));
   assert.equal(r.state, 'progressing');
@@ -112,10 +118,7 @@ test('a storage pod in maintenance still at the old revision keeps an operationa
 });
 
 test('once the pod in maintenance runs the update revision, the zone is ready and the message says it was checked', async () => {
-  const kube = new MemoryKube().put(
-    statefulSet('vmstorage-vm-zone-a', { observedGeneration: 7, updateRevision: 'vmstorage-vm-zone-a-new' }),
-  );
-  storagePods(kube, 'vmstorage-vm-zone-a', 'vmstorage', ['new', 'new', 'new']);
+  const kube = vmstorageWorld(['new', 'new', 'new']);
   const r = await zoneReadiness(kube, vmcluster(inMaintenance));
   assert.equal(r.state, 'ready');
   assert.equal(
@@ -126,10 +129,7 @@ test('once the pod in maintenance runs the update revision, the zone is ready an
 });
 
 test('a pod behind outside maintenance is named too; an unobserved StatefulSet generation waits', async () => {
-  const kube = new MemoryKube().put(
-    statefulSet('vmstorage-vm-zone-a', { observedGeneration: 7, updateRevision: 'vmstorage-vm-zone-a-new' }),
-  );
-  storagePods(kube, 'vmstorage-vm-zone-a', 'vmstorage', ['old', 'new', 'new']);
+  const kube = vmstorageWorld(['old', 'new', 'new']);
   const behind = await zoneReadiness(kube, vmcluster(inMaintenance));
   assert.equal(behind.state, 'progressing');
   assert.deepEqual(
@@ -198,13 +198,7 @@ test('not operational yet: the operator status answers, nothing else is read', a
 });
 
 test("the step's await-operational move takes the same check: it waits naming the deferred pod", async () => {
-  const kube = new MemoryKube().put(vmcluster(inMaintenance)).put(
-    statefulSet('vmstorage-vm-zone-a', {
-      observedGeneration: 7,
-      updateRevision: 'vmstorage-vm-zone-a-new',
-    }),
-  );
-  storagePods(kube, 'vmstorage-vm-zone-a', 'vmstorage', ['new', 'old', 'new']);
+  const kube = vmstorageWorld(['new', 'old', 'new'], new MemoryKube().put(vmcluster(inMaintenance)));
   const clock = new FakeClock();
   const deps = {
     kube,
