@@ -23,7 +23,7 @@ import { type KubeObject, type KubeObjects, namespacedName } from '../kube/objec
 import { listSelectedPods } from './pods.ts';
 import { zoneComponentSelector } from './queries-in-flight.ts';
 import { type VMClusterReadiness, vmclusterReadiness } from './vmcluster.ts';
-import type { ZoneKindName } from './zone-kinds.ts';
+import { type ZoneKindName, zoneKindOf } from './zone-kinds.ts';
 
 /** The pod label the StatefulSet controller stamps with the revision a pod was created from. */
 export const podRevisionLabel = 'controller-revision-hash';
@@ -72,7 +72,8 @@ export interface ZoneReadiness extends VMClusterReadiness {
   deferredPods: DeferredPod[];
 }
 
-/** Why a zone's storage pods may be behind although it is operational; undefined where they cannot be. */
+/** Where a zone's storage pods may be behind although it is operational (undefined where they cannot be; a string
+ *  says why the spec cannot be read). */
 interface Deferrable {
   component: string;
   statefulSet: string;
@@ -81,8 +82,8 @@ interface Deferrable {
 }
 
 function deferrable(zone: KubeObject): Deferrable | string | undefined {
-  const kind = (zone.kind ?? 'VMCluster') as ZoneKindName;
-  const storage = storageOf[kind];
+  const kind = zoneKindOf(zone.kind ?? 'VMCluster');
+  const storage = kind === undefined ? undefined : storageOf[kind.kind];
   if (storage === undefined) return undefined;
   const parsed = zoneSpecSchema.safeParse(zone.spec ?? {});
   if (!parsed.success) {
