@@ -1,8 +1,9 @@
 // Gate vmclusterReady: is the zone's object (VMCluster, VMSingle or VLCluster: zone-kinds.ts) operational at its
-// current generation? One reading of the object per Run/Resume; `failed` fails at once with the operator's reason; anything else waits.
+// current generation, with no storage pod's change deferred (vm/zone-readiness.ts)? One reading per Run/Resume;
+// `failed` fails at once with the operator's reason; anything else waits.
 
-import { vmclusterReadiness } from '../vm/vmcluster.ts';
 import { defaultZoneKind, type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
+import { zoneReadiness } from '../vm/zone-readiness.ts';
 import { explicitZoneObject, type ReadyGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './gate-reading.ts';
 import { allowedGateNamespace, clusterKube, explicitNamespace, zoneFromSpec } from './zone-target.ts';
@@ -37,7 +38,7 @@ export async function readVmclusterReady(
   allowedGateNamespace(context, namespace);
   const kube = await clusterKube(context, where, namespace, `${kind.kind} ${vmcluster}`);
   const cluster = await kube.get(zoneObjectRef(kind, namespace, vmcluster));
-  const readiness = vmclusterReadiness(cluster, config.generation);
+  const readiness = await zoneReadiness(kube, cluster, config.generation);
   const figures = {
     gate: config.gate,
     zone: config.zone ?? null,
@@ -52,6 +53,7 @@ export async function readVmclusterReady(
     generation: readiness.generation ?? null,
     observedGeneration: readiness.observedGeneration ?? null,
     reason: readiness.reason ?? null,
+    deferredPods: readiness.deferredPods.map((p) => p.pod),
   };
   const verdict = readiness.state === 'ready' ? 'pass' : readiness.state === 'failed' ? 'fail' : 'wait';
   return {

@@ -21,6 +21,7 @@ export const podSchema = z.looseObject({
     .looseObject({
       name: z.string().optional(),
       namespace: z.string().optional(),
+      labels: z.record(z.string(), z.string()).nullish(),
       deletionTimestamp: z.string().nullish(),
     })
     .optional(),

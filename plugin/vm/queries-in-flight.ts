@@ -31,17 +31,23 @@ const inFlightComponent: Readonly<Record<ZoneKindName, { component: string; metr
   VLCluster: { component: 'vlselect', metric: 'vl_concurrent_select_current' },
 };
 
-/** The operator's query pods of a zone object (its selector labels, as for vmauth and vmagent pods). */
+/** The operator's selector of a cluster component's pods (operator ClusterSelectorLabels: `vmselect`, `vmstorage`,
+ *  `vlselect`, …, or the single-node `vmsingle`), as for vmauth and vmagent pods. */
+export function zoneComponentSelector(component: string, name: string): string {
+  return equalitySelector({
+    'app.kubernetes.io/name': component,
+    'app.kubernetes.io/instance': name,
+    'app.kubernetes.io/component': 'monitoring',
+    'managed-by': 'vm-operator',
+  });
+}
+
+/** The operator's query pods of a zone object. */
 export function zoneQueryPods(kind: ZoneKindName, namespace: string, name: string): QueryPods {
   const { component, metric } = inFlightComponent[kind];
   return {
     namespace,
-    labelSelector: equalitySelector({
-      'app.kubernetes.io/name': component,
-      'app.kubernetes.io/instance': name,
-      'app.kubernetes.io/component': 'monitoring',
-      'managed-by': 'vm-operator',
-    }),
+    labelSelector: zoneComponentSelector(component, name),
     port: 'http',
     metric,
     component,

@@ -1,10 +1,11 @@
-// Await operational: the zone's object is operational at (at least) the generation of the change, and — where the
+// Await operational: the zone's object is operational at (at least) the generation of the change with no storage
+// pod's change deferred (the check the vmclusterReady gate takes, vm/zone-readiness.ts), and — where the
 // reconciler brings a zone back after a rollback or an unfinished walk — every vmagent queue for it has delivered
 // what piled up (the vmagentQueueDrained evidence, zones/moves/queue-check.ts).
 
 import type { ObjectRef } from '../../kube/objects.ts';
-import { vmclusterReadiness } from '../../vm/vmcluster.ts';
 import { defaultZoneKind, zoneKindOf } from '../../vm/zone-kinds.ts';
+import { zoneReadiness } from '../../vm/zone-readiness.ts';
 import type { Handoff } from '../state/zone-annotations.ts';
 import type { MoveDeps } from './drain.ts';
 import { waitInCall } from './in-call-wait.ts';
@@ -21,7 +22,10 @@ export async function awaitOperational(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
     async () => {
       const zone = await deps.kube.get(ref);
-      return { ...vmclusterReadiness(zone, generation), resourceVersion: zone.metadata.resourceVersion };
+      return {
+        ...(await zoneReadiness(deps.kube, zone, generation)),
+        resourceVersion: zone.metadata.resourceVersion,
+      };
     },
     (r) => r.state !== 'progressing',
     // The zone's object is watched (the reconciler's caches): read it again when the operator wrote its status.

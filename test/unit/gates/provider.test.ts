@@ -149,6 +149,7 @@ test('vmclusterReady follows the VMCluster: expanding waits, operational passes,
     generation: 2,
     observedGeneration: 2,
     reason: null,
+    deferredPods: [],
   });
 
   time.advance(10_000);
@@ -164,6 +165,62 @@ test('vmclusterReady follows the VMCluster: expanding waits, operational passes,
   assert.equal(failed.phase, 'Failed');
   assert.equal(failed.metadata?.[metadataKeys.failureCode], 'ZoneFailed');
   assert.match(failed.message ?? '', /image not found/, "says the operator's reason");
+});
+
+test('vmclusterReady does not pass while a storage pod in maintenance has its change deferred (operator >= v0.75.1)', async () => {
+  // Objects as the operator and Kubernetes leave them: test/unit/vm/zone-readiness.test.ts says from which sources.
+  const storageLabels = (revision: string) => ({
+    'app.kubernetes.io/name': 'vmstorage',
+    'app.kubernetes.io/instance': 'vm-zone-a',
+    'app.kubernetes.io/component': 'monitoring',
+    'managed-by': 'vm-operator',
+    'controller-revision-hash': `vmstorage-vm-zone-a-${revision}`,
+  });
+  const kube = new MemoryKube()
+    .put({
+      ...vmcluster('vm-zone-a', 3, { updateStatus: 'operational', observedGeneration: 3 }),
+      spec: { vmstorage: { replicaCount: 2, maintenanceInsertNodeIDs: [1], maintenanceSelectNodeIDs: [1] } },
+    })
+    .put({
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'vmstorage-vm-zone-a', namespace: 'vm', generation: 5 },
+      status: {
+        observedGeneration: 5,
+        updateRevision: 'vmstorage-vm-zone-a-b',
+        currentRevision: 'vmstorage-vm-zone-a-a',
+      },
+    })
+    .put(readyPod('vm', 'vmstorage-vm-zone-a-0', storageLabels('b'), { http: 8482 }))
+    .put(readyPod('vm', 'vmstorage-vm-zone-a-1', storageLabels('a'), { http: 8482 }));
+  const time = clock();
+  const provider = createGatesProvider({ kube: () => kube, now: time.now });
+  const config = { gate: 'vmclusterReady', vmcluster: 'vm-zone-a', timeout: '30s' };
+
+  const first = await provider.run(run, metric(config));
+  assert.equal(first.phase, 'Running');
+  assert.match(
+    first.message ?? '',
+    /operational at generation 3, but the change is deferred on 1 of 2 vmstorage pods: vmstorage-vm-zone-a-1 \(node ID 1 is in maintenanceInsertNodeIDs and maintenanceSelectNodeIDs/,
+  );
+  const figures = JSON.parse(first.value ?? '');
+  assert.equal(figures.ready, false);
+  assert.equal(figures.state, 'progressing');
+  assert.deepEqual(figures.deferredPods, ['vmstorage-vm-zone-a-1']);
+
+  time.advance(30_000);
+  const ended = await provider.resume(run, metric(config), stored(first));
+  assert.equal(ended.phase, 'Failed');
+  assert.equal(ended.metadata?.[metadataKeys.failureCode], 'ReadyTimeout');
+  assert.match(
+    ended.message ?? '',
+    /^timed out after 30s: .*deferred on 1 of 2 vmstorage pods: vmstorage-vm-zone-a-1 \(node ID 1/,
+  );
+
+  kube.put(readyPod('vm', 'vmstorage-vm-zone-a-1', storageLabels('b'), { http: 8482 }));
+  const passed = await provider.run(run, metric(config));
+  assert.equal(passed.phase, 'Successful');
+  assert.deepEqual(JSON.parse(passed.value ?? '').deferredPods, []);
 });
 
 test('zone settings come from the owning Rollout; its readyTimeout bounds the wait', async () => {
