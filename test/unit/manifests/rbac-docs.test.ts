@@ -76,6 +76,7 @@ test('the cluster-wide ClusterRoles grant what the docs say: vmzones-step all ro
   const gates = grants('manifests/kustomize/cluster-wide/rbac.yaml', 'ClusterRole', 'vmzones-gates');
   assert.deepEqual(sorted(gates), [
     ['/pods', 'list'],
+    ['apps/statefulsets', 'get'],
     ['operator.victoriametrics.com/vmagents', 'get'],
     ['operator.victoriametrics.com/vmauths', 'list'],
     ['operator.victoriametrics.com/vmclusters', 'get'],
@@ -94,6 +95,7 @@ test('docs/step-plugin.md names each rule of the namespaced Role with its verbs'
     vmagents: 'VMAgent',
     vmauths: 'VMAuth',
     pods: 'Pod',
+    statefulsets: 'StatefulSet',
     events: 'Event',
   };
   const flat = section.replace(/\s+/g, ' ');
