@@ -14,8 +14,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseDocument } from 'yaml';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { zoneHealth } from '../../../plugin/observe/zone-health.ts';
-import { argocdAdmin } from '../../sandbox/argocd.ts';
-import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import type { Sandbox } from '../../sandbox/helper.ts';
+import { leftovers } from '../reliability/support.ts';
 import {
   cluster,
   eventually,
@@ -23,14 +23,12 @@ import {
   type RolloutState,
   rolloutCanProgress,
   rolloutState,
-  sandboxKube,
-  vmzonesAnnotations,
   sandboxZones as zones,
 } from '../step/harness.ts';
-import { type AppRepo, applicationObject, createAppRepo, rolloutFile } from './app-repo.ts';
-import { ArgoCdApi, type ResourceNode, type ResourceRef } from './argocd-api.ts';
+import { type AppRepo, rolloutFile } from './app-repo.ts';
+import type { ArgoCdApi, ResourceNode, ResourceRef } from './argocd-api.ts';
+import { appName, startGitopsLoop } from './loop.ts';
 
-const appName = 'victoria-metrics';
 const rolloutName = 'victoria-metrics';
 const rolloutRef: ResourceRef = {
   group: 'argoproj.io',
@@ -50,26 +48,7 @@ const report: string[] = [];
 const started = Date.now();
 
 before(async () => {
-  sandbox = await startSandbox({ zones: 3, podRestartSeconds: 2, plugin: true, argocd: true });
-  report.push(`sandbox start with Argo CD: ${sandbox.state.startSeconds?.toFixed(1)} s`);
-  kube = sandboxKube(sandbox);
-  const argocd = sandbox.state.argocd;
-  assert.ok(argocd, 'the sandbox runs Argo CD');
-  api = new ArgoCdApi(argocd.url);
-  await api.login(argocdAdmin.username, argocdAdmin.password);
-  repo = await createAppRepo(sandbox, kube);
-  await sandbox.kubectl.apply([applicationObject(repo.url)]);
-  await eventually(
-    'the first sync: Synced and Healthy',
-    async () => {
-      const app = await api.application(appName);
-      return app.status?.sync?.status === 'Synced' && app.status.health?.status === 'Healthy'
-        ? true
-        : undefined;
-    },
-    300_000,
-    1000,
-  );
+  ({ sandbox, kube, api, repo } = await startGitopsLoop(report));
 });
 
 after(async () => {
@@ -270,13 +249,8 @@ spec:
     `the Rollout's events in Argo CD name zone-a: ${JSON.stringify(events.slice(-5))}`,
   );
   await eventually(
-    'zone-a rolled back and released',
-    async () =>
-      Object.keys(vmzonesAnnotations(await cluster(kube, 'vm-zone-a'))).some(
-        (k) => k !== 'vmzones.io/rollback',
-      )
-        ? undefined
-        : true,
+    'every zone rolled back or released, and serving',
+    async () => ((await leftovers(kube)).length === 0 ? true : undefined),
     { timeoutMs: 240_000 },
   );
   await sleep(2000);
