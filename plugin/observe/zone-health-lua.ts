@@ -190,7 +190,7 @@ local function sameHolder(record, holder)
   return record ~= nil and holder ~= nil and record.rollout == holder.rollout and record.uid == holder.uid and record.revision == holder.revision
 end
 local schemas = {
-  ["${leaseKey()}"] = function(r)
+  ["${healthAnnotations[0]}"] = function(r)
     return isString(r.rollout) and isString(r.uid) and isString(r.revision) and isString(r.since) and optString(r.zone)
   end,
   ["${healthAnnotations[1]}"] = function(r)
@@ -231,10 +231,6 @@ local function readRecords(annotations)
   end
   return records, nil
 end`;
-
-function leaseKey(): string {
-  return healthAnnotations[0] ?? '';
-}
 
 /** The seconds since the epoch of an RFC 3339 time: zone-health.ts healthTimeSeconds. */
 const timeLua = `local function epochSeconds(text)
