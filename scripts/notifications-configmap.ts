@@ -98,12 +98,11 @@ const kinds: Kind[] = [
   {
     kind: 'waiting-for-approval',
     vars: `${rolloutVars}
-{{- $done := "" -}}{{- $next := "" -}}
+{{- $done := "" -}}{{- $next := "" -}}{{- $zones := list -}}
 {{- range $k, $s := $steps -}}{{- if $s.plugin -}}{{- if eq (toString $s.plugin.name) "${stepPlugin}" -}}
 {{- $z := join ", " (default (list $s.plugin.config.zone) $s.plugin.config.zones) -}}
-{{- if lt $k $i -}}{{- $done = $z -}}{{- else if not $next -}}{{- $next = $z -}}{{- end -}}
-{{- end -}}{{- end -}}{{- end -}}
-{{- $zones := list $next -}}`,
+{{- if lt $k $i -}}{{- $done = $z -}}{{- else if not $next -}}{{- $next = $z -}}{{- $zones = default (list $s.plugin.config.zone) $s.plugin.config.zones -}}{{- end -}}
+{{- end -}}{{- end -}}{{- end -}}`,
     text: `printf "vmzones: Rollout %s waits for approval at step %d of %d: zone %s walked, zone %s next; resume it with kubectl argo rollouts promote %s -n %s or Argo CD's resume action" $name (add1 $i) (len $steps) (default "none" $done) (default "none" $next) $r.metadata.name $r.metadata.namespace`,
     fields: { zones: '$zones', walked: '$done', step: '(add1 $i)' },
   },
