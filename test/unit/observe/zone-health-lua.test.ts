@@ -1,7 +1,8 @@
-// The Argo CD health checks, run by a real Lua engine against literal zone objects and AnalysisRuns: the Lua 5.1
-// interpreter from Debian (`apt-get install lua5.1`; Argo CD's gopher-lua implements Lua 5.1), and, once the
-// sandbox has built it, the real Argo CD binary's offline `argocd admin settings resource-overrides health`.
-// Rule: without lua5.1 these tests FAIL (saying how to install it); they are never skipped into a pass. Only the
+// The Argo CD health checks, run by real Lua engines against literal zone objects and AnalysisRuns: gopher-lua
+// v1.1.1, Argo CD's own engine, loaded as Argo CD's util/lua loads it (test/lua-health, a Go program built like the
+// other Go test peers), the Lua 5.1 interpreter from Debian (`apt-get install lua5.1`), and, once the sandbox has
+// built it, the real Argo CD binary's offline `argocd admin settings resource-overrides health`.
+// Rule: without Go or lua5.1 these tests FAIL (saying what is missing); they are never skipped into a pass. Only the
 // Argo CD binary check is skipped (and reported as skipped) until ~/.cache/vmzones/bin/argocd exists.
 // Each zone case is also computed by plugin/observe/zone-health.ts: the Lua and the TypeScript must give the same
 // status and message, so that Argo CD and `vmzones status` say one thing.
@@ -22,6 +23,7 @@ import {
   zoneHealthLua,
 } from '../../../plugin/observe/zone-health-lua.ts';
 import { argocdHealthPaths, argocdHealthText } from '../../../scripts/argocd-health.ts';
+import { goBinary } from '../../go-binary.ts';
 
 /** 2026-12-01T10:05:00Z: five minutes after the fixtures' drain. */
 const now = Date.parse('2026-12-01T10:05:00Z') / 1000;
@@ -414,6 +416,55 @@ end
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** The same in gopher-lua, Argo CD's engine (test/lua-health). */
+function runGopherLua(script: string, objects: readonly object[], openLibs: boolean): ZoneHealth[] {
+  const dir = mkdtempSync(join(tmpdir(), 'vmzones-gopher-lua-'));
+  try {
+    writeFileSync(join(dir, 'check.lua'), script);
+    writeFileSync(join(dir, 'objects.json'), JSON.stringify(objects));
+    const run = spawnSync(
+      goBinary('test/lua-health'),
+      [join(dir, 'check.lua'), openLibs ? 'open' : 'closed', join(dir, 'objects.json'), String(now)],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(run.status, 0, `lua-health failed: ${run.stderr}`);
+    return run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const result = JSON.parse(line) as ZoneHealth & { error?: string };
+        assert.equal(result.error, undefined, `the Lua check raised in gopher-lua: ${result.error}`);
+        return result;
+      });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('zone health in gopher-lua (Argo CD’s engine, as Argo CD loads it): the TypeScript verdict and sentence for every case', () => {
+  const lua = runGopherLua(
+    zoneHealthLua(),
+    zoneCases.map((c) => c.object),
+    true,
+  );
+  assert.equal(lua.length, zoneCases.length);
+  for (const [i, c] of zoneCases.entries()) {
+    assert.deepEqual(
+      lua[i],
+      zoneHealth(c.object, { nowSeconds: now }),
+      `${c.name}: gopher-lua and TypeScript differ`,
+    );
+  }
+  const analysis = runGopherLua(
+    analysisHealthLua(),
+    analysisCases.map((c) => c.object),
+    false,
+  );
+  for (const [i, c] of analysisCases.entries()) assert.deepEqual(analysis[i], c.expected, c.name);
+  const operator = runGopherLua(operatorHealthLua(), [zoneObject({}, expanding, 'VMAgent')], false);
+  assert.deepEqual(operator, [{ status: 'Progressing', message: 'expanding' }]);
+});
 
 test('zone health: the generated Lua gives the TypeScript verdict and sentence for every literal zone object', () => {
   const lua = runLua(
