@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
@@ -23,6 +23,7 @@ import {
   zoneHealthLua,
 } from '../../../plugin/observe/zone-health-lua.ts';
 import { argocdHealthPaths, argocdHealthText } from '../../../scripts/argocd-health.ts';
+import { binaryPath, targets } from '../../env/build.ts';
 import { goBinary } from '../../go-binary.ts';
 
 /** 2026-12-01T10:05:00Z: five minutes after the fixtures' drain. */
@@ -559,7 +560,9 @@ test('the argocd-cm patches in manifests/ and examples/gitops/ are generated fro
   );
 });
 
-const argocdBinary = join(process.env.VMZONES_CACHE ?? join(homedir(), '.cache', 'vmzones'), 'bin', 'argocd');
+const argocdTarget = targets.find((t) => t.name === 'argocd');
+/** Where the sandbox build puts the Argo CD binary of this checkout's pinned version (test/env/build.ts). */
+const argocdBinary = argocdTarget === undefined ? '' : binaryPath(argocdTarget);
 
 test('the real Argo CD binary (argocd admin settings resource-overrides health) gives the same verdicts', {
   skip: existsSync(argocdBinary) ? false : `${argocdBinary} is not built yet (the sandbox build makes it)`,
@@ -585,8 +588,14 @@ test('the real Argo CD binary (argocd admin settings resource-overrides health) 
       ),
       zoneObject({ [M]: '{"zone": ' }),
       ...zoneCases.filter((c) => c.name.includes('escapes')).map((c) => c.object),
-    ];
-    for (const [i, object] of cases.entries()) {
+    ].map((object) => ({ object, expected: zoneHealth(object, { nowSeconds: real }) }));
+    const gate = analysisCases[0];
+    assert.ok(gate);
+    cases.push({
+      object: { apiVersion: 'argoproj.io/v1alpha1', ...gate.object } as KubeObject,
+      expected: gate.expected as ZoneHealth,
+    });
+    for (const [i, { object, expected }] of cases.entries()) {
       const file = join(dir, `zone-${i}.yaml`);
       writeFileSync(file, stringify(object));
       const run = spawnSync(
@@ -600,10 +609,10 @@ test('the real Argo CD binary (argocd admin settings resource-overrides health) 
       );
       assert.equal(run.status, 0, `argocd failed: ${run.stderr}`);
       const status = /^STATUS: (.*)$/m.exec(run.stdout)?.[1];
-      const message = /^MESSAGE: ([\s\S]*?)\n?$/m.exec(
-        run.stdout.slice(run.stdout.indexOf('MESSAGE: ')),
-      )?.[1];
-      assert.deepEqual({ status, message }, zoneHealth(object, { nowSeconds: real }), `case ${i}`);
+      // The message runs to the end of the output (it may hold newlines of its own).
+      const at = run.stdout.indexOf('MESSAGE: ');
+      const message = at < 0 ? undefined : run.stdout.slice(at + 'MESSAGE: '.length).replace(/\n$/, '');
+      assert.deepEqual({ status, message }, expected, `case ${i}`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
