@@ -6,10 +6,14 @@
 // and, JSON-quoted, in the webhook's body. Run `node scripts/notifications-configmap.ts` after editing;
 // test/unit/manifests/notifications.test.ts fails while the file differs.
 //
-// What the engine hands a template (argo-rollouts utils/record/record.go): `rollout`, the Rollout as the controller
-// read it before the reconcile that records the event (so `status.currentStepIndex` is the step that just completed,
-// or the pause step), and `analysisRuns`, the current revision's AnalysisRuns, newest first. Triggers are the
-// controller's event reasons (RolloutStepCompleted -> on-rollout-step-completed); `when` is an expr-lang condition.
+// Which path sends them: Argo Rollouts runs notifications-engine's controller over every Rollout (argo-rollouts
+// controller/controller.go): on each change it evaluates the subscribed triggers' `when` (expr-lang) on the Rollout
+// as it is now, sends when a condition becomes true, and remembers what it sent per `oncePer` value in the Rollout's
+// annotation notified.notifications.argoproj.io. The controller's events also send, but only for triggers named
+// after an event reason (on-rollout-step-completed …), with the Rollout as it was before the event; a trigger with a
+// `when` under such a name is sent by both paths (twice), so the vmzones triggers have names of their own
+// (on-vmzones-…) and conditions on the Rollout's current state: the step statuses the plugin wrote
+// (status.canary.stepPluginStatuses), the pause, the abort, and `analysisRuns` (the current revision's, newest first).
 
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -32,12 +36,17 @@ const failureCodeKey = 'vmzones.io/failure-code';
 
 // --- expr conditions over `rollout` and `analysisRuns`.
 
-const currentStep = 'rollout.spec.strategy.canary.steps[rollout.status.currentStepIndex]';
-const atStep = `rollout.status.currentStepIndex != nil && len(rollout.spec.strategy.canary.steps) > rollout.status.currentStepIndex`;
-const hasWalk = `any(rollout.spec.strategy.canary.steps, {.plugin != nil && .plugin.name == '${stepPlugin}'})`;
-const stepIs = (action: string) =>
-  `${atStep} && ${currentStep}.plugin != nil && ${currentStep}.plugin.name == '${stepPlugin}' && ${currentStep}.plugin.config.action == '${action}'`;
-const failedGate = `analysisRuns != nil && any(analysisRuns, {.status != nil && (.status.phase == 'Failed' || .status.phase == 'Error') && .spec.metrics != nil && any(.spec.metrics, {.provider.plugin != nil && .provider.plugin['${gatesPlugin}'] != nil})})`;
+const steps = 'rollout.spec.strategy.canary.steps';
+const statuses = 'rollout.status.canary.stepPluginStatuses';
+const hasStatuses = `rollout.status.canary != nil && ${statuses} != nil`;
+const hasWalk = `any(${steps}, {.plugin != nil && .plugin.name == '${stepPlugin}'})`;
+/** A step status (`.`) of a successful Run of a vmzones step with `action`. */
+const ranAction = (action: string) =>
+  `.operation == 'Run' && .phase == 'Successful' && ${steps}[.index].plugin != nil && ${steps}[.index].plugin.name == '${stepPlugin}' && ${steps}[.index].plugin.config.action == '${action}'`;
+const failedGate = `{.status != nil && (.status.phase == 'Failed' || .status.phase == 'Error') && .spec.metrics != nil && any(.spec.metrics, {.provider.plugin != nil && .provider.plugin['${gatesPlugin}'] != nil})}`;
+/** `<what>@<revision>`, the closure first: expr-lang 1.17 evaluates `s + f(arr, {predicate})` wrongly ("bool +
+ *  string"), `f(arr, {predicate}) + s` right. */
+const atRevision = (what: string) => `string(${what}) + '@' + rollout.status.currentPodHash`;
 
 // --- Go template pieces (text/template with sprig, as the engine runs them).
 
@@ -51,12 +60,18 @@ const stepZones = (step: string) => `{{- $cfg := ${step}.plugin.config -}}
 {{- $zones := default (list $cfg.zone) $cfg.zones -}}
 {{- $zoneText := join ", " $zones -}}`;
 
-/** The message of the step's latest Run status (the plugin's words: zone and reason), in $said. */
-const stepSaid = `{{- $said := "" -}}
+/** The newest successful Run status of a vmzones `action` step, in $st (its index in $i), and its message (the
+ *  plugin's words: zone and what it did) in $reason. */
+const lastRun = (action: string) => `{{- $st := dict -}}
 {{- with $r.status.canary -}}{{- range .stepPluginStatuses -}}
-{{- if and (eq (int .index) $i) (eq (toString .operation) "Run") -}}{{- $said = toString (default "" .message) -}}{{- end -}}
+{{- if and (eq (toString .operation) "Run") (eq (toString .phase) "Successful") -}}
+{{- $s := index $steps (int .index) -}}{{- if $s.plugin -}}
+{{- if and (eq (toString $s.plugin.name) "${stepPlugin}") (eq (toString $s.plugin.config.action) "${action}") -}}{{- $st = . -}}{{- end -}}
 {{- end -}}{{- end -}}
-{{- $reason := "" -}}{{- if $said -}}{{- $reason = printf " (%s)" $said -}}{{- end -}}`;
+{{- end -}}{{- end -}}
+{{- $i = int (default 0 $st.index) -}}
+{{- $said := toString (default "" $st.message) -}}
+{{- $reason := "" -}}{{- if $said -}}{{- $reason = printf ": %s" $said -}}{{- end -}}`;
 
 /** Every zone that a vmzones step of the walk names, in walk order, in $all. */
 const walkZones = `{{- $all := list -}}
@@ -79,20 +94,20 @@ interface Kind {
 const kinds: Kind[] = [
   {
     kind: 'zone-drained',
-    vars: `${rolloutVars}\n${stepZones('(index $steps $i)')}\n${stepSaid}`,
-    text: `printf "vmzones: Rollout %s: zone %s is out of reads (drained) at step %d of %d%s" $name $zoneText (add1 $i) (len $steps) $reason`,
+    vars: `${rolloutVars}\n${lastRun('drainReads')}\n${stepZones('(index $steps $i)')}`,
+    text: `printf "vmzones: Rollout %s: zone %s is out of reads (step %d of %d)%s" $name $zoneText (add1 $i) (len $steps) $reason`,
     fields: { zones: '$zones', step: '(add1 $i)' },
   },
   {
     kind: 'zone-changed',
-    vars: `${rolloutVars}\n${stepZones('(index $steps $i)')}\n${stepSaid}`,
-    text: `printf "vmzones: Rollout %s: zone %s changed (revision %s) at step %d of %d; next: its gates%s" $name $zoneText (toString $r.status.currentPodHash) (add1 $i) (len $steps) $reason`,
+    vars: `${rolloutVars}\n${lastRun('apply')}\n${stepZones('(index $steps $i)')}`,
+    text: `printf "vmzones: Rollout %s: zone %s changed to revision %s (step %d of %d)%s" $name $zoneText (toString $r.status.currentPodHash) (add1 $i) (len $steps) $reason`,
     fields: { zones: '$zones', step: '(add1 $i)' },
   },
   {
     kind: 'zone-restored',
-    vars: `${rolloutVars}\n${stepZones('(index $steps $i)')}\n${stepSaid}`,
-    text: `printf "vmzones: Rollout %s: zone %s serves reads again at step %d of %d%s" $name $zoneText (add1 $i) (len $steps) $reason`,
+    vars: `${rolloutVars}\n${lastRun('restoreReads')}\n${stepZones('(index $steps $i)')}`,
+    text: `printf "vmzones: Rollout %s: zone %s serves reads again (step %d of %d)%s" $name $zoneText (add1 $i) (len $steps) $reason`,
     fields: { zones: '$zones', step: '(add1 $i)' },
   },
   {
@@ -120,26 +135,28 @@ const kinds: Kind[] = [
 {{- end -}}{{- end -}}
 {{- if $run -}}{{- with .spec -}}{{- range .args -}}{{- if eq (toString .name) "zone" -}}{{- $zone = toString (default "" .value) -}}{{- end -}}{{- end -}}{{- end -}}{{- end -}}
 {{- end -}}{{- end -}}
-{{- $zones := list $zone -}}`,
+{{- $zones := splitList "," $zone -}}`,
     text: `printf "vmzones: Rollout %s: zone %s: gate %s %s (%s): %s" $name $zone $metric $phase (default "no code" $code) $said`,
     fields: { zones: '$zones', code: '$code', gate: '$metric' },
   },
   {
     kind: 'rollback',
     vars: `${rolloutVars}
-{{- $changed := list -}}
+{{- $changed := list -}}{{- $at := "" -}}
 {{- with $r.status.canary -}}{{- range .stepPluginStatuses -}}
-{{- if and (eq (toString .operation) "Run") (eq (toString .phase) "Successful") -}}
-{{- $s := index $steps (int .index) -}}{{- if $s.plugin -}}{{- if eq (toString $s.plugin.config.action) "apply" -}}
-{{- $changed = concat $changed (default (list $s.plugin.config.zone) $s.plugin.config.zones) -}}
+{{- $s := index $steps (int .index) -}}
+{{- if and (eq (toString .operation) "Run") $s.plugin -}}{{- if eq (toString $s.plugin.name) "${stepPlugin}" -}}
+{{- $z := default (list $s.plugin.config.zone) $s.plugin.config.zones -}}
+{{- if and (eq (toString .phase) "Successful") (eq (toString $s.plugin.config.action) "apply") -}}{{- $changed = concat $changed $z -}}{{- end -}}
+{{- if eq (toString .phase) "Failed" -}}
+{{- $code := "" -}}{{- with .status -}}{{- $code = toString (default "" .code) -}}{{- end -}}
+{{- $at = printf "; step %d failed in zone %s (%s, %s): %s" (add1 (int .index)) (join ", " $z) (toString $s.plugin.config.action) (default "no code" $code) (toString (default "" .message)) -}}
+{{- end -}}
 {{- end -}}{{- end -}}
-{{- end -}}{{- end -}}{{- end -}}
-{{- $zones := uniq $changed -}}
-{{- $at := "" -}}{{- if lt $i (len $steps) -}}{{- $s := index $steps $i -}}{{- if $s.plugin -}}{{- if eq (toString $s.plugin.name) "${stepPlugin}" -}}
-{{- $at = printf ", in zone %s (%s)" (join ", " (default (list $s.plugin.config.zone) $s.plugin.config.zones)) (toString $s.plugin.config.action) -}}
-{{- end -}}{{- end -}}{{- end -}}`,
-    text: `printf "vmzones: Rollout %s aborted at step %d of %d%s: vmzones rolls back the zones this revision changed (%s) and restores their reads" $name (add1 $i) (len $steps) $at (default "none" (join ", " $zones))`,
-    fields: { zones: '$zones', step: '(add1 $i)' },
+{{- end -}}{{- end -}}
+{{- $zones := uniq $changed -}}`,
+    text: `printf "vmzones: Rollout %s aborted: vmzones rolls back the zones this revision changed (%s) and restores their reads%s; %s" $name (default "none" (join ", " $zones)) $at (toString (default "" $r.status.message))`,
+    fields: { zones: '$zones' },
   },
   {
     kind: 'walk-finished',
@@ -167,27 +184,36 @@ function template(k: Kind): string {
   );
 }
 
-/** trigger name -> its conditions (`send` the vmzones-<kind> templates). */
-export const triggers: Record<string, { when: string; kind: string }[]> = {
-  'on-rollout-step-completed': [
-    { when: stepIs('drainReads'), kind: 'zone-drained' },
-    { when: stepIs('apply'), kind: 'zone-changed' },
-    { when: stepIs('restoreReads'), kind: 'zone-restored' },
-  ],
-  'on-rollout-paused': [
-    { when: `${hasWalk} && ${atStep} && ${currentStep}.pause != nil`, kind: 'waiting-for-approval' },
-  ],
-  'on-analysis-run-failed': [{ when: failedGate, kind: 'gate-failed' }],
-  'on-analysis-run-error': [{ when: failedGate, kind: 'gate-failed' }],
-  'on-rollout-aborted': [{ when: hasWalk, kind: 'rollback' }],
-  // Only a walk: the first revision of a Rollout also completes (with no stable revision before it).
-  'on-rollout-completed': [
+/** trigger name -> its condition, the value it is sent once per, and the vmzones-<kind> template it sends. */
+export const triggers: Record<string, { when: string; oncePer: string; kind: string }> = Object.fromEntries(
+  [
+    ...(['drainReads', 'apply', 'restoreReads'] as const).map((action) => ({
+      kind: { drainReads: 'zone-drained', apply: 'zone-changed', restoreReads: 'zone-restored' }[action],
+      when: `${hasStatuses} && any(${statuses}, {${ranAction(action)}})`,
+      oncePer: atRevision(`findLast(${statuses}, {${ranAction(action)}}).index`),
+    })),
     {
-      when: `${hasWalk} && rollout.status.stableRS != nil && rollout.status.stableRS != '' && rollout.status.stableRS != rollout.status.currentPodHash`,
-      kind: 'walk-finished',
+      kind: 'waiting-for-approval',
+      when: `${hasWalk} && rollout.status.pauseConditions != nil && any(rollout.status.pauseConditions, {.reason == 'CanaryPauseStep'}) && rollout.status.currentStepIndex != nil`,
+      oncePer: atRevision('rollout.status.currentStepIndex'),
     },
-  ],
-};
+    {
+      kind: 'gate-failed',
+      when: `analysisRuns != nil && any(analysisRuns, ${failedGate})`,
+      oncePer: `find(analysisRuns, ${failedGate}).metadata.name`,
+    },
+    {
+      kind: 'rollback',
+      when: `${hasWalk} && rollout.status.abort == true`,
+      oncePer: atRevision('rollout.status.abortedAt'),
+    },
+    {
+      kind: 'walk-finished',
+      when: `${hasWalk} && rollout.status.phase == 'Healthy' && rollout.status.stableRS == rollout.status.currentPodHash && ${hasStatuses} && any(${statuses}, {.operation == 'Run' && .phase == 'Successful'})`,
+      oncePer: `rollout.status.currentPodHash`,
+    },
+  ].map((t) => [`on-vmzones-${t.kind}`, t]),
+);
 
 export const notificationKinds = kinds.map((k) => k.kind);
 
@@ -201,11 +227,10 @@ export function notificationsData(): Record<string, string> {
     }),
     'service.slack': stringify({ token: '$slack-token' }),
   };
-  for (const [name, conditions] of Object.entries(triggers)) {
-    data[`trigger.${name}`] = stringify(
-      conditions.map((c) => ({ when: c.when, send: [`vmzones-${c.kind}`] })),
-      { lineWidth: 0 },
-    );
+  for (const [name, t] of Object.entries(triggers)) {
+    data[`trigger.${name}`] = stringify([{ when: t.when, oncePer: t.oncePer, send: [`vmzones-${t.kind}`] }], {
+      lineWidth: 0,
+    });
   }
   for (const k of kinds) data[`template.vmzones-${k.kind}`] = template(k);
   return data;
@@ -220,13 +245,13 @@ export function notificationsText(): string {
   };
   return `# Generated by scripts/notifications-configmap.ts: edit the script, then run it.
 # vmzones notifications for Argo Rollouts' notification engine (docs/notifications.md): merge this data into the
-# controller's argo-rollouts-notification-configmap (the namespace the controller runs in). Its trigger keys replace
-# Argo Rollouts' own triggers of the same names (on-rollout-step-completed, on-rollout-paused, on-rollout-aborted,
-# on-rollout-completed, on-analysis-run-failed, on-analysis-run-error): add their conditions back to keep those too.
-# Subscribe a Rollout, e.g. to the webhook:
-#   notifications.argoproj.io/subscribe.on-rollout-step-completed.${webhookService}: ""
-#   (and .on-rollout-paused, .on-analysis-run-failed, .on-analysis-run-error, .on-rollout-aborted, .on-rollout-completed)
-# or to Slack: notifications.argoproj.io/subscribe.on-rollout-step-completed.slack: my-channel
+# controller's argo-rollouts-notification-configmap (the namespace the controller runs in). The triggers have names
+# of their own (on-vmzones-…): Argo Rollouts' own triggers stay as they are. Subscribe a Rollout (its
+# metadata.annotations), e.g. to the webhook:
+${Object.keys(triggers)
+  .map((t) => `#   notifications.argoproj.io/subscribe.${t}.${webhookService}: ""`)
+  .join('\n')}
+# or to Slack: notifications.argoproj.io/subscribe.on-vmzones-zone-drained.slack: my-channel (and the others)
 ${stringify(configMap, { lineWidth: 0, blockQuote: 'literal' })}`;
 }
 

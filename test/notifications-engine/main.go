@@ -4,8 +4,9 @@
 // sprig's functions minus env and expandenv, as notifications-engine's pkg/templates compiles them. For
 // test/unit/manifests/notifications.test.ts; the real controller delivering them is test/e2e/notifications.
 //
-// Usage: notifications-engine CONFIGMAP.yaml CASES.json, CASES = [{"trigger": …, "vars": {"rollout": …,
-// "analysisRuns": …}}]. Prints one JSON line per case: {"sent": [{"template", "message", "body"}]} or {"error"}.
+// Usage: notifications-engine CONFIGMAP.yaml CASES.json WEBHOOK, CASES = [{"trigger": …, "vars": {"rollout": …,
+// "analysisRuns": …}}]. Prints one JSON line per case: {"sent": [{"template", "oncePer", "message", "body"}],
+// "error"?}, the body being the template's webhook WEBHOOK.
 package main
 
 import (
@@ -35,6 +36,7 @@ type notificationTemplate struct {
 
 type sent struct {
 	Template string `json:"template"`
+	OncePer  string `json:"oncePer"`
 	Message  string `json:"message"`
 	Body     string `json:"body"`
 }
@@ -124,7 +126,7 @@ func main() {
 					result.Error = err.Error()
 					continue
 				}
-				result.Sent = append(result.Sent, sent{Template: name, Message: message, Body: body})
+				result.Sent = append(result.Sent, sent{Template: name, OncePer: r.OncePer, Message: message, Body: body})
 			}
 		}
 		if err := out.Encode(result); err != nil {

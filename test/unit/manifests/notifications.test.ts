@@ -46,10 +46,16 @@ test('every kind the issue names has a template that a trigger sends', () => {
   ]);
   const sent = new Set<string>();
   for (const name of Object.keys(triggers)) {
-    const conditions = parse(configMap.data[`trigger.${name}`] ?? '') as { when: string; send: string[] }[];
+    assert.match(name, /^on-vmzones-/, 'a name of its own: no event reason of the controller sends it too');
+    const conditions = parse(configMap.data[`trigger.${name}`] ?? '') as {
+      when: string;
+      oncePer: string;
+      send: string[];
+    }[];
     assert.ok(conditions.length > 0, name);
     for (const c of conditions) {
       assert.ok(c.when.length > 0, `${name}: a condition without when`);
+      assert.ok(c.oncePer.length > 0, `${name}: sent once per what`);
       for (const template of c.send) sent.add(template);
     }
   }
@@ -99,40 +105,34 @@ const steps = [
   { plugin: { name: 'vmzones/step', config: { zones: ['zone-b', 'zone-c'], action: 'restoreReads' } } },
 ];
 
-function rolloutAt(
-  currentStepIndex: number,
-  status: Record<string, unknown> = {},
-  stepList: unknown[] = steps,
-) {
+const ok = (index: number, message: string) => ({
+  index,
+  name: 'vmzones/step',
+  operation: 'Run',
+  phase: 'Successful',
+  message,
+});
+
+/** A Rollout as the notifications controller sees it now: `statuses` the step statuses the plugin wrote so far. */
+function rolloutNow(statuses: object[], status: Record<string, unknown> = {}, stepList: unknown[] = steps) {
   return {
     metadata: { name: 'walk', namespace: 'vm' },
     spec: { strategy: { canary: { steps: stepList } } },
     status: {
-      currentStepIndex,
+      phase: 'Progressing',
+      currentStepIndex: 0,
       currentPodHash: 'rev2',
       stableRS: 'rev1',
-      canary: {
-        stepPluginStatuses: [
-          {
-            index: 0,
-            name: 'vmzones/step',
-            operation: 'Run',
-            phase: 'Successful',
-            message: 'zone zone-a: drained',
-          },
-          {
-            index: 1,
-            name: 'vmzones/step',
-            operation: 'Run',
-            phase: 'Running',
-            message: 'zone zone-a: waiting for the operator',
-          },
-        ],
-      },
+      canary: { stepPluginStatuses: statuses },
       ...status,
     },
   };
 }
+
+const drainedA = ok(0, 'zone zone-a: drained from VMUser vm/vmauth-read');
+const changedA = ok(1, 'zone zone-a: VMCluster vm/vm-zone-a changed at generation 4');
+const restoredA = ok(3, 'zone zone-a: reads restored');
+const drainedBC = ok(5, 'zones zone-b, zone-c: drained');
 
 function failedGateRun(provider: object) {
   return {
@@ -157,6 +157,7 @@ function failedGateRun(provider: object) {
     },
   };
 }
+const vmzonesGate = { plugin: { 'vmzones/gates': { gate: 'vmclusterReady' } } };
 
 interface EngineCase {
   name: string;
@@ -164,114 +165,158 @@ interface EngineCase {
   vars: Record<string, unknown>;
   /** The messages sent, in order; [] for none. */
   expected: string[];
+  /** The value it is sent once per (the notifications controller sends again only when it changes). */
+  oncePer?: string;
 }
 
 const engineCases: EngineCase[] = [
   {
-    name: 'drainReads completed',
-    trigger: 'on-rollout-step-completed',
-    vars: { rollout: rolloutAt(0) },
+    name: 'zone-a drained',
+    trigger: 'on-vmzones-zone-drained',
+    vars: { rollout: rolloutNow([drainedA], { currentStepIndex: 1 }) },
     expected: [
-      'vmzones: Rollout vm/walk: zone zone-a is out of reads (drained) at step 1 of 8 (zone zone-a: drained)',
+      'vmzones: Rollout vm/walk: zone zone-a is out of reads (step 1 of 8): zone zone-a: drained from VMUser vm/vmauth-read',
     ],
+    oncePer: '0@rev2',
   },
   {
-    name: 'apply completed after waiting: the wait’s words',
-    trigger: 'on-rollout-step-completed',
-    vars: { rollout: rolloutAt(1) },
-    expected: [
-      'vmzones: Rollout vm/walk: zone zone-a changed (revision rev2) at step 2 of 8; next: its gates (zone zone-a: waiting for the operator)',
-    ],
-  },
-  {
-    name: 'a gate step completed: nothing',
-    trigger: 'on-rollout-step-completed',
-    vars: { rollout: rolloutAt(2) },
+    name: 'not yet changed: nothing',
+    trigger: 'on-vmzones-zone-changed',
+    vars: { rollout: rolloutNow([drainedA], { currentStepIndex: 1 }) },
     expected: [],
   },
   {
-    name: 'restoreReads completed',
-    trigger: 'on-rollout-step-completed',
-    vars: { rollout: rolloutAt(3) },
-    expected: ['vmzones: Rollout vm/walk: zone zone-a serves reads again at step 4 of 8'],
+    name: 'zone-a changed',
+    trigger: 'on-vmzones-zone-changed',
+    vars: { rollout: rolloutNow([drainedA, changedA], { currentStepIndex: 2 }) },
+    expected: [
+      'vmzones: Rollout vm/walk: zone zone-a changed to revision rev2 (step 2 of 8): zone zone-a: VMCluster vm/vm-zone-a changed at generation 4',
+    ],
+    oncePer: '1@rev2',
   },
   {
-    name: 'a wave drained',
-    trigger: 'on-rollout-step-completed',
-    vars: { rollout: rolloutAt(5) },
-    expected: ['vmzones: Rollout vm/walk: zone zone-b, zone-c is out of reads (drained) at step 6 of 8'],
+    name: 'zone-a serves reads again',
+    trigger: 'on-vmzones-zone-restored',
+    vars: { rollout: rolloutNow([drainedA, changedA, restoredA], { currentStepIndex: 4 }) },
+    expected: [
+      'vmzones: Rollout vm/walk: zone zone-a serves reads again (step 4 of 8): zone zone-a: reads restored',
+    ],
+    oncePer: '3@rev2',
   },
   {
     name: 'paused for approval',
-    trigger: 'on-rollout-paused',
-    vars: { rollout: rolloutAt(4) },
+    trigger: 'on-vmzones-waiting-for-approval',
+    vars: {
+      rollout: rolloutNow([drainedA, changedA, restoredA], {
+        phase: 'Paused',
+        currentStepIndex: 4,
+        pauseConditions: [{ reason: 'CanaryPauseStep', startTime: '2026-12-01T10:05:00Z' }],
+      }),
+    },
     expected: [
       "vmzones: Rollout vm/walk waits for approval at step 5 of 8: zone zone-a walked, zone zone-b, zone-c next; resume it with kubectl argo rollouts promote walk -n vm or Argo CD's resume action",
     ],
+    oncePer: '4@rev2',
+  },
+  {
+    name: 'the next wave drained: the newest drain is told',
+    trigger: 'on-vmzones-zone-drained',
+    vars: { rollout: rolloutNow([drainedA, changedA, restoredA, drainedBC], { currentStepIndex: 6 }) },
+    expected: [
+      'vmzones: Rollout vm/walk: zone zone-b, zone-c is out of reads (step 6 of 8): zones zone-b, zone-c: drained',
+    ],
+    oncePer: '5@rev2',
   },
   {
     name: 'a vmzones gate failed',
-    trigger: 'on-analysis-run-failed',
-    vars: {
-      rollout: rolloutAt(2),
-      analysisRuns: [failedGateRun({ plugin: { 'vmzones/gates': { gate: 'vmclusterReady' } } })],
-    },
+    trigger: 'on-vmzones-gate-failed',
+    vars: { rollout: rolloutNow([drainedA, changedA]), analysisRuns: [failedGateRun(vmzonesGate)] },
     expected: [
       'vmzones: Rollout vm/walk: zone zone-a: gate vmcluster-ready Failed (ConditionFailed): failureCondition is true: VMCluster vm/vm-zone-a is operational at generation 4',
     ],
+    oncePer: 'walk-rev2-2',
   },
   {
     name: 'another provider’s run failed: nothing',
-    trigger: 'on-analysis-run-failed',
-    vars: { rollout: rolloutAt(2), analysisRuns: [failedGateRun({ prometheus: { query: 'up' } })] },
+    trigger: 'on-vmzones-gate-failed',
+    vars: { rollout: rolloutNow([]), analysisRuns: [failedGateRun({ prometheus: { query: 'up' } })] },
     expected: [],
   },
   {
     name: 'no AnalysisRuns: nothing',
-    trigger: 'on-analysis-run-failed',
-    vars: { rollout: rolloutAt(2), analysisRuns: null },
+    trigger: 'on-vmzones-gate-failed',
+    vars: { rollout: rolloutNow([]), analysisRuns: null },
     expected: [],
   },
   {
-    name: 'aborted at a gate: the zones this revision changed',
-    trigger: 'on-rollout-aborted',
+    name: 'aborted after a gate failed: the zones this revision changed, and why',
+    trigger: 'on-vmzones-rollback',
     vars: {
-      rollout: rolloutAt(2, {
-        canary: {
-          stepPluginStatuses: [{ index: 1, name: 'vmzones/step', operation: 'Run', phase: 'Successful' }],
-        },
+      rollout: rolloutNow([drainedA, changedA], {
+        abort: true,
+        abortedAt: '2026-12-01T10:06:00Z',
+        phase: 'Degraded',
+        message:
+          'RolloutAborted: Rollout aborted update to revision 2: Metric "vmcluster-ready" assessed Failed due to failed (1) > failureLimit (0)',
       }),
     },
     expected: [
-      'vmzones: Rollout vm/walk aborted at step 3 of 8: vmzones rolls back the zones this revision changed (zone-a) and restores their reads',
+      'vmzones: Rollout vm/walk aborted: vmzones rolls back the zones this revision changed (zone-a) and restores their reads; RolloutAborted: Rollout aborted update to revision 2: Metric "vmcluster-ready" assessed Failed due to failed (1) > failureLimit (0)',
     ],
+    oncePer: '2026-12-01T10:06:00Z@rev2',
   },
   {
-    name: 'aborted in a step, nothing changed yet',
-    trigger: 'on-rollout-aborted',
-    vars: { rollout: rolloutAt(0, { canary: {} }) },
+    name: 'aborted after a step failed: its zone, code and words',
+    trigger: 'on-vmzones-rollback',
+    vars: {
+      rollout: rolloutNow(
+        [
+          drainedA,
+          {
+            index: 1,
+            name: 'vmzones/step',
+            operation: 'Run',
+            phase: 'Failed',
+            message: 'zone zone-a: VMCluster vm/vm-zone-a did not become operational within 15m',
+            status: { zone: 'zone-a', action: 'apply', code: 'ReadyTimeout' },
+          },
+        ],
+        {
+          abort: true,
+          abortedAt: '2026-12-01T10:20:00Z',
+          message: 'RolloutAborted: Rollout aborted update to revision 2',
+        },
+      ),
+    },
     expected: [
-      'vmzones: Rollout vm/walk aborted at step 1 of 8, in zone zone-a (drainReads): vmzones rolls back the zones this revision changed (none) and restores their reads',
+      'vmzones: Rollout vm/walk aborted: vmzones rolls back the zones this revision changed (none) and restores their reads; step 2 failed in zone zone-a (apply, ReadyTimeout): zone zone-a: VMCluster vm/vm-zone-a did not become operational within 15m; RolloutAborted: Rollout aborted update to revision 2',
     ],
   },
   {
     name: 'the walk finished',
-    trigger: 'on-rollout-completed',
-    vars: { rollout: rolloutAt(8) },
+    trigger: 'on-vmzones-walk-finished',
+    vars: {
+      rollout: rolloutNow([drainedA, changedA, restoredA, drainedBC], {
+        phase: 'Healthy',
+        currentStepIndex: 8,
+        stableRS: 'rev2',
+      }),
+    },
     expected: [
       'vmzones: Rollout vm/walk finished its walk: zones zone-a, zone-b, zone-c serve reads with revision rev2',
     ],
+    oncePer: 'rev2',
   },
   {
-    name: 'the first revision completed: no walk, nothing',
-    trigger: 'on-rollout-completed',
-    vars: { rollout: rolloutAt(8, { stableRS: '' }) },
+    name: 'the first revision, Healthy without a walk: nothing',
+    trigger: 'on-vmzones-walk-finished',
+    vars: { rollout: rolloutNow([], { phase: 'Healthy', currentStepIndex: 8, stableRS: 'rev2' }) },
     expected: [],
   },
   {
     name: 'a Rollout without vmzones steps: nothing',
-    trigger: 'on-rollout-aborted',
-    vars: { rollout: rolloutAt(0, {}, [{ setWeight: 20 }, { pause: {} }]) },
+    trigger: 'on-vmzones-rollback',
+    vars: { rollout: rolloutNow([], { abort: true }, [{ setWeight: 20 }, { pause: {} }]) },
     expected: [],
   },
 ];
@@ -292,12 +337,17 @@ test('the real trigger service and Go templates: each event sends its vmzones te
       },
     );
     assert.equal(run.status, 0, run.stderr);
+    // The engine logs a condition it cannot evaluate and counts it as false: a "nothing" must not come from an error.
+    assert.doesNotMatch(run.stderr, /failed to execute/, 'every when and oncePer evaluates');
     const outcomes = run.stdout
       .trim()
       .split('\n')
       .map(
         (line) =>
-          JSON.parse(line) as { sent: { template: string; message: string; body: string }[]; error?: string },
+          JSON.parse(line) as {
+            sent: { template: string; oncePer: string; message: string; body: string }[];
+            error?: string;
+          },
       );
     assert.equal(outcomes.length, engineCases.length);
     for (const [i, c] of engineCases.entries()) {
@@ -308,6 +358,7 @@ test('the real trigger service and Go templates: each event sends its vmzones te
         c.expected,
         c.name,
       );
+      if (c.oncePer !== undefined) assert.equal(outcome?.sent[0]?.oncePer, c.oncePer, `${c.name}: oncePer`);
       for (const s of outcome?.sent ?? []) {
         const body = JSON.parse(s.body) as { kind: string; rollout: string; zones: string[]; text: string };
         assert.equal(`vmzones-${body.kind}`, s.template, `${c.name}: the body's kind`);
