@@ -5,6 +5,7 @@
 
 import { z } from 'zod';
 import type { KubeObject } from '../kube/objects.ts';
+import { type ZoneHealth, zoneHealth } from '../observe/zone-health.ts';
 import {
   deriveZoneStates,
   type ZoneDrift,
@@ -120,6 +121,9 @@ export interface ZoneStatus {
   notChangedBy: string | undefined;
   /** Serving, but not carrying the Rollout's stable spec (plugin/observe/zone-states.ts decides it). */
   drift: ZoneDrift | undefined;
+  /** The zone object's health as Argo CD shows it with vmzones' checks (plugin/observe/zone-health.ts): the same
+   *  verdict and sentence; undefined when the object could not be read. */
+  health: ZoneHealth | undefined;
 }
 
 export type WalkOutcome = 'progressing' | 'paused' | 'healthy' | 'degraded' | 'aborted';
@@ -152,6 +156,8 @@ export interface StatusInput {
   routing: { routed: readonly string[] } | { error: string };
   /** Settings that weaken security where the zones are read (a registered cluster without TLS verification). */
   warnings?: readonly string[];
+  /** When the objects were read: the health's deadlines are measured to it. */
+  now: Date;
 }
 
 /** A Rollout the command cannot show (no spec document, not a Rollout's shape): exit 1, one line, also under
@@ -440,6 +446,8 @@ export function buildStatus(input: StatusInput): RolloutStatus {
           : message),
       notChangedBy,
       drift: row?.drift,
+      health:
+        cluster === undefined ? undefined : zoneHealth(cluster, { nowSeconds: input.now.getTime() / 1000 }),
     };
   });
 

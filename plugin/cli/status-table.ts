@@ -204,7 +204,22 @@ export function formatStatusTable(status: RolloutStatus, options: TableOptions):
     '',
     line(head),
     ...rows.map(line),
+    ...healthLines(status, line),
     ...status.problems.map((p) => (wide ? `! ${p}` : line([`! ${p}`]))),
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** Each zone object's health as Argo CD shows it with vmzones' checks (docs/gitops.md, "Zone health in Argo CD"):
+ *  the same verdict and sentence, from plugin/observe/zone-health.ts. */
+function healthLines(status: RolloutStatus, line: (cells: string[]) => string): string[] {
+  const rows = status.zones.flatMap((zone) =>
+    zone.health === undefined ? [] : [[zone.zone, zone.health.status, zone.health.message]],
+  );
+  if (rows.length === 0) return [];
+  const head = ['ZONE', 'HEALTH', 'HEALTH MESSAGE (as Argo CD shows the zone object)'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const aligned = (cells: string[]) =>
+    line([cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')]);
+  return ['', aligned(head), ...rows.map(aligned)];
 }

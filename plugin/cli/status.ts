@@ -42,6 +42,7 @@ export async function readStatus(
   namespace: string,
   name: string,
   clusters: ZoneClusterClients = hubOnly(kube),
+  now: () => Date = () => new Date(),
 ): Promise<RolloutStatus> {
   let rolloutObject: KubeObject;
   try {
@@ -71,6 +72,7 @@ export async function readStatus(
     analysisRuns,
     routing,
     warnings: zones.warnings,
+    now: now(),
   });
 }
 

@@ -349,6 +349,12 @@ export function ensureTmux(): boolean {
   return ensureAptCommand('tmux', ['-V'], 'tmux', 'the status --watch test');
 }
 
+/** Lua 5.1 (Argo CD's gopher-lua is Lua 5.1): the unit tests run the generated Argo CD health checks in it
+ *  (test/unit/observe/zone-health-lua.test.ts), and fail without it. */
+export function ensureLua(): boolean {
+  return ensureAptCommand('lua5.1', ['-v'], 'lua5.1', 'the Argo CD health check unit tests');
+}
+
 /**
  * iproute2's `ip`, which makes the sandbox's pod network namespace (test/sandbox/pod-network.ts; as root) for the
  * tests that reach Pods through kube-apiserver's pod proxy (test/e2e/multicluster/walk.test.ts).
@@ -464,6 +470,7 @@ export function buildAll(
   const debian = ensureDebianVictoriaMetrics();
   ensureTmux();
   ensureIproute2();
+  ensureLua();
   const redisServer = ensureRedis();
   return {
     ...built,

@@ -109,6 +109,34 @@ export class ArgoCdApi {
     return (await this.resourceTree(name)).find((n) => n.kind === kind && n.name === resource)?.health;
   }
 
+  /** A resource's Kubernetes events as Argo CD lists them (the UI's Events tab: core/v1 events by involved object). */
+  async events(
+    name: string,
+    resource: { namespace: string; name: string; uid: string },
+  ): Promise<{ reason?: string; message?: string; type?: string }[]> {
+    const query = new URLSearchParams({
+      resourceNamespace: resource.namespace,
+      resourceName: resource.name,
+      resourceUID: resource.uid,
+    });
+    const body = await this.call('GET', `/api/v1/applications/${name}/events?${query}`);
+    return (
+      z
+        .object({
+          items: z
+            .array(
+              z.object({
+                reason: z.string().optional(),
+                message: z.string().optional(),
+                type: z.string().optional(),
+              }),
+            )
+            .nullish(),
+        })
+        .parse(body).items ?? []
+    );
+  }
+
   /** The actions Argo CD offers for a resource (the UI's menu), with their enabled state. */
   async actions(name: string, ref: ResourceRef): Promise<{ name: string; disabled?: boolean }[]> {
     const query = new URLSearchParams({

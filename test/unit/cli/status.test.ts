@@ -18,6 +18,7 @@ import {
 import { buildStatus, type RolloutStatus } from '../../../plugin/cli/status-model.ts';
 import { age, bytes, formatStatusTable } from '../../../plugin/cli/status-table.ts';
 import { ClusterRegistryError } from '../../../plugin/kube/cluster-registry.ts';
+import { zoneHealth } from '../../../plugin/observe/zone-health.ts';
 import { MemoryKube } from '../kube/memory-kube.ts';
 import { run } from './run.ts';
 import {
@@ -53,6 +54,7 @@ function status(options: RolloutFixture = {}, clusters = vmclusters()): RolloutS
     zoneObjects: clusters,
     analysisRuns: analysisRuns(),
     routing,
+    now,
   });
 }
 
@@ -211,7 +213,7 @@ test('the walk’s end: Healthy at the new revision 0, aborted or Degraded 1, Pa
   );
   const unseen = rollout({ currentStepIndex: 12, phase: 'Healthy', stableRS: 'rev2' });
   unseen.metadata.generation = 5; // just applied: the controller still reports generation 4
-  const stale = buildStatus({ rollout: unseen, zoneObjects: vmclusters(), analysisRuns: [], routing });
+  const stale = buildStatus({ rollout: unseen, zoneObjects: vmclusters(), analysisRuns: [], routing, now });
   assert.equal(walkExitCode(stale), undefined, 'a Healthy the controller wrote before the new spec');
 });
 
@@ -223,6 +225,7 @@ test('a missing VMCluster, a malformed annotation and unreadable routing are sho
     zoneObjects: clusters,
     analysisRuns: [],
     routing: { error: 'reading VMUser vm/vmauth-read: HTTP 403: forbidden' },
+    now,
   });
   const byZone = Object.fromEntries(s.zones.map((z) => [z.zone, z]));
   assert.equal(byZone['zone-c']?.state, 'unknown');
@@ -439,3 +442,29 @@ test('readStatus shows a VMSingle zone by its name and kind, and names a missing
   assert.equal(c?.message, 'VLCluster vm/vm-zone-c does not exist');
   assert.match(formatStatusTable(s, { now, wide: true }), /zone-b +VMSingle +vm\/vm-zone-b /);
 });
+
+test('each zone’s health line is the zone object’s health as Argo CD shows it with vmzones’ checks (one wording)', () => {
+  const s = status();
+  const text = formatStatusTable(s, { now });
+  const lines = text.split('\n');
+  const head = lines.findIndex((l) => l.startsWith('ZONE  ') && l.includes('HEALTH MESSAGE'));
+  assert.ok(head > 0, text);
+  for (const [i, zone] of s.zones.entries()) {
+    const object = vmclusters().find((c) => c.metadata.name === zone.vmcluster);
+    assert.ok(object, zone.zone);
+    const expected = zoneHealth(object, { nowSeconds: now.getTime() / 1000 });
+    assert.deepEqual(zone.health, expected, zone.zone);
+    assert.match(
+      lines[head + 1 + i] ?? '',
+      new RegExp(`^${zone.zone} +${expected.status} +${regexText(expected.message)}$`),
+    );
+  }
+  assert.match(
+    text,
+    /^zone-b +Healthy +zone-b: out of reads for Rollout vm\/walk since \S+; waiting for evidence since \S+; VMCluster: operational$/m,
+  );
+});
+
+function regexText(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

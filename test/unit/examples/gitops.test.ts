@@ -55,23 +55,17 @@ test('the example Application ignores what field manager vmzones writes, also wh
   ]);
 });
 
-test('the example argocd-cm carries the same VictoriaMetrics health check for VMCluster, VMAgent, VMAuth, VMUser', () => {
+test('the example argocd-cm is the generated vmzones health patch: zone kinds, the other VictoriaMetrics kinds, AnalysisRun', () => {
+  // What the checks say is tested in Lua by test/unit/observe/zone-health-lua.test.ts; here: which kinds get one.
   const cm = parse(read('argocd/argocd-cm.yaml')) as { data: Record<string, string> };
-  const kinds = Object.keys(cm.data).map((k) => k.replace('resource.customizations.health.', ''));
-  assert.deepEqual(
-    kinds.sort(),
-    ['VMAgent', 'VMAuth', 'VMCluster', 'VMUser'].map((k) => `operator.victoriametrics.com_${k}`),
-  );
-  const scripts = new Set(Object.values(cm.data));
-  assert.equal(scripts.size, 1, 'one health check for all four kinds');
-  const lua = [...scripts][0] ?? '';
-  for (const [state, health] of [
-    ['operational', 'Healthy'],
-    ['expanding', 'Progressing'],
-    ['paused', 'Suspended'],
-    ['failed', 'Degraded'],
-  ]) {
-    assert.match(lua, new RegExp(`state == "${state}" then\\n  hs.status = "${health}"`), state);
-  }
-  assert.match(lua, /observedGeneration < obj\.metadata\.generation then\n {2}hs\.status = "Progressing"/);
+  const health = Object.keys(cm.data)
+    .filter((k) => k.startsWith('resource.customizations.health.'))
+    .map((k) => k.replace('resource.customizations.health.', ''));
+  assert.deepEqual(health.sort(), [
+    'argoproj.io_AnalysisRun',
+    ...['VLCluster', 'VMAgent', 'VMAuth', 'VMCluster', 'VMSingle', 'VMUser'].map(
+      (k) => `operator.victoriametrics.com_${k}`,
+    ),
+  ]);
+  assert.equal(cm.data['resource.customizations.health.argoproj.io_Rollout'], undefined);
 });
