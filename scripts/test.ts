@@ -113,6 +113,15 @@ const gates: Phase[] = [
   { name: 'lint', command: npm, args: ['run', '--silent', 'lint'], gate: true },
   { name: 'typecheck', command: npm, args: ['run', '--silent', 'typecheck'], gate: true },
   { name: 'build', command: npm, args: ['run', '--silent', 'build'], gate: true },
+  // The Debian packages the tests use (lua5.1 for the unit tests' Lua engine; tmux, iproute2, redis for end-to-end
+  // files), installed where missing before the unit tests start beside the sandbox build. Never fails the run: a
+  // package apt cannot install fails the tests that need it, naming it.
+  {
+    name: 'test tools (apt, cached)',
+    command: node,
+    args: ['test/env/build.ts', '--tools-only'],
+    gate: true,
+  },
 ];
 const sandboxBuild: Phase = {
   name: 'sandbox build (cached)',

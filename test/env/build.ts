@@ -467,16 +467,24 @@ export function buildAll(
         `binary in its build phase, before any test file starts); run "npm run env:build"`,
     );
   }
-  const debian = ensureDebianVictoriaMetrics();
-  ensureTmux();
-  ensureIproute2();
-  ensureLua();
-  const redisServer = ensureRedis();
+  const { debian, redisServer } = ensureTools();
   return {
     ...built,
     ...(debian ? { debianVictoriaMetrics: debian } : {}),
     ...(redisServer ? { redisServer } : {}),
   };
+}
+
+/**
+ * The Debian packages the tests use, installed with apt where missing (each a no-op when present): npm test runs
+ * this first (`--tools-only`), before the unit tests, which need lua5.1 on a fresh machine too.
+ */
+export function ensureTools(): { debian: DebianBinaries | undefined; redisServer: string | undefined } {
+  const debian = ensureDebianVictoriaMetrics();
+  ensureTmux();
+  ensureIproute2();
+  ensureLua();
+  return { debian, redisServer: ensureRedis() };
 }
 
 // A binary's mtime is when a build last used it: another checkout on the machine (a branch, a worktree, a clean
@@ -521,7 +529,17 @@ export function moduleDir(module: string, version: string, fromModule: Target['m
 if (import.meta.main) {
   const started = Date.now();
   // `--except NAME` (repeatable): leave NAME out (a sandbox without Argo CD, run by hand, does not need it).
-  const { values } = parseArgs({ options: { except: { type: 'string', multiple: true } } });
+  const { values } = parseArgs({
+    options: { except: { type: 'string', multiple: true }, 'tools-only': { type: 'boolean' } },
+  });
+  if (values['tools-only']) {
+    // `--tools-only`: only the Debian packages (npm test's first phase; no Go build).
+    const { debian, redisServer } = ensureTools();
+    process.stdout.write(
+      `debian victoria-metrics: ${debian ? 'present' : 'missing'}; redis-server: ${redisServer ?? 'missing'}\n`,
+    );
+    process.exit(0);
+  }
   const names = targets.map((t) => t.name);
   const unknown = (values.except ?? []).filter((name) => !names.some((n) => n === name));
   if (unknown.length > 0) {
