@@ -112,7 +112,8 @@ function followTokenFiles(config: KubeConfig, path: string): void {
     const file = entry.user?.tokenFile ?? entry.user?.['token-file'];
     if (typeof entry.name !== 'string' || typeof file !== 'string' || file === '') continue;
     const user = config.getUser(entry.name);
-    if (user === null || user.token === undefined || entry.user?.token !== undefined) continue;
+    // kubectl: a token given inline wins over a token file.
+    if (user === null || entry.user?.token !== undefined) continue;
     Object.assign(user, {
       token: undefined,
       authProvider: {
