@@ -4,7 +4,7 @@
 // import() uninitialized until that import() runs, which is what lets the CLI's offline commands run on Node 20
 // although the plugin's own modules in the same file need Node 24 (plugin/main.ts, docs/cli.md).
 
-import { chmodSync, readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
@@ -33,6 +33,32 @@ const zodEnglishOnly: Plugin = {
   },
 };
 
+/**
+ * What @kubernetes/client-node and undici would evaluate in every process for nothing vmzones calls (docs/deploy.md,
+ * "Memory"): client-node's KubeConfig imports its generated API clients (only makeApiClient uses them) and the
+ * azure/gcp auth-providers kubectl removed in 1.26; undici's index evaluates mock agents, cache stores, WebSocket and
+ * more, and carries a second HTTP parser (milo, used only with UNDICI_USE_MILO); express's body parsers carry
+ * iconv-lite's character set tables for request bodies, and the observe endpoint reads none. Each is replaced by a
+ * small module of scripts/bundle/ (the file says what it keeps; not-bundled.cjs fails by name if ever used).
+ */
+const bundleOnlyWhatIsCalled: Plugin = {
+  name: 'bundle-only-what-is-called',
+  setup(b) {
+    const clientNode = /[/\\]node_modules[/\\]@kubernetes[/\\]client-node[/\\]dist[/\\]config\.js$/;
+    const replacements: [RegExp, (importer: string) => boolean, string][] = [
+      [/^\.\/gen\/index\.js$/, (i) => clientNode.test(i), 'client-node-api-clients.mjs'],
+      [/^\.\/(azure|gcp)_auth\.js$/, (i) => clientNode.test(i), 'removed-auth-provider.mjs'],
+      [/^undici$/, (i) => !i.endsWith('undici-parts.mjs'), 'undici-parts.mjs'],
+      [/^\.\.\/milo\/(no-)?simd\.js$/, (i) => /[/\\]undici[/\\]/.test(i), 'not-bundled.cjs'],
+      [/^iconv-lite$/, () => true, 'not-bundled.cjs'],
+    ];
+    for (const [filter, applies, file] of replacements)
+      b.onResolve({ filter }, (args) =>
+        applies(args.importer) ? { path: join(import.meta.dirname, 'bundle', file) } : undefined,
+      );
+  },
+};
+
 // name → [entry, oldest Node it must load on]
 const entries: Record<string, [string, string]> = {
   vmzones: ['plugin/main.ts', 'node20'],
@@ -42,8 +68,10 @@ const entries: Record<string, [string, string]> = {
 
 for (const [name, [entry, target]] of Object.entries(entries)) {
   const outfile = `dist/${name}.mjs`;
-  await build({
+  const result = await build({
     entryPoints: [entry],
+    // What each package adds to the bundle (docs/deploy.md, "Memory"): dist/<name>.meta.json, e.g. for esbuild's analyzer.
+    metafile: process.env.VMZONES_BUILD_META === '1',
     outfile,
     bundle: true,
     platform: 'node',
@@ -64,9 +92,10 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
       // A shebang for running by hand; bundled CommonJS dependencies may still call require().
       js: "#!/usr/bin/env node\nimport { createRequire as __vmzonesCreateRequire } from 'node:module'; const require = __vmzonesCreateRequire(import.meta.url);",
     },
-    plugins: [zodEnglishOnly],
+    plugins: [zodEnglishOnly, bundleOnlyWhatIsCalled],
     logLevel: 'warning',
   });
+  if (result.metafile !== undefined) writeFileSync(`dist/${name}.meta.json`, JSON.stringify(result.metafile));
   chmodSync(outfile, 0o755);
   requireOneByteSource(outfile);
 }

@@ -14,7 +14,7 @@ import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { Cluster } from '@kubernetes/client-node/dist/config_types.js';
 import type { RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { Watch } from '@kubernetes/client-node/dist/watch.js';
-import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
 import type { KubeConnection } from './kube-config.ts';
@@ -198,10 +198,12 @@ export class KubeClient {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     headers.accept = 'application/json';
     if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
-    const response = await undiciRequest(this.#url(path, options.query), {
+    const url = this.#url(path, options.query);
+    const response = await dispatcher.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
       method: method as Dispatcher.HttpMethod,
       headers,
-      dispatcher,
       ...(body === undefined ? {} : { body }),
       ...(signal === undefined ? {} : { signal }),
     });

@@ -5,7 +5,7 @@
 // HTTP is undici's: one pooled dispatcher per TLS setting, so that a gate's rounds (1.5 s apart) reuse their
 // connections to a pod instead of a TCP (and TLS) handshake per scrape; idle ones close after a few seconds.
 
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { CodedError } from '../goplugin/failure-codes.ts';
 import {
   MetricsTextError,
@@ -144,11 +144,13 @@ async function scrapeInSlot(
   let response: Dispatcher.ResponseData | undefined;
   try {
     try {
-      response = await request(url, {
+      const parsed = new URL(url);
+      response = await dispatcherFor(target.tls).request({
+        origin: parsed.origin,
+        path: `${parsed.pathname}${parsed.search}`,
         method: 'GET',
         signal,
         headers: { accept: 'text/plain', ...authorization(target.auth) },
-        dispatcher: dispatcherFor(target.tls),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
