@@ -48,7 +48,8 @@ const bundleOnlyWhatIsCalled: Plugin = {
     const replacements: [RegExp, (importer: string) => boolean, string][] = [
       [/^\.\/gen\/index\.js$/, (i) => clientNode.test(i), 'client-node-api-clients.mjs'],
       [/^\.\/(azure|gcp)_auth\.js$/, (i) => clientNode.test(i), 'removed-auth-provider.mjs'],
-      [/^undici$/, (i) => !i.endsWith('undici-parts.mjs'), 'undici-parts.mjs'],
+      [/^undici$/, (i) => /[/\\](watch|isomorphic-fetch)\.js$/.test(i), 'undici-fetch.mjs'],
+      [/^undici$/, (i) => !/undici-(parts|fetch)\.mjs$/.test(i), 'undici-parts.mjs'],
       [/^\.\.\/milo\/(no-)?simd\.js$/, (i) => /[/\\]undici[/\\]/.test(i), 'not-bundled.cjs'],
       [/^iconv-lite$/, () => true, 'not-bundled.cjs'],
     ];

@@ -13,7 +13,6 @@ import type { AgentOptions, RequestOptions as HttpsRequestOptions } from 'node:h
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { Cluster } from '@kubernetes/client-node/dist/config_types.js';
 import type { RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
-import { Watch } from '@kubernetes/client-node/dist/watch.js';
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
@@ -254,6 +253,8 @@ export class KubeClient {
         context.setDispatcher(dispatcher);
       },
     };
+    // Loaded with the first watch: a process that never watches (the gates role) never evaluates it or undici's fetch.
+    const { Watch } = await import('@kubernetes/client-node/dist/watch.js');
     const watcher = new Watch(pooled as unknown as KubeConfig);
     // Its inactivity timeout (30 s by default), typed private in 2.0.1.
     (watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityMs;
