@@ -34,6 +34,11 @@ export class KubeConfigError extends CodedError {
 function connectionOf(config: KubeConfig, source: string): KubeConnection {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new KubeConfigError(`${source}: its context names no known cluster`);
+  // client-node refuses to send a credential over plain HTTP unless TLS checks are off by the kubeconfig's word.
+  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify)
+    throw new KubeConfigError(
+      `${source}: server ${cluster.server} is plain HTTP without insecure-skip-tls-verify`,
+    );
   const namespace = config.getContextObject(config.getCurrentContext())?.namespace?.trim();
   return {
     config,
