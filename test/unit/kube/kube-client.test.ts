@@ -18,9 +18,9 @@ import {
 } from '../../../plugin/kube/kube-config.ts';
 import { KubeError, type KubeObject, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { WatchCache } from '../../../plugin/kube/watch-cache.ts';
-import { fakeClockStart } from '../fake-clock.ts';
 import { makeTlsFixture, type TlsFixture } from '../vm/tls-fixture.ts';
 import { ApiServerFixture } from './api-server-fixture.ts';
+import { assertTokenFileFollowed } from './token-rotation.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const vmcluster = { apiVersion: 'operator.victoriametrics.com/v1beta1', kind: 'VMCluster' };
@@ -333,20 +333,12 @@ test('in-cluster: the service account token file is read again once it rotates',
   });
   const connection = inClusterConnection(root);
   assert.equal(connection.namespace, 'argo-rollouts');
-  // The library's token-file authenticator reads the time from Date: a fake one moves it on.
-  t.mock.timers.enable({ apis: ['Date'], now: fakeClockStart });
   const client = new KubeClient(connection);
-  const kube = kubeObjects(client);
-  await kube.list('v1', 'Pod', 'vm');
-  assert.equal(api.requests.at(-1)?.token, 't0ken-one');
-  api.tokens.add('t0ken-rotated');
-  writeFileSync(join(account, 'token'), 't0ken-rotated');
-  await kube.list('v1', 'Pod', 'vm');
-  assert.equal(api.requests.at(-1)?.token, 't0ken-one', 'read again only after a minute');
-  t.mock.timers.tick(61_000);
-  await kube.list('v1', 'Pod', 'vm');
-  assert.equal(api.requests.at(-1)?.token, 't0ken-rotated');
-  client.close();
+  t.after(() => client.close());
+  await assertTokenFileFollowed(t, api, () => kubeObjects(client), join(account, 'token'), {
+    first: 't0ken-one',
+    next: 't0ken-rotated',
+  });
 });
 
 test('basic auth from a kubeconfig authenticates; an unknown context is refused by name', async () => {

@@ -10,10 +10,10 @@ import { after, before, test } from 'node:test';
 import { KubeClient } from '../../../plugin/kube/kube-client.ts';
 import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { kubeObjects } from '../../../plugin/kube/objects.ts';
-import { fakeClockStart } from '../fake-clock.ts';
 import { makeTlsFixture, type TlsFixture } from '../vm/tls-fixture.ts';
 import { ApiServerFixture } from './api-server-fixture.ts';
 import { ConnectProxyFixture } from './connect-proxy-fixture.ts';
+import { assertTokenFileFollowed } from './token-rotation.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 
@@ -128,15 +128,8 @@ test('OIDC auth-provider: its id-token is the bearer token while it is valid', a
 test("kubectl's tokenFile in a kubeconfig is read again once a minute, relative to the kubeconfig", async (t) => {
   writeFileSync(join(dir, 'token'), 't0ken-one');
   const connection = kubeconfigConnection([kubeconfig('token-file', { tokenFile: 'token' })]);
-  t.mock.timers.enable({ apis: ['Date'], now: fakeClockStart });
-  const kube = kubeObjects(connection);
-  await kube.list('v1', 'Pod', 'vm');
-  assert.equal(api.requests.at(-1)?.token, 't0ken-one');
-  api.tokens.add('t0ken-next');
-  writeFileSync(join(dir, 'token'), 't0ken-next');
-  await kube.list('v1', 'Pod', 'vm');
-  assert.equal(api.requests.at(-1)?.token, 't0ken-one', 'not read again within the minute');
-  t.mock.timers.tick(61_000);
-  await kube.list('v1', 'Pod', 'vm');
-  assert.equal(api.requests.at(-1)?.token, 't0ken-next');
+  await assertTokenFileFollowed(t, api, () => kubeObjects(connection), join(dir, 'token'), {
+    first: 't0ken-one',
+    next: 't0ken-next',
+  });
 });
