@@ -1,8 +1,10 @@
 // Idle memory and start → handshake of the product bundle in both roles, launched as the controller launches it (the
 // manifests' Node flags, its go-plugin environment, the role's cookie; docs/deploy.md, "Memory"): for each role the
-// median over `--launches` of VmRSS and RssAnon one second after the handshake line, and of start → handshake.
+// median over `--launches` of VmRSS and RssAnon one second after the handshake line, and the median and the least
+// of start → handshake (on a loaded machine the least shows the process's own cost best).
 // Prints `name value` lines: plugin_idle_rss_mib_<role>, plugin_idle_anon_mib_<role>,
-// plugin_start_to_handshake_ms_<role>. `--bundle FILE` measures another bundle (e.g. an older commit's dist/vmzones.mjs);
+// plugin_start_to_handshake_ms_<role>, plugin_start_to_handshake_min_ms_<role>, plugin_start_cpu_ms_<role> (CPU
+// time used until the handshake). `--bundle FILE` measures another bundle (e.g. an older commit's dist/vmzones.mjs);
 // `--observe` adds --observe-address=127.0.0.1:0 (the endpoint with express and prom-client).
 
 import { spawn } from 'node:child_process';
@@ -23,6 +25,8 @@ if (!Number.isInteger(launches) || launches < 1) throw new Error('--launches mus
 
 interface Launch {
   handshakeMs: number;
+  /** CPU time (user + system) the process had used at its handshake: what a loaded machine changes least. */
+  cpuMs: number;
   rssMib: number;
   anonMib: number;
 }
@@ -50,6 +54,7 @@ async function launch(role: 'step' | 'metricprovider'): Promise<Launch> {
     },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
+  let cpuAtHandshake = Number.NaN;
   try {
     const handshakeMs = await new Promise<number>((resolve, reject) => {
       let out = '';
@@ -58,8 +63,11 @@ async function launch(role: 'step' | 'metricprovider'): Promise<Launch> {
         out += chunk.toString();
         if (!out.includes('\n')) return;
         clearTimeout(timer);
-        if (/^1\|1\|(unix|tcp)\|/.test(out)) resolve(performance.now() - began);
-        else reject(new Error(`${role}: printed ${JSON.stringify(out.slice(0, 120))}`));
+        if (/^1\|1\|(unix|tcp)\|/.test(out)) {
+          const elapsed = performance.now() - began;
+          cpuAtHandshake = cpuMs(child.pid ?? 0);
+          resolve(elapsed);
+        } else reject(new Error(`${role}: printed ${JSON.stringify(out.slice(0, 120))}`));
       });
       child.on('exit', (code) => {
         clearTimeout(timer);
@@ -68,10 +76,22 @@ async function launch(role: 'step' | 'metricprovider'): Promise<Launch> {
     });
     await sleep(1_000);
     const pid = child.pid ?? 0;
-    return { handshakeMs, rssMib: statusField(pid, 'VmRSS'), anonMib: statusField(pid, 'RssAnon') };
+    return {
+      handshakeMs,
+      cpuMs: cpuAtHandshake,
+      rssMib: statusField(pid, 'VmRSS'),
+      anonMib: statusField(pid, 'RssAnon'),
+    };
   } finally {
     child.kill('SIGKILL');
   }
+}
+
+/** utime + stime of /proc/<pid>/stat, in ms (the kernel counts in ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -85,4 +105,8 @@ for (const [role, name] of [
   console.log(`plugin_idle_rss_mib_${name} ${median(runs.map((r) => r.rssMib)).toFixed(1)}`);
   console.log(`plugin_idle_anon_mib_${name} ${median(runs.map((r) => r.anonMib)).toFixed(1)}`);
   console.log(`plugin_start_to_handshake_ms_${name} ${median(runs.map((r) => r.handshakeMs)).toFixed(0)}`);
+  console.log(
+    `plugin_start_to_handshake_min_ms_${name} ${Math.min(...runs.map((r) => r.handshakeMs)).toFixed(0)}`,
+  );
+  console.log(`plugin_start_cpu_ms_${name} ${median(runs.map((r) => r.cpuMs)).toFixed(0)}`);
 }
