@@ -77,7 +77,7 @@ const lazyImports: { module: string; names: readonly string[]; importedFrom: Reg
     names: ['KubeConfig'],
     importedFrom: /[/\\]plugin[/\\]/,
   },
-  { module: 'undici', names: ['Agent', 'ProxyAgent'], importedFrom: /[/\\]plugin[/\\]/ },
+  { module: 'undici', names: ['Agent'], importedFrom: /[/\\]plugin[/\\]/ },
   { module: 'socks', names: ['SocksClient'], importedFrom: /[/\\]client-node[/\\]/ },
   { module: 'socks-proxy-agent', names: ['SocksProxyAgent'], importedFrom: /[/\\]client-node[/\\]/ },
   { module: 'hpagent', names: ['HttpProxyAgent', 'HttpsProxyAgent'], importedFrom: /[/\\]client-node[/\\]/ },

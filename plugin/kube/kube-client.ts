@@ -13,7 +13,7 @@ import type { AgentOptions, RequestOptions as HttpsRequestOptions } from 'node:h
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { Cluster } from '@kubernetes/client-node/dist/config_types.js';
 import type { RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
-import { Agent, type Dispatcher, ProxyAgent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
 import type { KubeConnection } from './kube-config.ts';
@@ -151,7 +151,7 @@ export class KubeClient {
     if (this.#pool?.key !== key) {
       let dispatcher: Dispatcher | undefined;
       try {
-        dispatcher = this.#dispatcherFor(cluster, tls);
+        dispatcher = (this.#config as unknown as DispatcherBuilder).createDispatcher(cluster, tls);
       } catch (err) {
         throw credentialError(this.connection, err);
       }
@@ -161,29 +161,6 @@ export class KubeClient {
       void old?.close().catch(() => {});
     }
     return { headers, dispatcher: this.#pool.dispatcher };
-  }
-
-  /** The library's connection options for the cluster (TLS, proxy-url), on HTTP/1.1: undici offers HTTP/2 by default
-   *  and the API server takes it, which cost each plugin process several MiB on the walk (node:http2 and its
-   *  sessions; docs/deploy.md, "Memory"). A SOCKS proxy keeps the library's own dispatcher. */
-  #dispatcherFor(cluster: Cluster | null, tls: AgentOptions): Dispatcher | undefined {
-    const options = this.#config.createDispatcherOptions(cluster, tls);
-    const pool = { keepAliveTimeout: idleConnectionMs, allowH2: false };
-    switch (options.type) {
-      case 'agent':
-        return new Agent({ ...pool, connect: options.connect });
-      case 'proxy':
-        return new ProxyAgent({
-          ...pool,
-          uri: options.uri,
-          requestTls: { ...options.requestTls, allowH2: false } as ProxyAgent.Options['requestTls'],
-          connect: options.connect,
-        });
-      case 'socks':
-        return (this.#config as unknown as DispatcherBuilder).createDispatcher(cluster, tls);
-      default:
-        return undefined;
-    }
   }
 
   #url(path: string, query: RequestOptions['query']): URL {
