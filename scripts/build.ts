@@ -4,10 +4,11 @@
 // import() uninitialized until that import() runs, which is what lets the CLI's offline commands run on Node 20
 // although the plugin's own modules in the same file need Node 24 (plugin/main.ts, docs/cli.md).
 
-import { chmodSync, readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
+const repoRoot = join(import.meta.dirname, '..');
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
   version: string;
   engines: { node: string };
@@ -33,6 +34,100 @@ const zodEnglishOnly: Plugin = {
   },
 };
 
+/**
+ * What @kubernetes/client-node and undici would evaluate in every process for nothing vmzones calls (docs/deploy.md,
+ * "Memory"): client-node's KubeConfig imports its generated API clients (only makeApiClient uses them) and the
+ * azure/gcp auth-providers kubectl removed in 1.26; undici's index evaluates mock agents, cache stores, WebSocket and
+ * more, and carries a second HTTP parser (milo, used only with UNDICI_USE_MILO); express's body parsers carry
+ * iconv-lite's character set tables for request bodies, and the observe endpoint reads none. Each is replaced by a
+ * small module of scripts/bundle/ (the file says what it keeps; not-bundled.cjs fails by name if ever used).
+ */
+const bundleOnlyWhatIsCalled: Plugin = {
+  name: 'bundle-only-what-is-called',
+  setup(b) {
+    const clientNode = /[/\\]node_modules[/\\]@kubernetes[/\\]client-node[/\\]dist[/\\]config\.js$/;
+    const replacements: [RegExp, (importer: string) => boolean, string][] = [
+      [/^\.\/gen\/index\.js$/, (i) => clientNode.test(i), 'client-node-api-clients.mjs'],
+      [/^\.\/(azure|gcp)_auth\.js$/, (i) => clientNode.test(i), 'removed-auth-provider.mjs'],
+      [/^undici$/, (i) => /[/\\](watch|isomorphic-fetch)\.js$/.test(i), 'undici-fetch.mjs'],
+      [/^undici$/, (i) => !/undici-(parts|fetch)\.mjs$/.test(i), 'undici-parts.mjs'],
+      [/^\.\.\/milo\/(no-)?simd\.js$/, (i) => /[/\\]undici[/\\]/.test(i), 'not-bundled.cjs'],
+      [/^iconv-lite$/, () => true, 'not-bundled.cjs'],
+    ];
+    for (const [filter, applies, file] of replacements)
+      b.onResolve({ filter }, (args) =>
+        applies(args.importer) ? { path: join(import.meta.dirname, 'bundle', file) } : undefined,
+      );
+  },
+};
+
+/**
+ * Modules a plugin process needs only once it talks to Kubernetes or scrapes a pod, evaluated then instead of at start
+ * (start → handshake: the controller waits for it; docs/deploy.md, "Memory"): client-node's KubeConfig (and with it
+ * js-yaml, openid-client, its proxy agents), and undici, as vmzones' modules import them; client-node's own proxy
+ * agents (socks, ip-address, debug), which only a kubeconfig's `proxy-url` uses. Each such import becomes a small
+ * CommonJS module whose named exports are getters that require() the real module the first time one is read
+ * (esbuild keeps a module reached only through require() unevaluated until then). The names are the ones the
+ * importers use (a name missing here would read as undefined: test/unit/cli/subprocess.test.ts and the e2e tests
+ * run the bundle).
+ */
+const lazyImports: { module: string; names: readonly string[]; importedFrom: RegExp }[] = [
+  {
+    module: '@kubernetes/client-node/dist/config.js',
+    names: ['KubeConfig'],
+    importedFrom: /[/\\]plugin[/\\]/,
+  },
+  { module: 'undici', names: ['Agent'], importedFrom: /[/\\]plugin[/\\]/ },
+  { module: 'socks', names: ['SocksClient'], importedFrom: /[/\\]client-node[/\\]/ },
+  { module: 'socks-proxy-agent', names: ['SocksProxyAgent'], importedFrom: /[/\\]client-node[/\\]/ },
+  { module: 'hpagent', names: ['HttpProxyAgent', 'HttpsProxyAgent'], importedFrom: /[/\\]client-node[/\\]/ },
+];
+const lazyNamespace = 'vmzones-lazy';
+const evaluatedOnFirstUse: Plugin = {
+  name: 'evaluated-on-first-use',
+  setup(b) {
+    for (const lazy of lazyImports) {
+      const filter = new RegExp(`^${lazy.module.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
+      b.onResolve({ filter }, (args) =>
+        args.namespace !== lazyNamespace && lazy.importedFrom.test(args.importer)
+          ? { path: lazy.module, namespace: lazyNamespace }
+          : undefined,
+      );
+    }
+    b.onLoad({ filter: /.*/, namespace: lazyNamespace }, (args) => {
+      const names = lazyImports.find((l) => l.module === args.path)?.names ?? [];
+      const getters = names.map((name) => `get ${name}() { return load().${name}; }`);
+      return {
+        contents: `let loaded; const load = () => (loaded ??= require(${JSON.stringify(args.path)}));\nmodule.exports = { ${getters.join(', ')} };\n`,
+        loader: 'js',
+        resolveDir: repoRoot,
+      };
+    });
+  },
+};
+
+/**
+ * `node:http` and `node:https` through require(), not ESM import: Node 24 builds an ES module facade of a builtin by
+ * reading every export, and node:http's `WebSocket`, `CloseEvent`… getters then evaluate Node's own bundled undici:
+ * ≈ 45 ms of CPU at start (docs/deploy.md, "Memory"), for an import esbuild hoists to the top of the bundle even when
+ * the importing module is evaluated only later (client-node's Watch, the observe endpoint). Each import becomes a
+ * small CommonJS module that requires the builtin when its importer is evaluated.
+ */
+const httpThroughRequire: Plugin = {
+  name: 'http-through-require',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?https?$/ }, (args) =>
+      args.namespace === 'vmzones-builtin'
+        ? undefined
+        : { path: args.path.replace(/^node:/, ''), namespace: 'vmzones-builtin' },
+    );
+    b.onLoad({ filter: /.*/, namespace: 'vmzones-builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(`node:${args.path}`)});\n`,
+      loader: 'js',
+    }));
+  },
+};
+
 // name → [entry, oldest Node it must load on]
 const entries: Record<string, [string, string]> = {
   vmzones: ['plugin/main.ts', 'node20'],
@@ -42,8 +137,10 @@ const entries: Record<string, [string, string]> = {
 
 for (const [name, [entry, target]] of Object.entries(entries)) {
   const outfile = `dist/${name}.mjs`;
-  await build({
+  const result = await build({
     entryPoints: [entry],
+    // What each package adds to the bundle (docs/deploy.md, "Memory"): dist/<name>.meta.json, e.g. for esbuild's analyzer.
+    metafile: process.env.VMZONES_BUILD_META === '1',
     outfile,
     bundle: true,
     platform: 'node',
@@ -64,9 +161,10 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
       // A shebang for running by hand; bundled CommonJS dependencies may still call require().
       js: "#!/usr/bin/env node\nimport { createRequire as __vmzonesCreateRequire } from 'node:module'; const require = __vmzonesCreateRequire(import.meta.url);",
     },
-    plugins: [zodEnglishOnly],
+    plugins: [zodEnglishOnly, httpThroughRequire, evaluatedOnFirstUse, bundleOnlyWhatIsCalled],
     logLevel: 'warning',
   });
+  if (result.metafile !== undefined) writeFileSync(`dist/${name}.meta.json`, JSON.stringify(result.metafile));
   chmodSync(outfile, 0o755);
   requireOneByteSource(outfile);
 }

@@ -62,6 +62,7 @@ function copyForPack(into: string): void {
   ])
     cpSync(join(repoRoot, path), join(into, path), { recursive: true });
   cpSync(join(repoRoot, 'scripts', 'build.ts'), join(into, 'scripts', 'build.ts'));
+  cpSync(join(repoRoot, 'scripts', 'bundle'), join(into, 'scripts', 'bundle'), { recursive: true });
   cpSync(join(repoRoot, 'test', 'fixtures'), join(into, 'test', 'fixtures'), { recursive: true });
   symlinkSync(join(repoRoot, 'node_modules'), join(into, 'node_modules'));
 }

@@ -10,7 +10,7 @@
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { type ClusterRegistration, clusterConfigSchema } from './cluster-registration.ts';
 import { clusterSecretLabel, insecureClusterRisk } from './cluster-secret-text.ts';
-import type { KubeConnection } from './kube-config.ts';
+import { connectionOfFields, type KubeConnection } from './kube-config.ts';
 import { dns1123Label } from './names.ts';
 import { KubeError, type KubeObject, type KubeObjects, kubeObjects } from './objects.ts';
 
@@ -124,12 +124,14 @@ export function kubeConfigFor(registration: ClusterRegistration): KubeConnection
     token: registration.config.bearerToken,
     tlsServerName: tls.serverName,
   };
-  return {
-    server: registration.server,
-    skipTLSVerify: tls.insecure,
-    source: `cluster ${registration.name} (Secret ${registration.secret})`,
-    ...Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)),
-  };
+  return connectionOfFields(
+    {
+      server: registration.server,
+      skipTLSVerify: tls.insecure,
+      ...Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)),
+    },
+    `cluster ${registration.name} (Secret ${registration.secret})`,
+  );
 }
 
 /** Every call's error names the cluster, so that "not ready" or "unreachable" says where. */

@@ -1,17 +1,22 @@
-// The project's own HTTP client for the Kubernetes API: requests and watches on node:https with ONE keep-alive Agent
-// per cluster, bearer tokens (a token file re-read as it rotates, an exec credential plugin's token until it
-// expires), client certificates, and discovery of a kind's REST path. It replaces @kubernetes/client-node, which cost
-// each plugin process ~50 MiB of memory for the four calls vmzones makes (README.md, "Design notes").
-// Errors carry the HTTP status and the API server's body (plugin/kube/objects.ts turns them into KubeErrors with
-// the credentials redacted); nothing here puts a token, key or certificate into a message.
+// HTTP to the Kubernetes API on top of @kubernetes/client-node: its KubeConfig authenticates (client certificates,
+// tokens and rotating token files, exec credential plugins, OIDC, basic auth) and builds the connection for the
+// cluster (TLS, proxy-url); its Watch streams watches. What vmzones adds around it (README.md, "Design notes"):
+//   - ONE connection pool per cluster, kept while the TLS material stays the same. client-node 2.0.1 builds a new
+//     undici Agent for every request (KubeConfig.applySecurityAuthentication), so every call opened a TLS connection
+//     of its own (docs/deploy.md, "Memory"); here the Agent the library builds is kept and reused.
+//   - requests through undici with deadlines and a cap on the answer's size; discovery of a kind's REST path
+//     (the library's KubernetesObjectApi would bring its ~750 generated model classes for it);
+//   - errors that carry the HTTP status and the API server's body (plugin/kube/objects.ts turns them into KubeErrors
+//     with the credentials redacted); nothing here puts a token, key or certificate into a message.
 
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { AgentOptions, RequestOptions as HttpsRequestOptions } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import type { Cluster } from '@kubernetes/client-node/dist/config_types.js';
+import type { RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
+import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { CodedError, type FailureCode } from '../goplugin/failure-codes.ts';
-import type { ExecConfig, KubeConnection } from './kube-config.ts';
+import type { KubeConnection } from './kube-config.ts';
 
 /** A response outside 2xx: `status` is the HTTP status, `body` the API server's text (a Status object, usually).
  *  plugin/kube/objects.ts makes a KubeError of it; its code here is the same one. */
@@ -49,19 +54,14 @@ export class UnknownKindError extends CodedError {
   }
 }
 
-/** How often file material (token, CA, client certificate) is read again: kubelet rotates tokens well before
- *  they expire, and client-go re-reads them once a minute too. */
-const rereadMs = 60_000;
-/** A watch without a byte for this long is closed and opened again (the previous Kubernetes client's figure;
- *  docs/scale.md, "Reconnects"). */
+/** A watch without a byte for this long is closed and opened again (docs/scale.md, "Reconnects"). */
 export const watchInactivityMs = 30_000;
 /** How long discovery's "no such kind" is believed before the group/version is asked again. */
 const unknownKindRecheckMs = 60_000;
-/** An exec plugin's answer is trusted until this long before its expirationTimestamp. */
-const execEarlyMs = 10_000;
-const execTimeoutMs = 60_000;
 /** At most this much of a response is kept (the largest list of ours is far below it). */
 const maxBodyBytes = 64 * 1024 * 1024;
+/** Idle pooled connections close after this long (the API server keeps them open far longer). */
+const idleConnectionMs = 30_000;
 
 export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
@@ -80,15 +80,6 @@ export interface WatchHandle {
 /** `(type, object)` of each watch event; `done` once when the stream ends: null when it ended normally. */
 export type WatchCallback = (type: string, object: unknown) => void;
 
-const execCredentialSchema = z.object({
-  status: z.object({
-    token: z.string().optional(),
-    clientCertificateData: z.string().optional(),
-    clientKeyData: z.string().optional(),
-    expirationTimestamp: z.string().optional(),
-  }),
-});
-
 const resourceListSchema = z.object({
   resources: z.array(z.object({ name: z.string(), kind: z.string(), namespaced: z.boolean() })),
 });
@@ -98,169 +89,78 @@ export interface Resource {
   namespaced: boolean;
 }
 
-interface Credentials {
-  token: string | undefined;
-  cert: string | undefined;
-  key: string | undefined;
+/** What the library's KubeConfig says one request needs: headers (the credential) and the TLS material. */
+interface Authenticated {
+  headers: Record<string, string>;
+  dispatcher: Dispatcher;
 }
 
-// No cap on sockets: a watch holds its socket for minutes, and a capped pool would queue every other call behind the
-// watches. Idle sockets beyond a few are closed: 50 walks' concurrent calls must not stay open after their burst.
-const pool = { keepAlive: true, maxFreeSockets: 4 };
-
-const decode = (base64: string) => Buffer.from(base64.replace(/\s/g, ''), 'base64').toString('utf8');
-
-export interface KubeClientOptions {
-  now?: () => number;
-  /** Runs an exec credential plugin (tests give their own); default: execFile. */
-  runExec?: (exec: ExecConfig) => Promise<string>;
-}
-
-function runExecFile(exec: ExecConfig): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      exec.command,
-      [...exec.args],
-      {
-        env: {
-          ...process.env,
-          ...Object.fromEntries(exec.env.map((e) => [e.name, e.value])),
-          KUBERNETES_EXEC_INFO: JSON.stringify({
-            apiVersion: exec.apiVersion,
-            kind: 'ExecCredential',
-            spec: { interactive: false },
-          }),
-        },
-        timeout: execTimeoutMs,
-        maxBuffer: 1024 * 1024,
-      },
-      (err, stdout) => {
-        // The plugin's output is the credential and its arguments may carry one: neither is part of the message.
-        if (err) {
-          const how =
-            typeof err.code === 'number'
-              ? `exit code ${err.code}`
-              : err.killed
-                ? `stopped after ${execTimeoutMs / 1000} s`
-                : String(err.code ?? 'failed to start');
-          reject(new Error(`exec credential plugin ${exec.command} failed (${how})`));
-        } else resolve(stdout);
-      },
-    );
-  });
-}
+/** KubeConfig's connection builder, which its typings keep private: the dispatcher for a cluster and its TLS material
+ *  (a plain TLS Agent, an HTTP(S) proxy from proxy-url, or a SOCKS proxy). Pinned version: test/unit/kube covers each. */
+type DispatcherBuilder = {
+  createDispatcher(cluster: Cluster | null, options: AgentOptions): Dispatcher | undefined;
+};
 
 export class KubeClient {
   readonly connection: KubeConnection;
+  readonly #config: KubeConfig;
   readonly #base: URL;
   readonly #now: () => number;
-  readonly #runExec: (exec: ExecConfig) => Promise<string>;
-  #agent: { key: string; agent: HttpsAgent | HttpAgent } | undefined;
-  #files: { at: number; ca?: string; cert?: string; key?: string; token?: string } | undefined;
-  #exec: { until: number; credentials: Promise<Credentials> } | undefined;
+  #pool: { key: string; dispatcher: Dispatcher } | undefined;
   readonly #resources = new Map<string, { at: number; byKind: Promise<Map<string, Resource>> }>();
 
-  constructor(connection: KubeConnection, options: KubeClientOptions = {}) {
+  constructor(connection: KubeConnection, options: { now?: () => number } = {}) {
     this.connection = connection;
+    this.#config = connection.config;
     this.#base = new URL(connection.server);
     this.#now = options.now ?? Date.now;
-    this.#runExec = options.runExec ?? runExecFile;
   }
 
-  /** File material as it is now, read again at most every rereadMs. */
-  #fileMaterial() {
-    const c = this.connection;
-    if (this.#files !== undefined && this.#now() - this.#files.at < rereadMs) return this.#files;
-    const read = (file: string | undefined) => {
-      if (file === undefined) return undefined;
-      try {
-        return readFileSync(file, 'utf8');
-      } catch (err) {
-        throw new Error(
-          `${c.source}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-        );
-      }
-    };
-    this.#files = {
-      at: this.#now(),
-      ...(c.caFile === undefined ? {} : { ca: read(c.caFile) }),
-      ...(c.certFile === undefined ? {} : { cert: read(c.certFile) }),
-      ...(c.keyFile === undefined ? {} : { key: read(c.keyFile) }),
-      ...(c.tokenFile === undefined ? {} : { token: read(c.tokenFile)?.trim() }),
-    };
-    return this.#files;
-  }
-
-  async #execCredentials(exec: ExecConfig): Promise<Credentials> {
-    if (this.#exec !== undefined && this.#now() < this.#exec.until) return this.#exec.credentials;
-    const credentials = this.#runExec(exec).then((out) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(out);
-      } catch {
-        throw new Error(`exec credential plugin ${exec.command}: its output is not JSON`);
-      }
-      const result = execCredentialSchema.safeParse(parsed);
-      if (!result.success)
-        throw new Error(
-          `exec credential plugin ${exec.command}: its output is no ExecCredential with a status`,
-        );
-      const status = result.data.status;
-      if (status.expirationTimestamp !== undefined && this.#exec !== undefined) {
-        this.#exec.until = Date.parse(status.expirationTimestamp) - execEarlyMs;
-      }
-      return { token: status.token, cert: status.clientCertificateData, key: status.clientKeyData };
-    });
-    this.#exec = { until: Number.POSITIVE_INFINITY, credentials };
-    credentials.catch(() => {
-      this.#exec = undefined;
-    });
-    return credentials;
-  }
-
-  /** Forgets an exec plugin's credential (the API server said 401: it may have been revoked early). */
-  #forgetExec(): void {
-    this.#exec = undefined;
-  }
-
-  async #credentials(): Promise<Credentials & { ca: string | undefined }> {
-    const c = this.connection;
-    const files = this.#fileMaterial();
-    const exec = c.exec === undefined ? undefined : await this.#execCredentials(c.exec);
-    return {
-      ca: c.caData !== undefined ? decode(c.caData) : files.ca,
-      cert: exec?.cert ?? (c.certData !== undefined ? decode(c.certData) : files.cert),
-      key: exec?.key ?? (c.keyData !== undefined ? decode(c.keyData) : files.key),
-      token: exec?.token ?? c.token ?? files.token,
-    };
-  }
-
-  /** The one Agent of this cluster; rebuilt (the old one closed) only when its TLS material changed. */
-  #agentFor(material: { ca: string | undefined; cert: string | undefined; key: string | undefined }) {
-    const key = `${material.ca ?? ''}\0${material.cert ?? ''}\0${material.key ?? ''}`;
-    if (this.#agent?.key === key) return this.#agent.agent;
-    const old = this.#agent?.agent;
-    const c = this.connection;
-    const agent =
-      this.#base.protocol === 'http:'
-        ? new HttpAgent(pool)
-        : new HttpsAgent({
-            ...pool,
-            rejectUnauthorized: !c.skipTLSVerify,
-            ...(material.ca === undefined ? {} : { ca: material.ca }),
-            ...(material.cert === undefined ? {} : { cert: material.cert }),
-            ...(material.key === undefined ? {} : { key: material.key }),
-            ...(c.tlsServerName === undefined ? {} : { servername: c.tlsServerName }),
-          });
-    this.#agent = { key, agent };
-    if (old !== undefined) {
-      // Requests in flight on the old Agent finish (watches included); its idle sockets close now, the others
-      // once their request is done.
-      old.maxFreeSockets = 0;
-      for (const sockets of Object.values(old.freeSockets))
-        for (const socket of sockets ?? []) socket.destroy();
+  /** The credential and connection pool of the next request: the library authenticates (running an exec plugin or
+   *  refreshing an OIDC token when its credential expired, re-reading a rotated token file); the pool is kept
+   *  unless the TLS material changed (a rotated client certificate), when a new one replaces it. */
+  async #authenticate(): Promise<Authenticated> {
+    const options: HttpsRequestOptions = { headers: {} };
+    try {
+      await this.#config.applyToHTTPSOptions(options);
+    } catch (err) {
+      throw credentialError(this.connection, err);
     }
-    return agent;
+    const headers: Record<string, string> = {};
+    // A token file's trailing newline is no part of the token (kubectl trims it too).
+    for (const [name, value] of Object.entries(options.headers ?? {}))
+      if (value !== undefined) headers[name.toLowerCase()] = String(value).trim();
+    if (typeof options.auth === 'string')
+      headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    const cluster = this.#config.getCurrentCluster();
+    const tls: AgentOptions = {
+      // Verified unless the kubeconfig (or the cluster's Secret) says insecure-skip-tls-verify.
+      rejectUnauthorized: cluster?.skipTLSVerify !== true,
+      ...(options.ca === undefined ? {} : { ca: options.ca }),
+      ...(options.cert === undefined ? {} : { cert: options.cert }),
+      ...(options.key === undefined ? {} : { key: options.key }),
+      ...(options.servername === undefined ? {} : { servername: options.servername }),
+    };
+    const key = JSON.stringify([
+      tls.rejectUnauthorized,
+      tls.servername,
+      pem(tls.ca),
+      pem(tls.cert),
+      pem(tls.key),
+    ]);
+    if (this.#pool?.key !== key) {
+      let dispatcher: Dispatcher | undefined;
+      try {
+        dispatcher = (this.#config as unknown as DispatcherBuilder).createDispatcher(cluster, tls);
+      } catch (err) {
+        throw credentialError(this.connection, err);
+      }
+      const old = this.#pool?.dispatcher;
+      this.#pool = { key, dispatcher: dispatcher ?? new Agent({ keepAliveTimeout: idleConnectionMs }) };
+      // Requests in flight on the old pool finish (watches included); it closes once they are done.
+      void old?.close().catch(() => {});
+    }
+    return { headers, dispatcher: this.#pool.dispatcher };
   }
 
   #url(path: string, query: RequestOptions['query']): URL {
@@ -269,30 +169,6 @@ export class KubeClient {
     for (const [name, value] of Object.entries(query ?? {}))
       if (value !== undefined) url.searchParams.set(name, String(value));
     return url;
-  }
-
-  async #open(
-    method: string,
-    path: string,
-    options: RequestOptions,
-    signal: AbortSignal | undefined,
-  ): Promise<IncomingMessage> {
-    const material = await this.#credentials();
-    const agent = this.#agentFor(material);
-    const url = this.#url(path, options.query);
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (material.token !== undefined) headers.authorization = `Bearer ${material.token}`;
-    if (body !== undefined) {
-      headers['content-type'] = options.contentType ?? 'application/json';
-      headers['content-length'] = String(Buffer.byteLength(body));
-    }
-    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-    return new Promise((resolve, reject) => {
-      const req = send(url, { method, headers, agent, ...(signal === undefined ? {} : { signal }) }, resolve);
-      req.on('error', reject);
-      req.end(body);
-    });
   }
 
   /** One request; the parsed JSON answer, or a KubeApiError for a status outside 2xx. */
@@ -317,23 +193,32 @@ export class KubeClient {
     signal: AbortSignal | undefined,
     what: string,
   ): Promise<unknown> {
-    const response = await this.#open(method, path, options, signal);
+    const { headers, dispatcher } = await this.#authenticate();
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    headers.accept = 'application/json';
+    if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+    const url = this.#url(path, options.query);
+    const response = await dispatcher.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      ...(body === undefined ? {} : { body }),
+      ...(signal === undefined ? {} : { signal }),
+    });
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of response as AsyncIterable<Buffer>) {
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > maxBodyBytes) {
-        response.destroy();
+        response.body.destroy();
         throw new Error(`${what}: the answer is larger than ${maxBodyBytes / 1024 / 1024} MiB`);
       }
       chunks.push(chunk);
     }
     const text = Buffer.concat(chunks).toString('utf8');
-    const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) {
-      if (status === 401) this.#forgetExec();
-      throw new KubeApiError(status, text, what);
-    }
+    const status = response.statusCode;
+    if (status < 200 || status > 299) throw new KubeApiError(status, text, what);
     try {
       return JSON.parse(text);
     } catch {
@@ -342,9 +227,10 @@ export class KubeClient {
   }
 
   /**
-   * A watch: each event line to `onEvent`; `done(null)` when the server ends the stream, `done(err)` on a failure
-   * (a KubeApiError with the status when the server refused the watch, e.g. 410 Gone), or a WatchInactiveError when
-   * no byte came for `inactivityMs` (a quiet watch, or a connection that died without a word: both look the same).
+   * A watch through the library's Watch, on this cluster's pool: each event to `onEvent`; `done(null)` when the
+   * server ends the stream, `done(err)` on a failure (a KubeApiError with the status when the server refused the
+   * watch, e.g. 410 Gone), or a WatchInactiveError when no byte came for `inactivityMs` (a quiet watch, or a
+   * connection that died without a word: both look the same). Not called after `abort()`.
    */
   async watch(
     path: string,
@@ -353,74 +239,48 @@ export class KubeClient {
     done: (err: unknown) => void,
     inactivityMs = watchInactivityMs,
   ): Promise<WatchHandle> {
-    const controller = new AbortController();
-    let finished = false;
-    const finish = (err: unknown) => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(idle);
-      done(err);
-    };
-    let idle: NodeJS.Timeout | undefined;
-    const resetIdle = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => {
-        controller.abort();
-        finish(new WatchInactiveError(path, inactivityMs));
-      }, inactivityMs);
-      idle.unref();
-    };
-    resetIdle();
-    const handle = {
-      abort: () => {
-        finished = true;
-        clearTimeout(idle);
-        controller.abort();
+    let aborted = false;
+    // The Watch asks its configuration for the cluster's address and for each request's credential and dispatcher:
+    // this client answers with the pooled one instead of the Agent per request the library would build.
+    const pooled = {
+      getCurrentCluster: () => ({
+        ...this.#config.getCurrentCluster(),
+        server: `${this.#base.origin}${this.#base.pathname.replace(/\/+$/, '')}`,
+      }),
+      applySecurityAuthentication: async (context: RequestContext) => {
+        const { headers, dispatcher } = await this.#authenticate();
+        for (const [name, value] of Object.entries(headers)) context.setHeaderParam(name, value);
+        context.setDispatcher(dispatcher);
       },
     };
-    let response: IncomingMessage;
+    // Loaded with the first watch: a process that never watches (the gates role) never evaluates it or undici's fetch.
+    const { Watch } = await import('@kubernetes/client-node/dist/watch.js');
+    const watcher = new Watch(pooled as unknown as KubeConfig);
+    // Its inactivity timeout (30 s by default), typed private in 2.0.1.
+    (watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityMs;
+    const params: Record<string, string> = {};
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params[name] = String(value);
+    let controller: AbortController | undefined;
     try {
-      response = await this.#open('GET', path, { query: { ...query, watch: true } }, controller.signal);
-    } catch (err) {
-      finish(err);
-      return handle;
-    }
-    const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) {
-      const chunks: Buffer[] = [];
-      response.on('data', (c: Buffer) => chunks.push(c));
-      response.on('end', () =>
-        finish(new KubeApiError(status, Buffer.concat(chunks).toString('utf8'), `watch ${path}`)),
+      controller = await watcher.watch(
+        path,
+        params,
+        (type: string, object: unknown) => {
+          if (!aborted) onEvent(type, object);
+        },
+        (err: unknown) => {
+          if (!aborted) done(watchFailure(err, path, inactivityMs));
+        },
       );
-      response.on('error', finish);
-      return handle;
+    } catch (err) {
+      if (!aborted) done(err);
     }
-    let pending = '';
-    response.setEncoding('utf8');
-    response.on('data', (chunk: string) => {
-      resetIdle();
-      pending += chunk;
-      let newline = pending.indexOf('\n');
-      while (newline >= 0) {
-        const line = pending.slice(0, newline).trim();
-        pending = pending.slice(newline + 1);
-        newline = pending.indexOf('\n');
-        if (line === '' || finished) continue;
-        let event: { type?: unknown; object?: unknown };
-        try {
-          event = JSON.parse(line) as { type?: unknown; object?: unknown };
-        } catch {
-          controller.abort();
-          finish(new Error(`watch ${path}: an event is not JSON`));
-          return;
-        }
-        if (typeof event.type === 'string') onEvent(event.type, event.object);
-      }
-    });
-    response.on('end', () => finish(null));
-    response.on('error', (err) => finish(err));
-    response.on('close', () => finish(null));
-    return handle;
+    return {
+      abort: () => {
+        aborted = true;
+        controller?.abort();
+      },
+    };
   }
 
   /** The REST path part and scope of `kind` in `apiVersion`, from the API server's discovery (cached). */
@@ -473,8 +333,8 @@ export class KubeClient {
 
   /** Closes idle connections (a client no longer used). */
   close(): void {
-    this.#agent?.agent.destroy();
-    this.#agent = undefined;
+    void this.#pool?.dispatcher.destroy().catch(() => {});
+    this.#pool = undefined;
   }
 }
 
@@ -491,4 +351,52 @@ export function resourcePath(
   const scope = resource.namespaced && namespace !== '' ? `/namespaces/${encodeURIComponent(namespace)}` : '';
   const object = name === undefined ? '' : `/${encodeURIComponent(name)}`;
   return `${groupVersionPath(apiVersion)}${scope}/${resource.plural}${object}`;
+}
+
+const pem = (material: unknown) =>
+  material === undefined ? '' : Array.isArray(material) ? material.map(String).join('\n') : String(material);
+
+/** How the library's Watch ended, in this client's terms: its timeout of inactivity, a refused watch (the Watch keeps
+ *  only the status), or a failure. */
+function watchFailure(err: unknown, path: string, inactivityMs: number): unknown {
+  if (err === null || err === undefined) return null;
+  if (err instanceof Error && err.name === 'TimeoutError') return new WatchInactiveError(path, inactivityMs);
+  const status = (err as { statusCode?: unknown }).statusCode;
+  if (typeof status === 'number') return new KubeApiError(status, '', `watch ${path}`);
+  if (err instanceof Error && err.name === 'AbortError') return null;
+  return err;
+}
+
+/** A credential the library could not get (an exec plugin failed, a file it names is missing, an OIDC refresh was
+ *  refused): said by where it came from, never by the library's message, which may quote the plugin's error output
+ *  or a file's content. */
+function credentialError(connection: KubeConnection, err: unknown): Error {
+  const user = connection.config.getCurrentUser();
+  const code = (err as NodeJS.ErrnoException).code;
+  const path = (err as NodeJS.ErrnoException).path;
+  if (typeof code === 'string' && typeof path === 'string')
+    return new KubeCredentialError(`${connection.source}: cannot read ${path} (${code})`);
+  if (user?.exec !== undefined && user.exec !== null) {
+    const command = (user.exec as { command?: unknown }).command;
+    return new KubeCredentialError(
+      `${connection.source}: exec credential plugin ${String(command)} failed (its output is not shown: it may hold a credential)`,
+    );
+  }
+  if (user?.authProvider !== undefined && user.authProvider !== null)
+    return new KubeCredentialError(
+      `${connection.source}: auth-provider ${String((user.authProvider as { name?: unknown }).name)} gave no credential`,
+    );
+  return new KubeCredentialError(
+    `${connection.source}: no credential or connection could be built (${errName(err)})`,
+  );
+}
+
+const errName = (err: unknown) => (err instanceof Error ? err.name : typeof err);
+
+/** The kubeconfig's credential could not be had: retrying may help (an exec plugin's network), so it is transient. */
+export class KubeCredentialError extends CodedError {
+  constructor(message: string) {
+    super('ApiTransient', message);
+    this.name = 'KubeCredentialError';
+  }
 }

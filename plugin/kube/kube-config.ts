@@ -1,46 +1,27 @@
-// Where the API server is and how to authenticate to it, for the project's own client (plugin/kube/kube-client.ts):
-// the in-cluster service account, or a kubeconfig file (KUBECONFIG, else ~/.kube/config) at its current context.
-// Only what the kubeconfig format says is used: TLS is verified unless the cluster entry says
-// `insecure-skip-tls-verify: true`. What this client does not support (basic auth, auth-provider, proxy-url) is
-// refused by name instead of being ignored: a kubeconfig relying on it would otherwise connect without it.
-// No credential value is ever part of an error message here (file paths and field names only).
+// Where the API server is and how to authenticate to it: a @kubernetes/client-node KubeConfig (the in-cluster service
+// account, a kubeconfig file at one of its contexts, or a registered cluster's Secret), with a name for messages.
+// The library reads every kubeconfig form kubectl users have (client certificates, tokens, exec credential plugins,
+// OIDC auth-provider, basic auth, proxy-url, tls-server-name) and refreshes their credentials; plugin/kube/kube-client.ts
+// sends the requests. What vmzones adds: kubectl's rotating `tokenFile` (the library reads a token file once), the
+// KUBECONFIG merge rules kubectl follows, and errors that name the file and context but no credential value.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
+// Deep import: the package's index evaluates every generated API client; vmzones needs the configuration alone.
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { parse } from 'yaml';
-import { z } from 'zod';
 import { CodedError } from '../goplugin/failure-codes.ts';
 
-/** An exec credential plugin (kubeconfig `users[].user.exec`), e.g. for EKS or GKE users of the CLI. */
-export interface ExecConfig {
-  command: string;
-  args: readonly string[];
-  env: readonly { name: string; value: string }[];
-  apiVersion: string;
-}
-
-/** One cluster and one user: PEM material as base64 (`*Data`, as in a kubeconfig) or as a file path. */
+/** One cluster and one user, as the library's KubeConfig at its current context. */
 export interface KubeConnection {
+  readonly config: KubeConfig;
   /** `https://host:port`, possibly with a path prefix. */
-  server: string;
-  caData?: string;
-  caFile?: string;
-  certData?: string;
-  certFile?: string;
-  keyData?: string;
-  keyFile?: string;
-  token?: string;
-  /** Re-read as the file changes (a projected service account token rotates). */
-  tokenFile?: string;
-  exec?: ExecConfig;
-  /** Only when the kubeconfig (or a cluster registration) says `insecure-skip-tls-verify` / `insecure`. */
-  skipTLSVerify: boolean;
-  tlsServerName?: string;
+  readonly server: string;
   /** The context's namespace (the CLI's default namespace). */
-  namespace?: string;
+  readonly namespace?: string;
   /** Where it came from, for messages: `in-cluster`, a kubeconfig path and context, a cluster Secret. */
-  source: string;
+  readonly source: string;
 }
 
 export class KubeConfigError extends CodedError {
@@ -50,177 +31,135 @@ export class KubeConfigError extends CodedError {
   }
 }
 
-const serviceAccountDir = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/** The pod's service account: token and CA files (the token re-read as kubelet rotates it). */
-export function inClusterConnection(dir = serviceAccountDir, env = process.env): KubeConnection {
-  const host = env.KUBERNETES_SERVICE_HOST;
-  const port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port)
-    throw new KubeConfigError('in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set');
-  const namespaceFile = join(dir, 'namespace');
+function connectionOf(config: KubeConfig, source: string): KubeConnection {
+  const cluster = config.getCurrentCluster();
+  if (cluster === null) throw new KubeConfigError(`${source}: its context names no known cluster`);
+  // client-node refuses to send a credential over plain HTTP unless TLS checks are off by the kubeconfig's word.
+  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify)
+    throw new KubeConfigError(
+      `${source}: server ${cluster.server} is plain HTTP without insecure-skip-tls-verify`,
+    );
+  const namespace = config.getContextObject(config.getCurrentContext())?.namespace?.trim();
   return {
-    server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    caFile: join(dir, 'ca.crt'),
-    tokenFile: join(dir, 'token'),
-    skipTLSVerify: false,
-    ...(existsSync(namespaceFile) ? { namespace: readFileSync(namespaceFile, 'utf8').trim() } : {}),
-    source: 'in-cluster',
+    config,
+    server: cluster.server.replace(/\/+$/, ''),
+    source,
+    ...(namespace ? { namespace } : {}),
   };
 }
 
-const kubeconfigSchema = z.object({
-  'current-context': z.string().nullish(),
-  clusters: z
-    .array(
-      z.object({
-        name: z.string(),
-        cluster: z.looseObject({
-          server: z.string(),
-          'certificate-authority': z.string().optional(),
-          'certificate-authority-data': z.string().optional(),
-          'insecure-skip-tls-verify': z.boolean().optional(),
-          'tls-server-name': z.string().optional(),
-          'proxy-url': z.string().optional(),
-        }),
-      }),
-    )
-    .nullish(),
-  users: z
-    .array(
-      z.object({
-        name: z.string(),
-        user: z
-          .looseObject({
-            'client-certificate': z.string().optional(),
-            'client-certificate-data': z.string().optional(),
-            'client-key': z.string().optional(),
-            'client-key-data': z.string().optional(),
-            token: z.string().optional(),
-            tokenFile: z.string().optional(),
-            username: z.unknown().optional(),
-            password: z.unknown().optional(),
-            'auth-provider': z.unknown().optional(),
-            exec: z
-              .looseObject({
-                command: z.string(),
-                args: z.array(z.string()).nullish(),
-                env: z.array(z.object({ name: z.string(), value: z.string() })).nullish(),
-                apiVersion: z.string().optional(),
-              })
-              .optional(),
-          })
-          .nullish(),
-      }),
-    )
-    .nullish(),
-  contexts: z
-    .array(
-      z.object({
-        name: z.string(),
-        context: z.looseObject({
-          cluster: z.string(),
-          user: z.string().optional(),
-          namespace: z.string().optional(),
-        }),
-      }),
-    )
-    .nullish(),
-});
-type KubeconfigFile = z.infer<typeof kubeconfigSchema>;
+/**
+ * The pod's service account (the library's in-cluster configuration: its token file is read again as kubelet rotates
+ * it). `root` prefixes /var/run/secrets/… (tests give a directory of their own).
+ */
+export function inClusterConnection(root = ''): KubeConnection {
+  if (!process.env.KUBERNETES_SERVICE_HOST || !process.env.KUBERNETES_SERVICE_PORT)
+    throw new KubeConfigError('in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set');
+  const config = new KubeConfig();
+  config.loadFromCluster(root);
+  return connectionOf(config, 'in-cluster');
+}
 
-function readKubeconfig(path: string): KubeconfigFile {
+/** Reads one kubeconfig file into the library's KubeConfig; messages name the file, never its text (the YAML parser
+ *  quotes the text around a syntax error, which may be a token). */
+function loadFile(path: string): KubeConfig {
+  const config = new KubeConfig();
+  try {
+    config.loadFromFile(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const what =
+      code !== undefined
+        ? `read (${code})`
+        : (err as Error).name === 'YAMLException'
+          ? 'read as YAML'
+          : `used: ${(err as Error).message}`;
+    throw new KubeConfigError(`kubeconfig ${path}: cannot be ${what}`);
+  }
+  followTokenFiles(config, path);
+  describeExecRequests(config);
+  return config;
+}
+
+/** kubectl tells an exec credential plugin what it asks for in KUBERNETES_EXEC_INFO (the ExecCredential's apiVersion,
+ *  non-interactive); plugins that need it exit without it. The library runs the plugin with the user's `env` only. */
+function describeExecRequests(config: KubeConfig): void {
+  for (const user of config.getUsers()) {
+    const exec = user.exec as { apiVersion?: unknown; env?: { name: string; value: string }[] | null } | null;
+    if (exec === null || exec === undefined) continue;
+    const info = {
+      apiVersion: typeof exec.apiVersion === 'string' ? exec.apiVersion : 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    };
+    exec.env = [
+      ...(exec.env ?? []).filter((e) => e.name !== 'KUBERNETES_EXEC_INFO'),
+      { name: 'KUBERNETES_EXEC_INFO', value: JSON.stringify(info) },
+    ];
+  }
+}
+
+/**
+ * kubectl reads a user's `tokenFile` again as it changes (a projected token rotates); the library reads `token-file`
+ * once at load and ignores `tokenFile`. Both become the library's rotating token-file authenticator (re-read every
+ * minute, as client-go does), relative to the file that names them.
+ */
+function followTokenFiles(config: KubeConfig, path: string): void {
   let raw: unknown;
   try {
     raw = parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    // The parser may quote the text around a syntax error: that text may be a token.
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new KubeConfigError(
-      `kubeconfig ${path}: cannot be ${code === undefined ? 'read as YAML' : `read (${code})`}`,
-    );
+  } catch {
+    return; // loadFromFile read it: a second read failing leaves the tokens as the library read them
   }
-  const result = kubeconfigSchema.safeParse(raw ?? {});
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new KubeConfigError(`kubeconfig ${path}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`);
+  const users = (raw as { users?: unknown } | null)?.users;
+  if (!Array.isArray(users)) return;
+  for (const entry of users as { name?: unknown; user?: Record<string, unknown> | null }[]) {
+    const file = entry.user?.tokenFile ?? entry.user?.['token-file'];
+    if (typeof entry.name !== 'string' || typeof file !== 'string' || file === '') continue;
+    const user = config.getUser(entry.name);
+    // kubectl: a token given inline wins over a token file.
+    if (user === null || entry.user?.token !== undefined) continue;
+    Object.assign(user, {
+      token: undefined,
+      authProvider: {
+        name: 'tokenFile',
+        config: { tokenFile: isAbsolute(file) ? file : join(dirname(path), file) },
+      },
+    });
   }
-  return result.data;
 }
 
 /**
  * The connection of a kubeconfig's context (`context`, else its current context). `paths` are merged as kubectl
  * merges KUBECONFIG: the first file that names a cluster, user or context wins, and the first current-context set.
- * Relative file paths are relative to the file that names them.
+ * Relative file paths are relative to the file that names them (the library's rule too).
  */
 export function kubeconfigConnection(paths: readonly string[], context?: string): KubeConnection {
   if (paths.length === 0)
     throw new KubeConfigError('no kubeconfig: KUBECONFIG names no file and ~/.kube/config does not exist');
-  const files = paths.map((path) => ({ path, config: readKubeconfig(path) }));
-  const find = <T extends { name: string }>(
-    pick: (c: KubeconfigFile) => readonly T[] | null | undefined,
-    name: string,
-  ) => {
-    for (const { path, config } of files) {
-      const found = pick(config)?.find((entry) => entry.name === name);
-      if (found !== undefined) return { path, entry: found };
-    }
-    return undefined;
-  };
   const where = paths.join(':');
-  const contextName = context ?? files.find((f) => f.config['current-context'])?.config['current-context'];
+  const config = new KubeConfig();
+  const files = paths.map(loadFile);
+  config.loadFromOptions({
+    clusters: firstOfEach(files.flatMap((f) => f.getClusters())),
+    users: firstOfEach(files.flatMap((f) => f.getUsers())),
+    contexts: firstOfEach(files.flatMap((f) => f.getContexts())),
+    currentContext: context ?? files.map((f) => f.getCurrentContext()).find((c) => c) ?? '',
+  });
+  const contextName = config.getCurrentContext();
   if (!contextName) throw new KubeConfigError(`kubeconfig ${where}: no current-context set`);
-  const ctx = find((c) => c.contexts, contextName)?.entry.context;
-  if (ctx === undefined) throw new KubeConfigError(`kubeconfig ${where}: no context named ${contextName}`);
-  const clusterFound = find((c) => c.clusters, ctx.cluster);
-  if (clusterFound === undefined)
+  const ctx = config.getContextObject(contextName);
+  if (ctx === null) throw new KubeConfigError(`kubeconfig ${where}: no context named ${contextName}`);
+  if (config.getCluster(ctx.cluster) === null)
     throw new KubeConfigError(
       `kubeconfig ${where}: context ${contextName} names no known cluster (${ctx.cluster})`,
     );
-  const userFound = ctx.user === undefined ? undefined : find((c) => c.users, ctx.user);
-  const cluster = clusterFound.entry.cluster;
-  const user = userFound?.entry.user ?? {};
-  const source = `kubeconfig ${where}, context ${contextName}`;
-  const unsupported = [
-    ...(cluster['proxy-url'] !== undefined ? ['clusters[].cluster.proxy-url'] : []),
-    ...(user.username !== undefined || user.password !== undefined ? ['basic auth (username/password)'] : []),
-    ...(user['auth-provider'] !== undefined ? ['users[].user.auth-provider (use an exec plugin)'] : []),
-  ];
-  if (unsupported.length > 0)
-    throw new KubeConfigError(`${source}: not supported by vmzones: ${unsupported.join(', ')}`);
-  const relativeTo = (base: string, file: string | undefined) =>
-    file === undefined ? undefined : isAbsolute(file) ? file : join(dirname(base), file);
-  const userPath = userFound?.path ?? clusterFound.path;
-  const fields: Partial<KubeConnection> = {
-    caData: cluster['certificate-authority-data'],
-    caFile: relativeTo(clusterFound.path, cluster['certificate-authority']),
-    tlsServerName: cluster['tls-server-name'],
-    certData: user['client-certificate-data'],
-    certFile: relativeTo(userPath, user['client-certificate']),
-    keyData: user['client-key-data'],
-    keyFile: relativeTo(userPath, user['client-key']),
-    token: user.token,
-    tokenFile: relativeTo(userPath, user.tokenFile),
-    namespace: ctx.namespace,
-    ...(user.exec === undefined
-      ? {}
-      : {
-          exec: {
-            command: user.exec.command,
-            args: user.exec.args ?? [],
-            env: user.exec.env ?? [],
-            apiVersion: user.exec.apiVersion ?? 'client.authentication.k8s.io/v1',
-          },
-        }),
-  };
-  const connection: KubeConnection = {
-    server: cluster.server.replace(/\/+$/, ''),
-    skipTLSVerify: cluster['insecure-skip-tls-verify'] === true,
-    source,
-  };
-  for (const [key, value] of Object.entries(fields))
-    if (value !== undefined && value !== '') Object.assign(connection, { [key]: value });
-  return connection;
+  return connectionOf(config, `kubeconfig ${where}, context ${contextName}`);
+}
+
+function firstOfEach<T extends { name: string }>(entries: readonly T[]): T[] {
+  const seen = new Set<string>();
+  return entries.filter((e) => !seen.has(e.name) && seen.add(e.name));
 }
 
 /** The kubeconfig files kubectl would read: KUBECONFIG's list (a file it names that is missing is an error when
@@ -236,4 +175,31 @@ export function defaultKubeconfigPaths(env = process.env): string[] {
 export function loadKubeConnection(): KubeConnection {
   const paths = defaultKubeconfigPaths();
   return paths.length > 0 ? kubeconfigConnection(paths) : inClusterConnection();
+}
+
+/** A connection of one cluster and user given field by field (a registered cluster's Secret). */
+export function connectionOfFields(
+  fields: {
+    server: string;
+    skipTLSVerify: boolean;
+    tlsServerName?: string;
+    caData?: string;
+    token?: string;
+    certData?: string;
+    keyData?: string;
+  },
+  source: string,
+): KubeConnection {
+  const config = new KubeConfig();
+  const { token, certData, keyData, ...cluster } = fields;
+  config.loadFromClusterAndUser(
+    { name: 'cluster', ...cluster },
+    {
+      name: 'user',
+      ...(token === undefined ? {} : { token }),
+      ...(certData === undefined ? {} : { certData }),
+      ...(keyData === undefined ? {} : { keyData }),
+    },
+  );
+  return connectionOf(config, source);
 }

@@ -4,7 +4,8 @@
 //     from it instead of meeting 410 Gone and listing everything again;
 //   - resumes a watch the server ended (its timeoutSeconds), or that stayed without a byte for 30 s (quiet, or a
 //     connection that died without a word), from the last resourceVersion, and relists on 410 Gone;
-//   - after a failed list or watch (anything else, a silent connection included: plugin/kube/kube-client.ts) restarts,
+//   - after a failed list or watch (anything else, a silent connection included: the watch is client-node's Watch,
+//     plugin/kube/kube-client.ts) restarts,
 //     waiting 1 s, 2 s, 4 s … up to 30 s between attempts (back to 1 s once a watch delivers an event, bookmarks
 //     included): a failed list is listed again, a failed watch resumes from the last resourceVersion;
 //   - `fresh`: false until the first list is in, during a relist and while a failure is being retried, so that a

@@ -1,15 +1,11 @@
-// The request handler of the observe endpoint: /metrics (Prometheus text), /healthz, /status (JSON), on node:http (a
-// web framework cost each plugin process ~29 MiB for three GET routes: README.md, "Design notes"). Read-only, no
-// request input is used beyond the method and path; errors answer 500 with a one-line message and never a stack trace.
+// The observe endpoint's routes on express: /metrics (Prometheus text), /healthz, /status (JSON). express is imported
+// only when the endpoint is started (--observe-address: plugin/observe/start.ts), so a plugin without it never
+// evaluates it. Read-only, no request input is used beyond the method and path; errors answer 500 with a one-line
+// message and never a stack trace.
 
-import {
-  createServer,
-  type IncomingMessage,
-  type RequestListener,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Request, RequestHandler, Response } from 'express';
 import type { ObserveMetrics, ObserveRole } from './metrics.ts';
 import type { ZoneSnapshots } from './zone-snapshot.ts';
 
@@ -21,27 +17,51 @@ export interface ObserveAppOptions {
   startedAt: Date;
 }
 
-function send(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+function send(res: Response, status: number, contentType: string, body: string): void {
+  res.status(status).set('content-type', contentType).send(body);
 }
 
-const sendJson = (res: ServerResponse, status: number, body: unknown) =>
+const sendJson = (res: Response, status: number, body: unknown) =>
   send(res, status, 'application/json; charset=utf-8', JSON.stringify(body));
 
-const sendText = (res: ServerResponse, status: number, body: string) =>
+const sendText = (res: Response, status: number, body: string) =>
   send(res, status, 'text/plain; charset=utf-8', body);
 
-export function createObserveApp(options: ObserveAppOptions): RequestListener {
-  const routes: Record<string, (res: ServerResponse) => Promise<void> | void> = {
-    '/healthz': (res) => sendText(res, 200, 'ok\n'),
-    '/metrics': async (res) => {
+/** A route whose failure answers 500 with the error's first line (express 5 passes a rejected promise to `next`). */
+const route =
+  (handle: (res: Response) => Promise<void> | void): RequestHandler =>
+  async (_req: Request, res: Response) => {
+    try {
+      await handle(res);
+    } catch (err) {
+      if (res.headersSent) res.destroy();
+      else sendText(res, 500, `${err instanceof Error ? err.message.split('\n')[0] : 'internal error'}\n`);
+    }
+  };
+
+export async function createObserveApp(options: ObserveAppOptions): Promise<RequestListener> {
+  const { default: express } = await import('express');
+  const app = express();
+  // No framework banner, no ETag computation for pages that change on every scrape, no query-string parsing.
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', false);
+  app.get(
+    '/healthz',
+    route((res) => sendText(res, 200, 'ok\n')),
+  );
+  app.get(
+    '/metrics',
+    route(async (res) => {
       // List first, so that the Kubernetes request counters on this page include this scrape's listing.
       await options.zones?.get();
       const body = await options.metrics.registry.metrics();
       send(res, 200, options.metrics.registry.contentType, body);
-    },
-    '/status': async (res) => {
+    }),
+  );
+  app.get(
+    '/status',
+    route(async (res) => {
       const base = {
         role: options.role,
         pid: process.pid,
@@ -62,22 +82,12 @@ export function createObserveApp(options: ObserveAppOptions): RequestListener {
         return;
       }
       sendJson(res, 200, { ...base, kubernetes, zones: snapshot.zones, problems: snapshot.problems });
-    },
-  };
-  return (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
-    if (route === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      sendText(res, 404, 'not found: vmzones serves /metrics, /healthz and /status\n');
-      return;
-    }
-    Promise.resolve()
-      .then(() => route(res))
-      .catch((err: unknown) => {
-        if (res.headersSent) res.destroy();
-        else sendText(res, 500, `${err instanceof Error ? err.message.split('\n')[0] : 'internal error'}\n`);
-      });
-  };
+    }),
+  );
+  app.use((_req: Request, res: Response) =>
+    sendText(res, 404, 'not found: vmzones serves /metrics, /healthz and /status\n'),
+  );
+  return app;
 }
 
 /** Listens on host:port; resolves once bound (with the port actually bound), rejects on e.g. EADDRINUSE. */

@@ -61,22 +61,23 @@ export function startObserve(options: ObserveStartOptions): PluginObserve {
         })
       : undefined;
   if (zones !== undefined) registerZoneMetrics(metrics.registry, zones);
-  const app = createObserveApp({ role, metrics, zones, startedAt: new Date() });
-  listen(app, host, port).then(
-    (bound) => {
-      options.logger.info('observe endpoint listening', { address: `${host}:${bound.port}`, role });
-      if (!isLoopbackHost(host)) {
-        options.logger.warn(
-          'the observe endpoint is reachable beyond the pod: let only the scraper in (manifests/observe/networkpolicy.yaml, docs/observe.md)',
-          { address: `${host}:${bound.port}` },
-        );
-      }
-    },
-    (err: unknown) =>
-      options.logger.error('observe endpoint not started; the plugin serves on without it', {
-        address: `${host}:${port}`,
-        error: err instanceof Error ? err.message : String(err),
-      }),
-  );
+  createObserveApp({ role, metrics, zones, startedAt: new Date() })
+    .then((app) => listen(app, host, port))
+    .then(
+      (bound) => {
+        options.logger.info('observe endpoint listening', { address: `${host}:${bound.port}`, role });
+        if (!isLoopbackHost(host)) {
+          options.logger.warn(
+            'the observe endpoint is reachable beyond the pod: let only the scraper in (manifests/observe/networkpolicy.yaml, docs/observe.md)',
+            { address: `${host}:${bound.port}` },
+          );
+        }
+      },
+      (err: unknown) =>
+        options.logger.error('observe endpoint not started; the plugin serves on without it', {
+          address: `${host}:${port}`,
+          error: err instanceof Error ? err.message : String(err),
+        }),
+    );
   return { kube, rpc: rpcMetrics(metrics), metrics };
 }

@@ -43,12 +43,15 @@ export interface RssFigures {
   peak: Partial<Record<PluginRole, number>>;
   /** Median of the samples per role: what the process holds through the walk, not its spikes. */
   steady: Partial<Record<PluginRole, number>>;
+  /** Highest RssAnon sample per role: the private memory a limit cannot squeeze (docs/deploy.md, "Memory"). */
+  peakAnon: Partial<Record<PluginRole, number>>;
   samples: number;
 }
 
 /** Samples the plugins' RSS every `everyMs` until stopped (bounded by `maxMs`, so a forgotten sampler ends). */
 export function sampleRss(controllerPid: number, everyMs = 250, maxMs = 60 * 60_000) {
   const seen: Record<PluginRole, number[]> = { step: [], gates: [] };
+  const seenAnon: Record<PluginRole, number[]> = { step: [], gates: [] };
   let samples = 0;
   let stopped = false;
   const until = Date.now() + maxMs;
@@ -56,6 +59,8 @@ export function sampleRss(controllerPid: number, everyMs = 250, maxMs = 60 * 60_
     while (!stopped && Date.now() < until) {
       for (const [role, mib] of Object.entries(pluginRss(controllerPid)) as [PluginRole, number][])
         seen[role].push(mib);
+      for (const [role, mib] of Object.entries(pluginRss(controllerPid, 'RssAnon')) as [PluginRole, number][])
+        seenAnon[role].push(mib);
       samples++;
       await sleep(everyMs);
     }
@@ -66,13 +71,15 @@ export function sampleRss(controllerPid: number, everyMs = 250, maxMs = 60 * 60_
       await loop;
       const peak: RssFigures['peak'] = {};
       const steady: RssFigures['steady'] = {};
+      const peakAnon: RssFigures['peakAnon'] = {};
       for (const role of ['step', 'gates'] as const) {
         const values = seen[role];
         if (values.length === 0) continue;
         peak[role] = Math.max(...values);
         steady[role] = [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+        if (seenAnon[role].length > 0) peakAnon[role] = Math.max(...seenAnon[role]);
       }
-      return { peak, steady, samples };
+      return { peak, steady, peakAnon, samples };
     },
   };
 }

@@ -83,6 +83,7 @@ for (const way of (ways === 'both' ? ['equal', 'defaults'] : [ways]) as Way[]) {
         ...(['step', 'gates'] as const).flatMap((role) => [
           `plugin_peak_rss_mib_${role} ${rss.peak[role] === undefined ? 'not-running' : fixed(rss.peak[role])}`,
           `plugin_steady_rss_mib_${role} ${rss.steady[role] === undefined ? 'not-running' : fixed(rss.steady[role])}`,
+          `plugin_peak_anon_mib_${role} ${rss.peakAnon[role] === undefined ? 'not-running' : fixed(rss.peakAnon[role])}`,
           `plugin_start_to_handshake_ms_${role} ${fixed(startup[role], 0)}`,
         ]),
       ];

@@ -14,7 +14,7 @@ export interface Recorded {
   method: string;
   path: string;
   query: URLSearchParams;
-  auth: 'token' | 'cert' | 'none';
+  auth: 'token' | 'basic' | 'cert' | 'none';
   token: string | undefined;
   contentType: string | undefined;
   body: unknown;
@@ -57,6 +57,8 @@ export class ApiServerFixture {
   readonly objects = new Map<string, KubeObject>();
   connections = 0;
   tokens = new Set<string>(['t0ken-one']);
+  /** `user:password` pairs basic auth accepts. */
+  basic = new Set<string>();
   /** Status codes to answer the next watch requests with (e.g. 410). */
   refuseWatches: number[] = [];
   /** Answers the next request with this status and body (e.g. a 422 quoting a credential). */
@@ -118,7 +120,9 @@ export class ApiServerFixture {
     const url = new URL(req.url ?? '/', 'https://fixture');
     const bearer = /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1];
     const socket = req.socket as TLSSocket;
-    const auth = bearer !== undefined ? 'token' : socket.authorized ? 'cert' : 'none';
+    const basic = /^Basic (.*)$/.exec(req.headers.authorization ?? '')?.[1];
+    const auth =
+      bearer !== undefined ? 'token' : basic !== undefined ? 'basic' : socket.authorized ? 'cert' : 'none';
     this.requests.push({
       method: req.method ?? '',
       path: url.pathname,
@@ -135,7 +139,12 @@ export class ApiServerFixture {
     const status = (code: number, message: string) =>
       send(code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, message });
     if (this.silent) return;
-    if ((auth === 'token' && !this.tokens.has(bearer ?? '')) || auth === 'none')
+    const basicPair = basic === undefined ? undefined : Buffer.from(basic, 'base64').toString('utf8');
+    if (
+      (auth === 'token' && !this.tokens.has(bearer ?? '')) ||
+      (auth === 'basic' && !this.basic.has(basicPair ?? '')) ||
+      auth === 'none'
+    )
       return status(401, 'Unauthorized');
     if (this.failNext !== undefined) {
       const { status: code, body } = this.failNext;

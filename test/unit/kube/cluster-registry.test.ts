@@ -52,10 +52,12 @@ test('an Argo CD cluster Secret with a bearer token or a client certificate is r
   assert.equal(r.namespaces, undefined);
   const kc = kubeConfigFor(r);
   assert.equal(kc.server, 'https://10.0.0.1:6443');
-  assert.equal(kc.caData, pem);
-  assert.equal(kc.token, token);
-  assert.equal(kc.skipTLSVerify, false);
-  assert.equal(kc.exec, undefined);
+  const cluster = kc.config.getCurrentCluster();
+  const bearer = kc.config.getCurrentUser();
+  assert.equal(cluster?.caData, pem);
+  assert.equal(bearer?.token, token);
+  assert.equal(cluster?.skipTLSVerify, false);
+  assert.equal(bearer?.exec, undefined);
 
   const cert = parseClusterSecret(
     clusterSecret(
@@ -73,10 +75,10 @@ test('an Argo CD cluster Secret with a bearer token or a client certificate is r
   );
   assert.deepEqual(cert.namespaces, ['vm', 'monitoring']);
   assert.equal(cert.podAccess, 'direct');
-  const user = kubeConfigFor(cert);
-  assert.equal(user.certData, pem);
-  assert.equal(user.token, undefined);
-  assert.equal(kubeConfigFor(cert).tlsServerName, 'kube');
+  const user = kubeConfigFor(cert).config.getCurrentUser();
+  assert.equal(user?.certData, pem);
+  assert.equal(user?.token, undefined);
+  assert.equal(kubeConfigFor(cert).config.getCurrentCluster()?.tlsServerName, 'kube');
 });
 
 test('a Secret vmzones cannot use is refused by field, and no message carries a credential', () => {

@@ -2,7 +2,7 @@
 // request and lets the test send its events and end it, as the API server would.
 
 import type { WatchCallback, WatchHandle } from '../../../plugin/kube/kube-client.ts';
-import type { KubeConnection } from '../../../plugin/kube/kube-config.ts';
+import { connectionOfFields, type KubeConnection } from '../../../plugin/kube/kube-config.ts';
 import type { KubeObject } from '../../../plugin/kube/objects.ts';
 import type { ListedObjects, Watcher } from '../../../plugin/kube/watch-cache.ts';
 
@@ -14,7 +14,7 @@ export const kind = {
 
 /** A cluster nothing listens at: the caches under test are given their list and watch. */
 export function kubeConfig(): KubeConnection {
-  return { server: 'https://127.0.0.1:1', skipTLSVerify: false, source: 'test' };
+  return connectionOfFields({ server: 'https://127.0.0.1:1', skipTLSVerify: false }, 'test');
 }
 
 export interface OpenWatch {

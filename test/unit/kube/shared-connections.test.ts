@@ -1,7 +1,7 @@
-// The product's API clients share one connection pool per cluster (plugin/kube/kube-client.ts: one keep-alive Agent;
-// loadKubeConfig in plugin/kube/objects.ts: one client per process). The Kubernetes client library used before
-// built a connection pool per request when the kubeconfig carried TLS options, so every request opened a connection
-// of its own. Counted here on a loopback API server double.
+// The product's API clients share one connection pool per cluster (plugin/kube/kube-client.ts keeps the dispatcher
+// @kubernetes/client-node builds; loadKubeConfig in plugin/kube/objects.ts: one client per process). client-node
+// 2.0.1 alone builds a connection pool per request when the kubeconfig carries TLS options, so every request opened
+// a connection of its own. Counted here on a loopback API server double.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -59,7 +59,7 @@ async function metricsPage(role: ObserveRole): Promise<string> {
   const zones = role === 'step' ? new ZoneSnapshots(() => new MemoryKube()) : undefined;
   if (zones !== undefined) registerZoneMetrics(metrics.registry, zones);
   const { server, port } = await listen(
-    createObserveApp({ role, metrics, zones, startedAt: new Date(0) }),
+    await createObserveApp({ role, metrics, zones, startedAt: new Date(0) }),
     '127.0.0.1',
     0,
   );

@@ -23,7 +23,7 @@ async function serve(kube: MemoryKube, now: { ms: number }) {
   const counted = countedKube(() => kube, metrics);
   const zones = new ZoneSnapshots(counted, { ttlMs: 10_000, now: () => now.ms });
   registerZoneMetrics(metrics.registry, zones);
-  const app = createObserveApp({ role: 'step', metrics, zones, startedAt: new Date() });
+  const app = await createObserveApp({ role: 'step', metrics, zones, startedAt: new Date() });
   const { server, port } = await listen(app, '127.0.0.1', 0);
   servers.push(server);
   const get = async (path: string) => {

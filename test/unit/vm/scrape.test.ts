@@ -61,6 +61,21 @@ test('keeps only the asked-for families of a page', async () => {
   ]);
 });
 
+test('scrapes of one pod reuse a pooled connection (a gate scrapes every round)', async () => {
+  const server = createHttpServer((_request, response) => response.end(page));
+  let connections = 0;
+  server.on('connection', () => connections++);
+  const port = await listen(server);
+  const scrape = () => scrapeMetrics({ url: `http://127.0.0.1:${port}/metrics` }, keep);
+  // undici may open a second connection while the first one's end is still being processed.
+  for (let i = 0; i < 3; i++) await scrape();
+  const opened = connections;
+  assert.ok(opened <= 2, `three scrapes opened ${opened} connections`);
+  for (let i = 0; i < 10; i++) await scrape();
+  assert.equal(connections, opened, 'ten more scrapes open no new connection');
+  server.closeAllConnections();
+});
+
 test('a refused connection is a connect error naming the URL', async () => {
   const port = await http((_request, response) => response.end(page));
   const server = servers.pop() as Server;

@@ -1,0 +1,135 @@
+// The kubeconfig forms @kubernetes/client-node reads for vmzones (plugin/kube/kube-config.ts) that kube-client.test.ts
+// does not cover, each against the loopback API server (api-server-fixture.ts): `proxy-url` through a loopback
+// CONNECT proxy (connect-proxy-fixture.ts), an OIDC auth-provider's id-token, and kubectl's rotating `tokenFile`.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { KubeClient } from '../../../plugin/kube/kube-client.ts';
+import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
+import { kubeObjects } from '../../../plugin/kube/objects.ts';
+import { makeTlsFixture, type TlsFixture } from '../vm/tls-fixture.ts';
+import { ApiServerFixture } from './api-server-fixture.ts';
+import { ConnectProxyFixture } from './connect-proxy-fixture.ts';
+import { assertTokenFileFollowed } from './token-rotation.ts';
+
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+let tls: TlsFixture;
+let api: ApiServerFixture;
+let proxy: ConnectProxyFixture;
+let server: string;
+let proxyUrl: string;
+let dir: string;
+
+before(async () => {
+  tls = makeTlsFixture();
+  api = new ApiServerFixture(tls);
+  server = await api.start();
+  proxy = new ConnectProxyFixture();
+  proxyUrl = await proxy.start();
+  dir = mkdtempSync(join(tmpdir(), 'vmzones-kubeconfig-forms-'));
+});
+after(async () => {
+  await proxy.stop();
+  await api.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A kubeconfig file of one cluster (the fixture, with its CA) and one user; returns its path. */
+function kubeconfig(
+  file: string,
+  user: Record<string, unknown>,
+  cluster: Record<string, unknown> = {},
+): string {
+  const path = join(dir, file);
+  writeFileSync(
+    path,
+    JSON.stringify({
+      'current-context': 'x',
+      clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': b64(tls.ca), ...cluster } }],
+      users: [{ name: 'u', user }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: 'vm' } }],
+    }),
+  );
+  return path;
+}
+
+test('proxy-url: every request goes through the CONNECT proxy, on tunnels kept for the next ones', async () => {
+  const connection = kubeconfigConnection([
+    kubeconfig('proxied', { token: 't0ken-one' }, { 'proxy-url': proxyUrl }),
+  ]);
+  const client = new KubeClient(connection);
+  let opened = 0;
+  const kube = kubeObjects(client);
+  const from = api.requests.length;
+  assert.deepEqual(await kube.list('v1', 'Pod', 'vm'), []);
+  opened = proxy.tunnels.length;
+  for (let i = 0; i < 10; i++) await kube.list('v1', 'Pod', 'vm');
+  assert.equal(api.requests.length - from, 12, 'discovery and eleven lists reached the API server');
+  assert.ok(opened >= 1, 'the first calls went through the proxy');
+  assert.ok(
+    proxy.tunnels.every((t) => t === new URL(server).host),
+    `tunnels to the API server only: ${proxy.tunnels}`,
+  );
+  assert.equal(proxy.tunnels.length, opened, 'ten more reads open no new tunnel');
+  client.close();
+
+  // Without the proxy-url the same kubeconfig does not go through the proxy.
+  const direct = kubeObjects(kubeconfigConnection([kubeconfig('direct', { token: 't0ken-one' })]));
+  await direct.list('v1', 'Pod', 'vm');
+  assert.equal(proxy.tunnels.length, opened);
+});
+
+test('a proxy-url nothing listens at: the call fails naming what it tried, not the credential', async () => {
+  const kube = kubeObjects(
+    kubeconfigConnection([
+      kubeconfig('dead-proxy', { token: 't0ken-one' }, { 'proxy-url': 'http://127.0.0.1:1' }),
+    ]),
+    2_000,
+  );
+  await assert.rejects(kube.list('v1', 'Pod', 'vm'), (e: Error) => {
+    assert.match(e.message, /^listing Pod in vm: /);
+    assert.ok(!e.message.includes('t0ken-one'), e.message);
+    return true;
+  });
+});
+
+/** An unsigned JWT with `exp` (the API server's OIDC check is the fixture's token list). */
+function jwt(exp: number, subject: string): string {
+  const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${part({ alg: 'RS256', typ: 'JWT' })}.${part({ sub: subject, exp })}.c2lnbmF0dXJl`;
+}
+
+test('OIDC auth-provider: its id-token is the bearer token while it is valid', async () => {
+  const idToken = jwt(Math.floor(Date.now() / 1000) + 3600, 'oidc-user');
+  api.tokens.add(idToken);
+  const kube = kubeObjects(
+    kubeconfigConnection([
+      kubeconfig('oidc', {
+        'auth-provider': {
+          name: 'oidc',
+          config: {
+            'client-id': 'vmzones',
+            'id-token': idToken,
+            'idp-issuer-url': 'https://127.0.0.1:1',
+            'refresh-token': 'r3fresh',
+          },
+        },
+      }),
+    ]),
+  );
+  assert.deepEqual(await kube.list('v1', 'Pod', 'vm'), []);
+  assert.equal(api.requests.at(-1)?.token, idToken);
+});
+
+test("kubectl's tokenFile in a kubeconfig is read again once a minute, relative to the kubeconfig", async (t) => {
+  writeFileSync(join(dir, 'token'), 't0ken-one');
+  const connection = kubeconfigConnection([kubeconfig('token-file', { tokenFile: 'token' })]);
+  await assertTokenFileFollowed(t, api, () => kubeObjects(connection), join(dir, 'token'), {
+    first: 't0ken-one',
+    next: 't0ken-next',
+  });
+});
