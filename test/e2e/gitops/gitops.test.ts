@@ -10,8 +10,7 @@ import { rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
-import { argocdAdmin } from '../../sandbox/argocd.ts';
-import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
+import type { Sandbox } from '../../sandbox/helper.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
 import { samplesLost } from '../reliability/support.ts';
@@ -24,15 +23,14 @@ import {
   rolloutCanProgress,
   rolloutState,
   routedZones,
-  sandboxKube,
   startReadProber,
   startRoutingWatcher,
   sandboxZones as zones,
 } from '../step/harness.ts';
-import { type AppRepo, applicationObject, createAppRepo, gitLatencyOffset } from './app-repo.ts';
-import { ArgoCdApi, type ResourceRef } from './argocd-api.ts';
+import { type AppRepo, gitLatencyOffset } from './app-repo.ts';
+import type { ArgoCdApi, ResourceRef } from './argocd-api.ts';
+import { appName, startGitopsLoop } from './loop.ts';
 
-const appName = 'victoria-metrics';
 const rolloutName = 'victoria-metrics';
 const rolloutRef: ResourceRef = {
   group: 'argoproj.io',
@@ -53,18 +51,8 @@ const report: string[] = [];
 const started = Date.now();
 
 before(async () => {
-  sandbox = await startSandbox({ zones: 3, podRestartSeconds: 2, plugin: true, argocd: true });
-  report.push(`sandbox start with Argo CD: ${sandbox.state.startSeconds?.toFixed(1)} s`);
-  kube = sandboxKube(sandbox);
-  const argocd = sandbox.state.argocd;
-  assert.ok(argocd, 'the sandbox runs Argo CD');
-  api = new ArgoCdApi(argocd.url);
-  await api.login(argocdAdmin.username, argocdAdmin.password);
-  repo = await createAppRepo(sandbox, kube);
-  await sandbox.kubectl.apply([applicationObject(repo.url)]);
-  // The first sync adopts the VM objects (Git's latencyOffset restarts every zone once) and creates the Rollout,
-  // whose first revision runs no steps.
-  await appSyncedHealthy(300_000);
+  ({ sandbox, kube, api, repo } = await startGitopsLoop(report));
+  // The first sync adopted the VM objects: Git's latencyOffset restarts every zone once.
   await eventually('every zone at the value in Git', async () =>
     (await Promise.all(zones.map((z) => latencyOffset(z.vmcluster)))).every((v) => v === gitLatencyOffset)
       ? true
