@@ -774,16 +774,25 @@ test('in the plugin, on the real API server, its Kubernetes calls recorded; then
       const kindOf = Object.fromEntries(
         Object.entries(resources).map(([kind, resource]) => [resource.split('.')[0], kind]),
       );
+      // Granted for a path this sandbox cannot take, each with the unit test that takes it: the storage StatefulSet
+      // is read only where a pod's change may be deferred (operator >= v0.75.1, node IDs in both maintenance lists),
+      // and the sandbox's operator is v0.74.1, the newest the Go module proxy serves (test/unit/vm/zone-readiness.test.ts).
+      const unexercised = new Set(['get statefulsets']);
+      const unusedGrants: string[] = [];
       for (const rule of stepRole.rules) {
         for (const resource of rule.resources) {
           for (const verb of rule.verbs) {
-            assert.ok(
-              [...used.values()].some((call) => call.verb === verb && call.kind === kindOf[resource]),
-              `granted but never used: ${verb} ${resource}`,
+            const grant = `${verb} ${resource}`;
+            const usedHere = [...used.values()].some(
+              (call) => call.verb === verb && call.kind === kindOf[resource],
             );
+            if (!usedHere) unusedGrants.push(grant);
+            assert.ok(usedHere || unexercised.has(grant), `granted but never used: ${grant}`);
           }
         }
       }
+      // The exemptions stay exactly those unused here: one used here again must leave the list.
+      assert.deepEqual(unusedGrants.sort(), [...unexercised].sort(), 'the unexercised grants');
       for (const [verb, resource, name] of [
         ['delete', 'vmclusters.operator.victoriametrics.com', 'vm-zone-a'],
         ['create', 'vmclusters.operator.victoriametrics.com', undefined],
