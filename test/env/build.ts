@@ -443,26 +443,21 @@ export function buildAll(
   const binDir = join(cacheDir(), 'bin');
   mkdirSync(binDir, { recursive: true });
   const built = {} as Record<BinaryName, string>;
-  const missing: string[] = [];
-  const toBuild = targets.filter(
-    (t) =>
-      !existsSync(binaryPath(t)) &&
-      !options.except?.includes(t.name) &&
-      (options.missing ?? missingFromEnv()) === 'build',
-  );
-  prefetchModules(toBuild);
+  const mode = options.missing ?? missingFromEnv();
+  const missing: Target[] = [];
   for (const target of targets) {
     const out = binaryPath(target);
     if (existsSync(out)) touch(out);
-    else if (options.except?.includes(target.name)) {
-      // left to whoever needs it
-    } else if ((options.missing ?? missingFromEnv()) === 'fail') missing.push(target.name);
-    else buildTarget(target, out, options);
+    else if (!options.except?.includes(target.name)) missing.push(target);
     built[target.name] = out;
   }
-  if (missing.length > 0) {
+  if (mode === 'build') {
+    prefetchModules(missing);
+    for (const target of missing) buildTarget(target, built[target.name], options);
+  }
+  if (mode === 'fail' && missing.length > 0) {
     throw new BuildError(
-      missing.join(', '),
+      missing.map((t) => t.name).join(', '),
       `not in the cache (${binDir}) and this process does not build (${noBuildVariable}=1: npm test builds every ` +
         `binary in its build phase, before any test file starts); run "npm run env:build"`,
     );

@@ -17,7 +17,6 @@ import { samplesLost } from '../reliability/support.ts';
 import {
   cluster,
   eventually,
-  ns,
   pluginStatuses,
   type RolloutState,
   rolloutCanProgress,
@@ -28,17 +27,9 @@ import {
   sandboxZones as zones,
 } from '../step/harness.ts';
 import { type AppRepo, gitLatencyOffset } from './app-repo.ts';
-import type { ArgoCdApi, ResourceRef } from './argocd-api.ts';
-import { appName, startGitopsLoop } from './loop.ts';
+import type { ArgoCdApi } from './argocd-api.ts';
+import { appName, rolloutName, rolloutRef, startGitopsLoop } from './loop.ts';
 
-const rolloutName = 'victoria-metrics';
-const rolloutRef: ResourceRef = {
-  group: 'argoproj.io',
-  version: 'v1alpha1',
-  kind: 'Rollout',
-  namespace: ns,
-  name: rolloutName,
-};
 /** Steps per zone (drainReads, apply, gate, restoreReads) plus the manual approval after it. */
 const stepsPerZone = 5;
 const pauseAfter = (zoneIndex: number) => zoneIndex * stepsPerZone + 4;

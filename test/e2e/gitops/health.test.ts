@@ -26,17 +26,9 @@ import {
   sandboxZones as zones,
 } from '../step/harness.ts';
 import { type AppRepo, rolloutFile } from './app-repo.ts';
-import type { ArgoCdApi, ResourceNode, ResourceRef } from './argocd-api.ts';
-import { appName, startGitopsLoop } from './loop.ts';
+import type { ArgoCdApi, ResourceNode } from './argocd-api.ts';
+import { appName, rolloutName, rolloutRef, startGitopsLoop } from './loop.ts';
 
-const rolloutName = 'victoria-metrics';
-const rolloutRef: ResourceRef = {
-  group: 'argoproj.io',
-  version: 'v1alpha1',
-  kind: 'Rollout',
-  namespace: ns,
-  name: rolloutName,
-};
 /** A gate that refuses zone-a (ConditionFailed), committed to Git beside the project's templates. */
 const refusingTemplate = 'vmzones-e2e-refuse-zone-a';
 

@@ -6,11 +6,20 @@ import assert from 'node:assert/strict';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { argocdAdmin } from '../../sandbox/argocd.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
-import { eventually, sandboxKube } from '../step/harness.ts';
+import { eventually, ns, sandboxKube } from '../step/harness.ts';
 import { type AppRepo, applicationObject, createAppRepo } from './app-repo.ts';
-import { ArgoCdApi } from './argocd-api.ts';
+import { ArgoCdApi, type ResourceRef } from './argocd-api.ts';
 
 export const appName = 'victoria-metrics';
+/** The Rollout the app repository holds (examples/gitops), as Argo CD's resource actions name it. */
+export const rolloutName = 'victoria-metrics';
+export const rolloutRef: ResourceRef = {
+  group: 'argoproj.io',
+  version: 'v1alpha1',
+  kind: 'Rollout',
+  namespace: ns,
+  name: rolloutName,
+};
 
 export interface GitopsLoop {
   sandbox: Sandbox;
