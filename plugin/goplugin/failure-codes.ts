@@ -66,6 +66,62 @@ export const failureCodes = {
 
 export type FailureCode = keyof typeof failureCodes;
 
+/** final: nothing changes until a human acts (fix a document, a grant, a balancer, the zone); retry: the walk, a
+ *  retry of the rollout or the reconciler's next pass may succeed once time passes or another walk moves on. */
+export type Finality = 'final' | 'retry';
+
+/** Whether each code is final (docs/step-plugin.md "Failure codes", column "final"). A step fails on either; what
+ *  differs is what follows: the reconciler keeps trying a zone whose failure may clear and says which need a human,
+ *  and the message of a final failure names what to fix. */
+export const failureFinality = {
+  SpecInvalid: 'final',
+  NamespaceNotAllowed: 'final',
+  ClusterUnusable: 'final',
+  FlagInvalid: 'final',
+  LeaseHeld: 'retry',
+  NotDrained: 'final',
+  NotRouted: 'final',
+  LastServingZone: 'final',
+  DrainBudget: 'retry',
+  ReloadUnproven: 'retry',
+  ServesReads: 'final',
+  OverridesRejected: 'final',
+  OverridesPruned: 'final',
+  ZoneFailed: 'final',
+  ReadyTimeout: 'retry',
+  QueueNotDrained: 'retry',
+  DataLost: 'final',
+  RestoreUnrouted: 'final',
+  HandoffTimeout: 'retry',
+  RecordRefused: 'final',
+  StateInvalid: 'final',
+  ReadRoutingRefused: 'final',
+  VmagentSpecInvalid: 'final',
+  PodSelectionInvalid: 'final',
+  SecretRefInvalid: 'final',
+  ScrapeFailed: 'retry',
+  MetricsMalformed: 'final',
+  ObjectMissing: 'final',
+  Forbidden: 'final',
+  ApiRejected: 'final',
+  ApiTransient: 'retry',
+  GateConfigInvalid: 'final',
+  GateSetupInvalid: 'final',
+  ConditionInvalid: 'final',
+  ConditionFailed: 'final',
+  PluginStartFailed: 'final',
+  ProtocolError: 'final',
+  ConnectionClosed: 'retry',
+  InputInvalid: 'final',
+  UsageInvalid: 'final',
+  Unexpected: 'final',
+} as const satisfies Record<FailureCode, Finality>;
+
+/** Whether a failure with this code needs a human before anything can change. */
+export function isFinalCode(code: FailureCode): boolean {
+  return failureFinality[code] === 'final';
+}
+
 export const failureCodeNames = Object.freeze(Object.keys(failureCodes) as FailureCode[]);
 
 export function isFailureCode(value: unknown): value is FailureCode {
