@@ -24,6 +24,7 @@ import { type DrainActor, drainKeyOf, drainRecordFor } from '../../vm/read-routi
 import { type DisruptionBudget, defaultDisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
 import { type RolloutIdentity, sameRollout } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
+import { guardedWrite } from './conflict.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
@@ -93,13 +94,15 @@ function routingKey(layer: ReadLayer, zone: string): string {
   ]);
 }
 
-export async function drainReadsMove(
+/** Whether the drain may be written on `layer`: undefined when admitted, else the outcome that refuses it (not
+ *  routed, the last zone, the budget), a refused drain having put back what this holder had taken. */
+async function admission(
   deps: MoveDeps,
   request: DrainRequest,
   cluster: LoadedCluster,
-): Promise<DrainOutcome> {
+  layer: ReadLayer,
+): Promise<DrainOutcome | undefined> {
   const { zone } = request;
-  const layer = await readLayer(deps, request.reads);
   const routed = routingTo(layer, zone).length > 0;
   if (!routed && drainedFrom(layer, zone).length === 0) {
     return {
@@ -110,43 +113,50 @@ export async function drainReadsMove(
       layer,
     };
   }
-  if (routed) {
-    const last = lastZoneThrough(layer, zone);
-    // The last one only while others are out (another walk's drain through that balancer): a wait for them (the
-    // budget below says so), not a refusal — the other walk puts its zone back (found by the model test,
-    // test/unit/zones/zone-model.test.ts).
-    const othersOut =
-      last !== undefined &&
-      Object.keys(last.routing.drained).some((key) => key !== drainKeyOf(last.config, zone));
-    if (last !== undefined && !othersOut) {
-      return {
-        ...blocked(`it is the last zone that serves reads through ${last.describe}`, 'LastServingZone'),
-        layer,
-      };
-    }
-    const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
-    if (blocker !== undefined) {
-      // Out of some balancers already (a drain cut short by a crash, or refused part-way) but not admitted for the
-      // rest: put back what this holder took, so that no zone stays half drained while its walk waits. Never once
-      // the holder changed the zone (a balancer re-synced after apply): its reads come back by restoreReads only.
-      const changed =
-        cluster.state.rollback !== undefined && sameRollout(cluster.state.rollback, request.holder);
-      const ours = changed
-        ? []
-        : drainedFrom(layer, zone).filter(
-            (b) => drainRecordFor(b.routing, b.config, zone)?.holder?.uid === request.holder.uid,
-          );
-      const uid = cluster.object.metadata.uid;
-      const undone = (await restoreLayer({ ...layer, balancers: ours }, zone, deps, uid)).map(
-        (b) => b.describe,
-      );
-      return {
-        ...blocked(blocker, 'DrainBudget'),
-        layer,
-        ...(undone.length === 0 ? {} : { undone: undone.join(', ') }),
-      };
-    }
+  if (!routed) return undefined;
+  const last = lastZoneThrough(layer, zone);
+  // The last one only while others are out (another walk's drain through that balancer): a wait for them (the
+  // budget below says so), not a refusal — the other walk puts its zone back (found by the model test,
+  // test/unit/zones/zone-model.test.ts).
+  const othersOut =
+    last !== undefined &&
+    Object.keys(last.routing.drained).some((key) => key !== drainKeyOf(last.config, zone));
+  if (last !== undefined && !othersOut) {
+    return {
+      ...blocked(`it is the last zone that serves reads through ${last.describe}`, 'LastServingZone'),
+      layer,
+    };
   }
+  const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
+  if (blocker === undefined) return undefined;
+  // Out of some balancers already (a drain cut short by a crash, or refused part-way) but not admitted for the
+  // rest: put back what this holder took, so that no zone stays half drained while its walk waits. Never once
+  // the holder changed the zone (a balancer re-synced after apply): its reads come back by restoreReads only.
+  const changed = cluster.state.rollback !== undefined && sameRollout(cluster.state.rollback, request.holder);
+  const ours = changed
+    ? []
+    : drainedFrom(layer, zone).filter(
+        (b) => drainRecordFor(b.routing, b.config, zone)?.holder?.uid === request.holder.uid,
+      );
+  const uid = cluster.object.metadata.uid;
+  const undone = (await restoreLayer({ ...layer, balancers: ours }, zone, deps, uid)).map((b) => b.describe);
+  return {
+    ...blocked(blocker, 'DrainBudget'),
+    layer,
+    ...(undone.length === 0 ? {} : { undone: undone.join(', ') }),
+  };
+}
+
+export async function drainReadsMove(
+  deps: MoveDeps,
+  request: DrainRequest,
+  cluster: LoadedCluster,
+): Promise<DrainOutcome> {
+  const { zone } = request;
+  let layer = await readLayer(deps, request.reads);
+  const refused = await admission(deps, request, cluster, layer);
+  if (refused !== undefined) return refused;
+  const routed = routingTo(layer, zone).length > 0;
   // A restore that was started and given up (its step failed, the walk was aborted) leaves its mark: a new drain
   // clears it, so that the next restore starts with its own guarded write again.
   const mark =
@@ -160,9 +170,25 @@ export async function drainReadsMove(
     if (marked.kind === 'lost') return { ...lost(`zone ${zone} changed hands before it was marked`), layer };
     held = marked.cluster;
   }
-  // Written only on the reading the budget was checked on (a conflict otherwise: the caller checks again).
+  // Written only on the reading the budget was checked on. A balancer written since is a 409, whose meaning is
+  // decided in one place (moves/conflict.ts): the zone changed hands (lost), or the drain is admitted again on a
+  // fresh reading and written on it.
   if (routed) {
-    await drainLayer(layer, zone, drainActor(request, cluster), deps);
+    const drained = await guardedWrite(deps.kube, request.ref, held, async (current, attempt) => {
+      if (attempt > 0) {
+        layer = await readLayer(deps, request.reads);
+        const again = await admission(deps, request, current, layer);
+        // Refused on the fresh reading: the zone as it is now (held by this move's own mark) goes with it.
+        if (again !== undefined) return { ...again, cluster: current };
+      }
+      held = current;
+      await drainLayer(layer, zone, drainActor(request, current), deps);
+      return undefined;
+    });
+    if (drained.kind === 'lost') {
+      return { ...lost(`zone ${zone} changed hands while it was taken out of reads`), layer };
+    }
+    if (drained.value !== undefined) return drained.value;
   }
 
   // Read again only after a write: a replayed Run that finds the zone out already wrote nothing since `layer`.

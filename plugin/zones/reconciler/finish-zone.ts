@@ -5,17 +5,20 @@
 // Every write on the VMCluster is guarded by the resourceVersion the pass decided on: a step that takes the zone
 // back meanwhile makes the reconciler's next write lose, and the reconciler touches nothing more (issue 21 item 2).
 
+import { isFinalCode } from '../../goplugin/failure-codes.ts';
 import type { Logger } from '../../goplugin/index.ts';
 import type { NamespaceAllowance } from '../../kube/allowed-namespaces.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import { parseGoDurationMs } from '../../kube/go-duration.ts';
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import { type BringBackProgress, bringBack } from '../moves/bring-back.ts';
-import { drainReadsMove, type MoveDeps } from '../moves/drain.ts';
+import type { MoveDeps } from '../moves/drain.ts';
 import { maintenancePatch, maintenanceRecord, takeLease } from '../moves/lease.ts';
 import type { ZoneQueueCheck } from '../moves/queue-check.ts';
 import { revertMove } from '../moves/revert.ts';
+import { type TakeOutProgress, takeOut } from '../moves/take-out.ts';
 import { emitZoneEvent } from '../state/events.ts';
+import { holderExists } from '../state/holder.ts';
 import { describeCluster } from '../state/messages.ts';
 import {
   annotationValue,
@@ -31,7 +34,6 @@ import {
 } from '../state/zone-annotations.ts';
 import { isConflict, loadedCluster, patchCluster } from '../state/zone-object.ts';
 import { RecordRefusedError, trustedHandoff } from './record-trust.ts';
-import { holderExists } from './walk-ending.ts';
 
 /** done: released; working: in progress; blocked: cannot move now (waits for another zone or Rollout). */
 export type ZoneProgress = 'done' | 'working' | 'blocked';
@@ -95,7 +97,9 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     sameRevision(rollback, handoff.holder) &&
     rollback.phase === 'requested'
   ) {
-    const drain = await drainReadsMove(
+    // The same take-out as the step's drainReads (zones/moves/take-out.ts), without a deadline: the reconciler is
+    // what finishes zones, so it waits on; the zone stays held for its holder while the budget refuses.
+    const drain = await takeOut(
       moveDeps,
       {
         zone,
@@ -104,33 +108,16 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         by: `rollback of ${describeHolder(handoff.holder)}`,
         holder: handoff.holder,
         graceMs: parseGoDurationMs(handoff.drainGracePeriod),
-        mark:
-          cluster.state.maintenance === undefined
+        hold: (found) =>
+          found.state.maintenance === undefined
             ? maintenancePatch(maintenanceRecord(zone, deps.now(), `rollback (${handoff.by})`))
             : undefined,
+        leaseOnlyWhileDrained: false,
       },
       cluster,
     );
-    // Not routed anywhere and never drained: nothing to take out, the rollback goes on.
-    const nothingToDrain = drain.kind === 'failed' && drain.code === 'NotRouted';
-    if (drain.kind === 'lost') return lostTo('drain');
-    if (drain.kind === 'blocked') {
-      return drain.code === 'LastServingZone'
-        ? note(
-            `waiting: zone ${zone}: ${drain.message}; it cannot be rolled back until another zone serves reads`,
-            'blocked',
-          )
-        : note(`waiting to roll back zone ${zone}: ${drain.message}`, 'blocked');
-    }
-    if (drain.kind === 'waiting') {
-      return note(
-        drain.code === 'grace'
-          ? `rollback: grace period for queries in flight until ${timestamp(drain.until ?? deps.now())}`
-          : `rollback: waiting until vmauth serves reads without zone ${zone}: ${drain.message}`,
-        'working',
-      );
-    }
-    if (drain.kind === 'failed' && !nothingToDrain) return note(`rollback: ${drain.message}`, 'working');
+    const rolledBack = await rollbackDrainNote(deps, drain, zone, note, lostTo);
+    if (rolledBack !== undefined) return rolledBack;
     const reverted = await revertMove(kube, ref, drain.cluster ?? cluster, rollback, deps.now());
     if (reverted.kind === 'lost') return lostTo('revert');
     return note(`${reverted.message} on ${name}; waiting until it is operational`, 'working');
@@ -204,6 +191,43 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
   return 'done';
 }
 
+/** What the rollback's take-out means for this pass: undefined to go on to the revert (drained, or never routed:
+ *  nothing to take out), else the pass's progress (waiting, blocked by another zone, lost). */
+function rollbackDrainNote(
+  deps: Pick<FinishDeps, 'now'>,
+  drain: TakeOutProgress,
+  zone: string,
+  note: (message: string, progress: ZoneProgress) => Promise<ZoneProgress>,
+  lostTo: (what: string) => ZoneProgress,
+): Promise<ZoneProgress> | ZoneProgress | undefined {
+  switch (drain.phase) {
+    case 'done':
+      return undefined;
+    case 'lost':
+      return lostTo('drain');
+    case 'failed':
+      if (drain.code === 'NotRouted') return undefined;
+      if (drain.code === 'LastServingZone') {
+        return note(
+          `waiting: ${drain.message}; it cannot be rolled back until another zone serves reads`,
+          'blocked',
+        );
+      }
+      // A failure that needs a human (failure-codes.ts failureFinality) blocks the zone; another is tried again.
+      return note(`rollback: ${drain.message}`, drain.final ? 'blocked' : 'working');
+    case 'waiting':
+      if (drain.waitsOn === 'lease' || drain.waitsOn === 'budget') {
+        return note(`waiting to roll back zone ${zone}: ${drain.message}`, 'blocked');
+      }
+      return note(
+        drain.waitsOn === 'vmauth'
+          ? `rollback: waiting until vmauth serves reads without zone ${zone}: ${drain.message}`
+          : `rollback: grace period for queries in flight until ${timestamp(drain.until ?? deps.now())}`,
+        'working',
+      );
+  }
+}
+
 /** A zone that cannot be brought back: a failed zone or queue check stays drained (said in the handoff); a drain
  *  record of another object is refused (a Warning on the zone object); a restore that leaves the zone unrouted is a
  *  failure too, never "finished" (the zone stays held, a ZoneRestoreFailed Warning on the zone object). */
@@ -234,6 +258,10 @@ async function failedToBringBack(
       handoff.holder,
       failure.message,
     );
+  }
+  // A restore failure that may clear (failure-codes.ts failureFinality) is tried again next pass, without a Warning.
+  if (!isFinalCode(failure.code)) {
+    return note(`reads of zone ${zone} are not restored yet: ${failure.message}`, 'working');
   }
   await emitZoneEvent(
     deps.kube,

@@ -25,6 +25,7 @@ import { zoneKube } from '../../vm/cluster-routing.ts';
 import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../../vm/zone-kinds.ts';
 import type { ZoneQueueCheck } from '../moves/queue-check.ts';
 import { emitZoneEvent } from '../state/events.ts';
+import { holderProgress } from '../state/holder.ts';
 import { type RollbackRecord, type RolloutIdentity, sameRevision } from '../state/zone-annotations.ts';
 import { loadedCluster } from '../state/zone-object.ts';
 import { isTransient } from '../step/outcome.ts';
@@ -37,7 +38,7 @@ import {
   requireRecordsOfThisObject,
   trustedReads,
 } from './record-trust.ts';
-import { holderProgress, walkVerdict } from './walk-ending.ts';
+import { walkVerdict } from './walk-ending.ts';
 import { ZoneBackoff } from './zone-backoff.ts';
 
 export type { ZoneProgress } from './finish-zone.ts';

@@ -42,6 +42,7 @@ import {
   zoneWriters,
 } from '../spec.ts';
 import { emitZoneEvent } from '../state/events.ts';
+import { holderProgress } from '../state/holder.ts';
 import {
   describeHolder,
   type Handoff,
@@ -55,7 +56,6 @@ import {
   zoneState,
 } from '../state/zone-annotations.ts';
 import { readBalancerConfigs } from '../step/target.ts';
-import { holderProgress } from './walk-ending.ts';
 
 /** What the reconciler acts on for a zone: the fields a lease, rollback record or handoff carry. */
 export interface TrustedReads {

@@ -4,9 +4,8 @@
 // (a new commit), a template reverted to the stable one, a deleted Rollout, an Abort lost to a crash. Each is read
 // here from the Rollout itself, so the reconciler can finish what no step will (docs/step-plugin.md, "Endings").
 
-import { KubeError, type KubeObjects } from '../../kube/objects.ts';
 import { stepPluginName } from '../../rollouts/plugin-names.ts';
-import { type RolloutProgress, rolloutProgress } from '../../rollouts/rollout-object.ts';
+import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
 import { describeHolder, type RolloutIdentity } from '../state/zone-annotations.ts';
 import { configZones } from '../step/actions.ts';
 
@@ -15,30 +14,6 @@ export type WalkVerdict =
   | { verdict: 'walking' }
   | { verdict: 'finish'; why: string }
   | { verdict: 'rollback'; why: string };
-
-const rolloutApi = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout' } as const;
-
-/** The holder's Rollout now: its progress, or `undefined` when it (that uid) no longer exists. */
-export async function holderProgress(
-  kube: KubeObjects,
-  holder: RolloutIdentity,
-): Promise<RolloutProgress | undefined> {
-  const [namespace = '', name = ''] = holder.rollout.split('/');
-  try {
-    const progress = rolloutProgress(await kube.get({ ...rolloutApi, namespace, name }));
-    if (typeof progress === 'string')
-      throw new KubeError('invalid', `Rollout ${holder.rollout}: ${progress}`);
-    return progress.uid === holder.uid ? progress : undefined;
-  } catch (err) {
-    if (err instanceof KubeError && err.kind === 'notFound') return undefined;
-    throw err;
-  }
-}
-
-/** Whether the Rollout that holds a lease still exists (same uid); a lease of a deleted Rollout is stale. */
-export async function holderExists(kube: KubeObjects, holder: RolloutIdentity): Promise<boolean> {
-  return (await holderProgress(kube, holder)) !== undefined;
-}
 
 /** The index of the last vmzones step of `zone` (its restoreReads, or its wave's), or -1 when the Rollout has none. */
 function lastStepOf(progress: RolloutProgress, zone: string): number {

@@ -17,9 +17,9 @@ import {
 } from '../state/zone-annotations.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, StepFailure, successful } from './outcome.ts';
-import { lostRace, waitForReconciler } from './step-waits.ts';
+import { lostRace } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
-import { openZoneAction } from './zone-action.ts';
+import { handoffOpening, openZoneAction } from './zone-action.ts';
 
 const maxChangedStatusChars = 3000;
 
@@ -73,18 +73,10 @@ function appliedResult(target: ZoneTarget, record: RollbackRecord, replayed: boo
 
 export async function applyZone(deps: ZoneDeps, target: ZoneTarget, previous?: unknown): Promise<StepResult> {
   const { kube } = deps;
-  const { zone, name, status, cluster, state } = await openZoneAction(kube, target, 'apply');
-
-  if (state.handoff !== undefined) {
-    return waitForReconciler(
-      deps,
-      target,
-      previous,
-      state.handoff,
-      `zone ${zone}: waiting for the vmzones reconciler to finish earlier work on ${name} (${state.handoff.by}, since ${state.handoff.requestedAt})`,
-      status,
-    );
-  }
+  const opened = await openZoneAction(kube, target, 'apply');
+  const { zone, name, cluster, state } = opened;
+  const handoff = handoffOpening(deps, target, previous, opened, false);
+  if (handoff !== undefined && 'wait' in handoff) return handoff.wait;
   if (
     state.rollback !== undefined &&
     sameRevision(state.rollback, target.who) &&

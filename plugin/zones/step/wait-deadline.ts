@@ -44,6 +44,4 @@ export function waitStatus(state: StepState, since: Date): { state: StepState; w
   return { state, waitingSince: timestamp(since) };
 }
 
-export function pastDeadline(since: Date, timeoutMs: number, now: Date): boolean {
-  return now.getTime() > since.getTime() + timeoutMs;
-}
+export { pastDeadline } from '../moves/deadline.ts';
