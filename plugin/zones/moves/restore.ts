@@ -8,6 +8,7 @@ import { DrainRecordMismatchError, describeRecordObject } from '../../vm/read-ro
 import { timestamp } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import type { MoveDeps, ZoneReads } from './drain.ts';
+import { guardedWrite } from './conflict.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
@@ -50,10 +51,17 @@ export async function restoreReadsMove(
     if (marked.kind === 'lost') return lost(`zone ${zone} changed hands before its reads were put back`);
     held = marked.cluster;
   }
-  const layer = await readLayer(deps, request.reads);
+  let layer = await readLayer(deps, request.reads);
   let restored: string[];
   try {
-    restored = (await restoreLayer(layer, zone, deps, held.object.metadata.uid)).map((b) => b.describe);
+    // A balancer written meanwhile is a 409, whose meaning is decided in one place (moves/conflict.ts): the zone
+    // changed hands (lost: nothing more is put back), or the restore goes on from a fresh reading.
+    const written = await guardedWrite(deps.kube, request.ref, held, async (current, attempt) => {
+      if (attempt > 0) layer = await readLayer(deps, request.reads);
+      return restoreLayer(layer, zone, deps, current.object.metadata.uid);
+    });
+    if (written.kind === 'lost') return lost(`zone ${zone} changed hands while its reads were put back`);
+    restored = written.value.map((b) => b.describe);
   } catch (err) {
     // A record of another object of this name: refused, never restored for this one (a zone is its object).
     if (err instanceof DrainRecordMismatchError)

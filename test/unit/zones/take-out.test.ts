@@ -10,6 +10,7 @@ import { KubeError } from '../../../plugin/kube/objects.ts';
 import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { conflictMeaning, guardedWrite } from '../../../plugin/zones/moves/conflict.ts';
 import { stepLeasePatch } from '../../../plugin/zones/moves/lease.ts';
+import { restoreReadsMove } from '../../../plugin/zones/moves/restore.ts';
 import { type TakeOutRequest, takeOut } from '../../../plugin/zones/moves/take-out.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { rolloutIdentity } from '../../../plugin/zones/state/zone-annotations.ts';
@@ -251,4 +252,47 @@ test('conflictMeaning: a status write is a retry; a new holder, a handoff or a n
     throw new KubeError('forbidden', 'HTTP 403', 403);
   }).catch((err: unknown) => err);
   assert.ok(other instanceof KubeError && other.kind === 'forbidden', 'any other error at once');
+});
+
+test('the restore meets a 409 on the balancer with the zone in the same hands: put back on a fresh read in the same call; lost once the hands changed', async () => {
+  for (const handsChange of [false, true]) {
+    const kube = threeZones(vmauth.port);
+    walking(kube, 'one');
+    assert.equal(
+      (await stepPluginOf(kube, clock, { rollout: 'one' }).run('zone-a', 'drainReads')).phase,
+      'Successful',
+    );
+    kube.beforePatch = async (what) => {
+      if (what !== `VMUser ${ns}/vmauth-read`) return;
+      kube.beforePatch = undefined;
+      if (handsChange) {
+        await kube.mergePatch(ref('zone-a'), {
+          metadata: { annotations: { 'vmzones.io/lease': null, 'vmzones.io/maintenance': null } },
+        });
+      }
+      await kube.mergePatch(
+        {
+          apiVersion: 'operator.victoriametrics.com/v1beta1',
+          kind: 'VMUser',
+          namespace: ns,
+          name: 'vmauth-read',
+        },
+        { metadata: { labels: { touched: 'yes' } } },
+      );
+    };
+    const { reads, by } = stepRequest(kube, 'one', 'zone-a');
+    const outcome = await restoreReadsMove(
+      deps(kube),
+      { zone: 'zone-a', ref: ref('zone-a'), reads, by },
+      loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
+    );
+    if (handsChange) {
+      assert.equal(outcome.kind, 'lost', outcome.message);
+      assert.deepEqual(routedObjects(kube), ['vm-zone-b', 'vm-zone-c'], 'nothing put back for lost hands');
+    } else {
+      assert.notEqual(outcome.kind, 'failed', outcome.message);
+      assert.deepEqual(outcome.restored, ['VMUser vm/vmauth-read']);
+      assert.deepEqual(routedObjects(kube), ['vm-zone-a', 'vm-zone-b', 'vm-zone-c']);
+    }
+  }
 });
