@@ -7,8 +7,8 @@ import { evidenceCheck, latestChange, readLayer, restoreLayer, routingTo } from 
 import { DrainRecordMismatchError, describeRecordObject } from '../../vm/read-routing.ts';
 import { timestamp } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
-import type { MoveDeps, ZoneReads } from './drain.ts';
 import { guardedWrite } from './conflict.ts';
+import type { MoveDeps, ZoneReads } from './drain.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
