@@ -15,7 +15,7 @@ import type { ZoneDeps } from './deps.ts';
 import { running, type StatusDocument, StepFailure, successful } from './outcome.ts';
 import { lostRace } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
-import { type StepState, stepState, waitStatus } from './wait-deadline.ts';
+import { previousTime, type StepState, stepState, waitStatus } from './wait-deadline.ts';
 import { handoffOpening, openZoneAction } from './zone-action.ts';
 
 /** The step status state of each wait of the move (docs/step-plugin.md). */
@@ -29,13 +29,11 @@ const waitStates = {
 
 /** The wait the previous Run's status records, and since when: the move goes on from it. */
 function previousWait(previous: unknown): { waitsOn: TakeOutWait; since: Date } | undefined {
-  if (typeof previous !== 'object' || previous === null) return undefined;
-  const { state, waitingSince } = previous as Record<string, unknown>;
+  const state =
+    typeof previous === 'object' && previous !== null ? (previous as { state?: unknown }).state : undefined;
   const waitsOn = (Object.keys(waitStates) as TakeOutWait[]).find((w) => waitStates[w] === state);
-  if (waitsOn === undefined || typeof waitingSince !== 'string' || Number.isNaN(Date.parse(waitingSince))) {
-    return undefined;
-  }
-  return { waitsOn, since: new Date(waitingSince) };
+  const since = previousTime(previous, 'waitingSince');
+  return waitsOn === undefined || since === undefined ? undefined : { waitsOn, since };
 }
 
 /** How much later than RequeueAfter the controller calls Run again (measured by npm run bench, dead time). */

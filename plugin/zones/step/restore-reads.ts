@@ -8,14 +8,14 @@ import type { StepResult } from '../../rollouts/types.ts';
 import { drainedFrom, readLayer, routingTo } from '../../vm/read-layer.ts';
 import { bringBack } from '../moves/bring-back.ts';
 import { emitZoneEvent } from '../state/events.ts';
-import { describeHandoff, leasedByOther } from '../state/messages.ts';
+import { leasedByOther } from '../state/messages.ts';
 import { describeHolder, sameRevision, sameRollout, timestamp } from '../state/zone-annotations.ts';
 import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
-import { lostRace, waitForReconciler } from './step-waits.ts';
+import { lostRace } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
-import { pastDeadline, previousTime, stepState } from './wait-deadline.ts';
-import { openZoneAction } from './zone-action.ts';
+import { previousTime, stepState, stepWait } from './wait-deadline.ts';
+import { handoffOpening, openZoneAction } from './zone-action.ts';
 
 export async function restoreReads(
   deps: ZoneDeps,
@@ -23,18 +23,10 @@ export async function restoreReads(
   previous?: unknown,
 ): Promise<StepResult> {
   const { kube } = deps;
-  const { zone, name, status, cluster, state } = await openZoneAction(kube, target, 'restoreReads');
-
-  if (state.handoff !== undefined) {
-    return waitForReconciler(
-      deps,
-      target,
-      previous,
-      state.handoff,
-      `zone ${zone}: the vmzones reconciler is finishing ${name} ${describeHandoff(state.handoff)}`,
-      status,
-    );
-  }
+  const opened = await openZoneAction(kube, target, 'restoreReads');
+  const { zone, name, status, cluster, state } = opened;
+  const handoff = handoffOpening(deps, target, previous, opened, false);
+  if (handoff !== undefined && 'wait' in handoff) return handoff.wait;
   if (!sameRevision(state.lease, target.who)) {
     const layer = await readLayer(deps, target.reads);
     const serving = routingTo(layer, zone);
@@ -93,35 +85,45 @@ export async function restoreReads(
         if (progress.operational !== undefined) status.operational = progress.operational;
         status.restoredAt = timestamp(since);
         const what = `zone ${zone}: ${name} is operational and was put back into ${progress.serving} at ${timestamp(since)}`;
-        if (pastDeadline(since, target.readyTimeoutMs, deps.now())) {
-          // The zone serves reads again; its lease and maintenance mark stay, so that the reconciler (after the
-          // abort) or a retry of this step finishes it once vmauth proves it.
-          throw new StepFailure(
-            'ReloadUnproven',
-            `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${progress.message}`,
-          );
-        }
-        return running(`${what}; waiting until every vmauth replica serves that: ${progress.message}`, {
-          ...status,
-          ...stepState('waitingForVmauth'),
-        });
-      }
-      const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
-      if (pastDeadline(new Date(started), target.readyTimeoutMs, deps.now())) {
-        throw new StepFailure(
-          'ReadyTimeout',
-          `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${progress.message}. Its reads stay drained`,
+        // Past the deadline the zone serves reads again; its lease and maintenance mark stay, so that the reconciler
+        // (after the abort) or a retry of this step finishes it once vmauth proves it.
+        return stepWait(
+          deps.now(),
+          {
+            since,
+            timeoutMs: target.readyTimeoutMs,
+            code: 'ReloadUnproven',
+            late: `${what}; vmauth did not confirm serving that within readyTimeout ${target.spec.readyTimeout}: ${progress.message}`,
+          },
+          () =>
+            running(`${what}; waiting until every vmauth replica serves that: ${progress.message}`, {
+              ...status,
+              ...stepState('waitingForVmauth'),
+            }),
         );
       }
-      return running(
-        `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${progress.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
+      const started = applied?.appliedAt ?? state.lease?.since ?? timestamp(deps.now());
+      return stepWait(
+        deps.now(),
         {
-          ...status,
-          ...stepState('waitingForVMCluster'),
-          since: started,
-          // A failure the operator may still recover from: since when it has said so (vm/operator-failure.ts).
-          ...(progress.failingSince === undefined ? {} : { failingSince: timestamp(progress.failingSince) }),
+          since: new Date(started),
+          timeoutMs: target.readyTimeoutMs,
+          code: 'ReadyTimeout',
+          late: `zone ${zone}: ${name} did not become operational within readyTimeout ${target.spec.readyTimeout} (since ${started}): ${progress.message}. Its reads stay drained`,
         },
+        () =>
+          running(
+            `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${progress.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
+            {
+              ...status,
+              ...stepState('waitingForVMCluster'),
+              since: started,
+              // A failure the operator may still recover from: since when it has said so (vm/operator-failure.ts).
+              ...(progress.failingSince === undefined
+                ? {}
+                : { failingSince: timestamp(progress.failingSince) }),
+            },
+          ),
       );
     }
     default:

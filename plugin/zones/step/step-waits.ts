@@ -5,8 +5,8 @@ import { KubeError } from '../../kube/objects.ts';
 import type { StepResult } from '../../rollouts/types.ts';
 import type { Handoff } from '../state/zone-annotations.ts';
 import { timestamp } from '../state/zone-annotations.ts';
-import { running, type StatusDocument, StepFailure } from './outcome.ts';
-import { handoffWaitFactor, pastDeadline, waitingSince, waitStatus } from './wait-deadline.ts';
+import { running, type StatusDocument } from './outcome.ts';
+import { handoffWaitFactor, stepWait, waitingSince, waitStatus } from './wait-deadline.ts';
 
 export interface WaitClock {
   now(): Date;
@@ -24,17 +24,21 @@ export function waitForReconciler(
 ): StepResult {
   const now = deps.now();
   const since = waitingSince(previous, 'waitingForHandoff', now);
-  if (pastDeadline(since, handoffWaitFactor * target.readyTimeoutMs, now)) {
-    throw new StepFailure(
-      'HandoffTimeout',
-      `${message}; the reconciler did not finish within ${handoffWaitFactor} × readyTimeout ${target.spec.readyTimeout} (waiting since ${timestamp(since)}); check the reconciler's log and the zone's handoff annotation`,
-    );
-  }
-  return running(message, {
-    ...status,
-    ...waitStatus('waitingForHandoff', since),
-    since: handoff.requestedAt,
-  });
+  return stepWait(
+    now,
+    {
+      since,
+      timeoutMs: handoffWaitFactor * target.readyTimeoutMs,
+      code: 'HandoffTimeout',
+      late: `${message}; the reconciler did not finish within ${handoffWaitFactor} × readyTimeout ${target.spec.readyTimeout} (waiting since ${timestamp(since)}); check the reconciler's log and the zone's handoff annotation`,
+    },
+    () =>
+      running(message, {
+        ...status,
+        ...waitStatus('waitingForHandoff', since),
+        since: handoff.requestedAt,
+      }),
+  );
 }
 
 /** A guarded write lost to a concurrent move: a conflict, which the step plugin retries from a fresh read. */

@@ -1,7 +1,11 @@
 // Every wait of a step ends (issue 21 item 3): a step that waits records since when in its status, the next Run
 // reads it back, and past the deadline the step fails with a message naming what never came.
 
+import type { FailureCode } from '../../goplugin/failure-codes.ts';
+import type { StepResult } from '../../rollouts/types.ts';
+import { pastDeadline } from '../moves/deadline.ts';
 import { timestamp } from '../state/zone-annotations.ts';
+import { StepFailure } from './outcome.ts';
 
 /** Every state a step's status says (`status.state`), one declared vocabulary: what a zone's step has reached, or
  *  what it waits on (docs/step-plugin.md). */
@@ -51,4 +55,16 @@ export function waitStatus(state: StepState, since: Date): { state: StepState; w
   return { state, waitingSince: timestamp(since) };
 }
 
-export { pastDeadline } from '../moves/deadline.ts';
+/**
+ * The one deadline check of the step's own waits (for the reconciler, for the zone to become operational, for
+ * vmauth after a restore; the drain's are the take-out move's): Running before the deadline, past it a StepFailure
+ * with the wait's code and words naming what never came.
+ */
+export function stepWait(
+  now: Date,
+  wait: { since: Date; timeoutMs: number; code: FailureCode; late: string },
+  waiting: () => StepResult,
+): StepResult {
+  if (pastDeadline(wait.since, wait.timeoutMs, now)) throw new StepFailure(wait.code, wait.late);
+  return waiting();
+}
