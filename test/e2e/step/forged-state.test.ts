@@ -17,19 +17,21 @@ import { vmuserName } from '../../sandbox/manifests.ts';
 import { faultControl } from '../reliability/support.ts';
 import {
   eventually,
+  forgerOf,
   ns,
   rolloutObject,
   rolloutState,
   runStatus,
   sandboxKube,
   sandboxZones,
+  vmclusterAnnotator,
   vmuser,
   vmzonesAnnotations,
   zoneSpec,
 } from './harness.ts';
 
 const team = 'team-a';
-const forger = `system:serviceaccount:${team}:forger`;
+const forger = forgerOf(team);
 const bait = 'forged-state-bait-token';
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 
@@ -41,27 +43,7 @@ before(async () => {
   sandbox = await startSandbox({ zones: 2, plugin: true, faultProxy: true, operatorWatchNamespaces: [ns] });
   kube = sandboxKube(sandbox);
   await sandbox.kubectl.apply([
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: team } },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'forger', namespace: team } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'vmcluster-annotator', namespace: team },
-      rules: [
-        {
-          apiGroups: ['operator.victoriametrics.com'],
-          resources: ['vmclusters'],
-          verbs: ['get', 'list', 'patch'],
-        },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'forger', namespace: team },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmcluster-annotator' },
-      subjects: [{ kind: 'ServiceAccount', name: 'forger', namespace: team }],
-    },
+    ...vmclusterAnnotator(team),
     ...['forged-handoff', 'forged-lease'].map((name) => ({
       apiVersion: vmApi,
       kind: 'VMCluster',

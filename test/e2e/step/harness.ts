@@ -241,6 +241,40 @@ export function rolloutView(name: string, uid: string, revision: string, spec: S
   };
 }
 
+// ---- A user who may only annotate zone objects of its own namespace ----
+
+/**
+ * The manifests of an RBAC-limited user: namespace `team`, its ServiceAccount `forger`, and a Role that lets it get,
+ * list and patch VMClusters there and nothing else. `forgerOf(team)` is the user kubectl impersonates (`--as`).
+ */
+export function vmclusterAnnotator(team: string): object[] {
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: team } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'forger', namespace: team } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'vmcluster-annotator', namespace: team },
+      rules: [
+        {
+          apiGroups: ['operator.victoriametrics.com'],
+          resources: ['vmclusters'],
+          verbs: ['get', 'list', 'patch'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'forger', namespace: team },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmcluster-annotator' },
+      subjects: [{ kind: 'ServiceAccount', name: 'forger', namespace: team }],
+    },
+  ];
+}
+
+export const forgerOf = (team: string) => `system:serviceaccount:${team}:forger`;
+
 // ---- Cluster facts ----
 
 export async function cluster(kube: KubeObjects, name: string, kind?: ZoneKindName): Promise<KubeObject> {

@@ -29,6 +29,7 @@ import { leftoversIn, specValue } from '../reliability/support.ts';
 import {
   cluster,
   eventually,
+  forgerOf,
   ns,
   type OutOfReads,
   parkedRollout,
@@ -43,12 +44,13 @@ import {
   startReadProber,
   startRoutingWatcher,
   stepsFor,
+  vmclusterAnnotator,
   vmzonesAnnotations,
   zoneSpec,
 } from '../step/harness.ts';
 
 const team = 'team-a';
-const forger = `system:serviceaccount:${team}:forger`;
+const forger = forgerOf(team);
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const zones = ['zone-a', 'zone-b', 'zone-c', 'zone-d'].map((zone) => ({ zone, vmcluster: `vm-${zone}` }));
 const allZones = Object.fromEntries(zones.map((z) => [z.zone, { vmcluster: z.vmcluster }]));
@@ -170,27 +172,7 @@ test('scenario 2: two Rollouts that name different VMClusters zone-a behind one 
 
 test('scenario 1: an RBAC-limited user forges a handoff on a scratch object naming zone-b; the walk’s zone-b stays drained and the refusal is said on the scratch object', async () => {
   await sandbox.kubectl.apply([
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: team } },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'forger', namespace: team } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'vmcluster-annotator', namespace: team },
-      rules: [
-        {
-          apiGroups: ['operator.victoriametrics.com'],
-          resources: ['vmclusters'],
-          verbs: ['get', 'list', 'patch'],
-        },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'forger', namespace: team },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmcluster-annotator' },
-      subjects: [{ kind: 'ServiceAccount', name: 'forger', namespace: team }],
-    },
+    ...vmclusterAnnotator(team),
     {
       apiVersion: vmApi,
       kind: 'VMCluster',

@@ -85,6 +85,30 @@ const deps = (kube: MemoryKube) => ({
   inCallWaitMs: 5_000,
 });
 
+/** The first write of the VMUser meets another writer first: `meanwhile` (e.g. a change of the zone's hands), then a
+ *  write of the VMUser itself, so that the guarded write gets a 409. */
+function writerBetween(kube: MemoryKube, meanwhile: () => Promise<unknown> = async () => undefined): void {
+  kube.beforePatch = async (what) => {
+    if (what !== `VMUser ${ns}/vmauth-read`) return;
+    kube.beforePatch = undefined;
+    await meanwhile();
+    await kube.mergePatch(
+      {
+        apiVersion: 'operator.victoriametrics.com/v1beta1',
+        kind: 'VMUser',
+        namespace: ns,
+        name: 'vmauth-read',
+      },
+      { metadata: { labels: { touched: 'yes' } } },
+    );
+  };
+}
+
+/** The move on zone-a as it is stored now. */
+function takeOutZoneA(kube: MemoryKube, request: TakeOutRequest) {
+  return takeOut(deps(kube), request, loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')));
+}
+
 test('a live holder is waited on: one progress value, since the first look and deadline readyTimeout later, then LeaseHeld (final: no)', async () => {
   const kube = threeZones(vmauth.port);
   walking(kube, 'one');
@@ -94,7 +118,7 @@ test('a live holder is waited on: one progress value, since the first look and d
     'Successful',
   );
   const request = stepRequest(kube, 'two', 'zone-a');
-  const first = await takeOut(deps(kube), request, loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')));
+  const first = await takeOutZoneA(kube, request);
   assert.equal(first.phase, 'waiting');
   assert.ok(first.phase === 'waiting');
   assert.equal(first.waitsOn, 'lease');
@@ -107,29 +131,17 @@ test('a live holder is waited on: one progress value, since the first look and d
   assert.match(first.message, /leased by Rollout vm\/one/);
 
   clock.advance(40_000);
-  const later = await takeOut(
-    deps(kube),
-    { ...request, previous: { waitsOn: 'lease', since: first.since } },
-    loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
-  );
+  const later = await takeOutZoneA(kube, { ...request, previous: { waitsOn: 'lease', since: first.since } });
   assert.ok(
     later.phase === 'waiting' && later.since.getTime() === first.since.getTime(),
     'the wait goes on from its start',
   );
   // Another wait's start does not count for this one.
-  const fresh = await takeOut(
-    deps(kube),
-    { ...request, previous: { waitsOn: 'budget', since: first.since } },
-    loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
-  );
+  const fresh = await takeOutZoneA(kube, { ...request, previous: { waitsOn: 'budget', since: first.since } });
   assert.ok(fresh.phase === 'waiting' && fresh.since.getTime() === clock.now().getTime());
 
   clock.advance(21_000);
-  const late = await takeOut(
-    deps(kube),
-    { ...request, previous: { waitsOn: 'lease', since: first.since } },
-    loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
-  );
+  const late = await takeOutZoneA(kube, { ...request, previous: { waitsOn: 'lease', since: first.since } });
   assert.equal(late.phase, 'failed');
   assert.ok(late.phase === 'failed');
   assert.equal(late.code, 'LeaseHeld');
@@ -137,11 +149,10 @@ test('a live holder is waited on: one progress value, since the first look and d
   assert.match(late.message, /waited since 2030-.*, readyTimeout 1m/);
   // The reconciler asks without a deadline: it waits on.
   const { readyTimeout: _, ...reconcilerRequest } = request;
-  const waits = await takeOut(
-    deps(kube),
-    { ...reconcilerRequest, previous: { waitsOn: 'lease', since: first.since } },
-    loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
-  );
+  const waits = await takeOutZoneA(kube, {
+    ...reconcilerRequest,
+    previous: { waitsOn: 'lease', since: first.since },
+  });
   assert.ok(waits.phase === 'waiting' && waits.deadline === undefined);
 });
 
@@ -149,24 +160,8 @@ test('a 409 on the balancer after the budget admitted the drain, with the zone i
   const kube = threeZones(vmauth.port);
   walking(kube, 'one');
   // Another writer (a status write, vmauth's operator) changes the VMUser between the budget check and the drain.
-  kube.beforePatch = async (what) => {
-    if (what !== `VMUser ${ns}/vmauth-read`) return;
-    kube.beforePatch = undefined;
-    await kube.mergePatch(
-      {
-        apiVersion: 'operator.victoriametrics.com/v1beta1',
-        kind: 'VMUser',
-        namespace: ns,
-        name: 'vmauth-read',
-      },
-      { metadata: { labels: { touched: 'yes' } } },
-    );
-  };
-  const progress = await takeOut(
-    deps(kube),
-    stepRequest(kube, 'one', 'zone-a'),
-    loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
-  );
+  writerBetween(kube);
+  const progress = await takeOutZoneA(kube, stepRequest(kube, 'one', 'zone-a'));
   assert.notEqual(progress.phase, 'failed', progress.message);
   assert.notEqual(progress.phase, 'lost', progress.message);
   assert.deepEqual(routedObjects(kube), ['vm-zone-b', 'vm-zone-c'], 'zone-a is out after one call');
@@ -176,11 +171,9 @@ test('a 409 on the balancer after the budget admitted the drain, with the zone i
 test('a 409 on the balancer while the zone changed hands: lost, nothing drained, the caller decides again', async () => {
   const kube = threeZones(vmauth.port);
   walking(kube, 'one');
-  kube.beforePatch = async (what) => {
-    if (what !== `VMUser ${ns}/vmauth-read`) return;
-    kube.beforePatch = undefined;
-    // A handoff lands on the zone (an Abort of one's walk) and the balancer is written meanwhile.
-    await kube.mergePatch(ref('zone-a'), {
+  // Someone else marks the zone (its hands change) and the balancer is written meanwhile.
+  writerBetween(kube, () =>
+    kube.mergePatch(ref('zone-a'), {
       metadata: {
         annotations: {
           'vmzones.io/maintenance': JSON.stringify({
@@ -190,22 +183,9 @@ test('a 409 on the balancer while the zone changed hands: lost, nothing drained,
           }),
         },
       },
-    });
-    await kube.mergePatch(
-      {
-        apiVersion: 'operator.victoriametrics.com/v1beta1',
-        kind: 'VMUser',
-        namespace: ns,
-        name: 'vmauth-read',
-      },
-      { metadata: { labels: { touched: 'yes' } } },
-    );
-  };
-  const progress = await takeOut(
-    deps(kube),
-    stepRequest(kube, 'one', 'zone-a'),
-    loadedCluster(kube.getStored('VMCluster', 'vm-zone-a')),
+    }),
   );
+  const progress = await takeOutZoneA(kube, stepRequest(kube, 'one', 'zone-a'));
   assert.equal(progress.phase, 'lost', progress.message);
   assert.deepEqual(routedObjects(kube), ['vm-zone-a', 'vm-zone-b', 'vm-zone-c'], 'nothing drained');
 });
@@ -262,24 +242,13 @@ test('the restore meets a 409 on the balancer with the zone in the same hands: p
       (await stepPluginOf(kube, clock, { rollout: 'one' }).run('zone-a', 'drainReads')).phase,
       'Successful',
     );
-    kube.beforePatch = async (what) => {
-      if (what !== `VMUser ${ns}/vmauth-read`) return;
-      kube.beforePatch = undefined;
-      if (handsChange) {
-        await kube.mergePatch(ref('zone-a'), {
-          metadata: { annotations: { 'vmzones.io/lease': null, 'vmzones.io/maintenance': null } },
-        });
-      }
-      await kube.mergePatch(
-        {
-          apiVersion: 'operator.victoriametrics.com/v1beta1',
-          kind: 'VMUser',
-          namespace: ns,
-          name: 'vmauth-read',
-        },
-        { metadata: { labels: { touched: 'yes' } } },
-      );
-    };
+    // The walk let go of the zone (its hands change), or not, while the balancer is written meanwhile.
+    writerBetween(kube, async () => {
+      if (!handsChange) return;
+      await kube.mergePatch(ref('zone-a'), {
+        metadata: { annotations: { 'vmzones.io/lease': null, 'vmzones.io/maintenance': null } },
+      });
+    });
     const { reads, by } = stepRequest(kube, 'one', 'zone-a');
     const outcome = await restoreReadsMove(
       deps(kube),
