@@ -475,7 +475,7 @@ test('through the real controller: unknown gate, bad condition and malformed /me
   };
   assert.match(
     message('unknown-gate'),
-    /^failed to run via plugin: invalid vmzones\/gates config: gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded\)$/,
+    /^failed to run via plugin: invalid vmzones\/gates config: gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded, zoneAnswers\)$/,
   );
   assert.match(
     message('bad-condition'),

@@ -101,7 +101,7 @@ test('a config that is missing, names an unknown gate or has bad fields is an Er
     [undefined, /the metric has no provider.plugin\["vmzones\/gates"\] config/],
     [
       { gate: 'vmclusterHappy', zone: 'zone-a' },
-      /gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded\)/,
+      /gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded, zoneAnswers\)/,
     ],
     [{ gate: 'vmclusterReady', zone: 'Zone A' }, /zone: must be a zone name/],
     [
