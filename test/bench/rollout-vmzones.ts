@@ -2,7 +2,6 @@
 // with the project's default analysis templates (analysis-templates/, the vmzones-zone-healthy gate between zones)
 // and no pause between zones. Returns the figures and the raw records the timeline (rollout-timeline.ts) reads.
 
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { vmclusterReadiness } from '../../plugin/vm/vmcluster.ts';
@@ -18,10 +17,10 @@ import {
   startReadProber,
   zoneSpec,
 } from '../e2e/step/harness.ts';
+import { applyAnalysisTemplates } from '../sandbox/analysis-templates.ts';
 import type { Sandbox } from '../sandbox/helper.ts';
 import { loadgenStatus } from '../sandbox/loadgen-client.ts';
 import { readUser, vmagentName, vmauthName } from '../sandbox/manifests.ts';
-import { repoRoot } from '../sandbox/sandbox.ts';
 import { type RssFigures, sampleRss } from './plugin-processes.ts';
 import { type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
 import type { TimelineRecords, ZoneObservations } from './rollout-timeline.ts';
@@ -52,7 +51,7 @@ export async function runVmzones(
   const kube = sandboxKube(sandbox);
   const controllerPid = sandbox.state.daemons.find((d) => d.name === 'rollouts-controller')?.pid;
   if (controllerPid === undefined) throw new Error('the sandbox runs no rollouts-controller');
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const name = 'bench';
   const steps = renderSteps(
     parseSpecDocument(stringify(benchSpec({}))),

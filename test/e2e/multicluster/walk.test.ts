@@ -28,6 +28,7 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { defaultHealthTemplate } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { readBackends } from '../../../plugin/zones/step/target.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
@@ -68,7 +69,7 @@ before(async () => {
   sandbox = await startSandbox({ zoneClusters: 2, podRestartSeconds: 2, plugin: true, zonePodNetwork: true });
   figures['sandbox start (s)'] = Math.round((Date.now() - started) / 100) / 10;
   hub = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const remote = Object.fromEntries((sandbox.state.zoneClusters ?? []).map((c) => [c.zone, c]));
   for (const z of zones) {
     const zc = remote[z.zone];

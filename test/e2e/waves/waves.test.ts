@@ -15,7 +15,6 @@
 //    they are back; never more than 2 zones are out.
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { stringify } from 'yaml';
 import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
@@ -23,10 +22,10 @@ import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
 import { type CanaryStep, defaultHealthTemplate, renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
 import { leftoversIn, samplesLost, specValue } from '../reliability/support.ts';
 import {
   cluster,
@@ -103,7 +102,7 @@ before(async () => {
   figures['sandbox start (s)'] = seconds(Date.now() - started);
   hub = sandboxKube(sandbox);
   zones = sandbox.state.zones.map((z) => ({ zone: z.zone, vmcluster: z.vmcluster }));
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const remote = sandbox.state.zoneClusters ?? [];
   assert.deepEqual(
     remote.map((c) => `${c.zone}@${c.name}`),

@@ -189,7 +189,7 @@ test('a zone that answers as the serving zone does passes; both are asked the sa
     );
     for (const q of pod.asked) {
       assert.equal(q.path, '/select/0/prometheus/api/v1/query');
-      assert.equal(q.time, String((start - 30_000) / 1000) + '.000');
+      assert.equal(q.time, `${String((start - 30_000) / 1000)}.000`);
       assert.equal(q.nocache, '1', "no answer from VictoriaMetrics' rollup cache");
     }
   }
