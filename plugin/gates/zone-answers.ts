@@ -5,7 +5,7 @@
 // a zone still catching up on its vmagent queue matches once it has, and one that lost data or answers partially
 // never does, so the timeout fails the measurement naming the query, both answers and the zone (docs/gates.md).
 
-import type { KubeObjects } from '../kube/objects.ts';
+import type { KubeObject, KubeObjects } from '../kube/objects.ts';
 import { type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import {
   askZone,
@@ -20,6 +20,7 @@ import { zoneState } from '../zones/state/zone-annotations.ts';
 import { type AnswerDifference, answerDifferences, percent } from './answer-match.ts';
 import type { AnswersGateConfig } from './config.ts';
 import type { GateContext, GateReading } from './gate-reading.ts';
+import { notReadyPollMs } from './vmagent-drained.ts';
 import { allowedGateNamespace, clusterKube, type SpecZone, zoneFromSpec } from './zone-target.ts';
 
 export const answersDefaults = {
@@ -61,8 +62,7 @@ async function placeZone(
 }
 
 /** When the zone's walk began, from its maintenance record; undefined without one (or with one vmzones cannot read). */
-async function walkStartMs(zone: PlacedZone): Promise<number | undefined> {
-  const object = await zone.kube.get(zoneObjectRef(zone.spec.kind, zone.spec.namespace, zone.spec.vmcluster));
+function walkStartMs(object: KubeObject): number | undefined {
   try {
     const since = Date.parse(zoneState(object).maintenance?.since ?? '');
     return Number.isNaN(since) ? undefined : since;
@@ -146,8 +146,11 @@ export async function readZoneAnswers(config: AnswersGateConfig, context: GateCo
   const kind = changed.spec.kind.kind;
   const api = zoneQueryApi(kind, config.tenant ?? answersDefaults.tenant, config.vmselectPathPrefix);
 
+  const object = await changed.kube.get(
+    zoneObjectRef(changed.spec.kind, changed.spec.namespace, changed.spec.vmcluster),
+  );
   const endMs = Math.floor((context.now - (config.lag ?? answersDefaults.lagMs)) / 1000) * 1000;
-  const walkStart = config.window === undefined ? await walkStartMs(changed) : undefined;
+  const walkStart = config.window === undefined ? walkStartMs(object) : undefined;
   const startMs =
     config.window !== undefined
       ? endMs - config.window
@@ -161,7 +164,6 @@ export async function readZoneAnswers(config: AnswersGateConfig, context: GateCo
       ? [{ name: 'query', query: userZoneQuery(config.query, window) }]
       : defaultZoneQueries(api.language, config.selector ?? answersDefaults.selector[api.language], window);
 
-  const serving = await servingZone(context, config, changed);
   const base = {
     gate: config.gate,
     zone: changed.spec.zone,
@@ -173,6 +175,20 @@ export async function readZoneAnswers(config: AnswersGateConfig, context: GateCo
     tolerance,
     maxLatencyMs,
   };
+  // Asked before its change is in place, the zone answers with what it was: no reading counts until its object is
+  // operational at its generation (with no storage pod's change deferred), as the drain gate counts no round.
+  const readiness = await zoneReadiness(changed.kube, object);
+  if (readiness.state !== 'ready') {
+    return {
+      verdict: 'wait',
+      message: `zone ${changed.spec.zone} is not asked until it is ready: ${readiness.message}`,
+      figures: { ...base, zoneReady: false, matched: false },
+      timeoutMs,
+      pollMs: Math.min(pollMs, notReadyPollMs),
+      timeoutCode: 'QueryUnanswered',
+    };
+  }
+  const serving = await servingZone(context, config, changed);
   const reading = (
     verdict: GateReading['verdict'],
     message: string,

@@ -354,3 +354,26 @@ test('config problems are named: selector and query together, a tolerance above 
     tolerance: 0.01,
   });
 });
+
+test('a zone whose object is not operational at its generation is not asked: its old self would answer', async () => {
+  const setup = await world({ zoneA: { answer: counts(10, 3000) } });
+  // The change was written (generation 3) and the operator has not seen it yet.
+  setup.kube.put({
+    ...zoneObject('vm-zone-a', maintenance('zone-a', '2026-05-01T11:50:00Z')),
+    metadata: {
+      name: 'vm-zone-a',
+      namespace: 'vm',
+      generation: 3,
+      annotations: maintenance('zone-a', '2026-05-01T11:50:00Z'),
+    },
+  });
+  const result = await setup.provider.run(run, metric({ zone: 'zone-a', timeout: '1m' }));
+  assert.equal(result.phase, 'Running');
+  assert.match(result.message ?? '', /zone zone-a is not asked until it is ready: VMCluster vm\/vm-zone-a/);
+  assert.equal(setup.a.asked.length, 0);
+  assert.equal(figuresOf(result).zoneReady, false);
+  setup.clock.advance(61_000);
+  const last = await setup.provider.resume(run, metric({ zone: 'zone-a', timeout: '1m' }), result);
+  assert.equal(last.phase, 'Failed');
+  assert.equal(last.metadata?.[metadataKeys.failureCode], 'QueryUnanswered');
+});
