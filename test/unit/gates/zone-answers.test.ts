@@ -14,6 +14,7 @@ import type { AnalysisRunView, MeasurementResult, MetricView } from '../../../pl
 import { zoneComponentSelector } from '../../../plugin/vm/queries-in-flight.ts';
 import { defaultZoneQueries, userZoneQuery } from '../../../plugin/vm/zone-query.ts';
 import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
+import { ownedRun } from './owned-run.ts';
 
 const servers: Server[] = [];
 after(async () => {
@@ -119,24 +120,7 @@ async function world(options: {
   const a = await vmselect(options.zoneA);
   const b = await vmselect(options.zoneB ?? { answer: counts(10, 3000) });
   const c = await vmselect({ answer: counts(10, 3000) });
-  const kube = new MemoryKube()
-    .put({
-      apiVersion: 'argoproj.io/v1alpha1',
-      kind: 'AnalysisRun',
-      metadata: {
-        name: 'ro-abc-3',
-        namespace: 'vm',
-        ownerReferences: [
-          { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', name: 'ro', uid: 'u', controller: true },
-        ],
-      },
-    })
-    .put({
-      apiVersion: 'argoproj.io/v1alpha1',
-      kind: 'Rollout',
-      metadata: { name: 'ro', namespace: 'vm' },
-      spec: { template: { metadata: { annotations: { 'vmzones.io/spec': specDocument } } } },
-    })
+  const kube = ownedRun(new MemoryKube(), { 'vmzones.io/spec': specDocument })
     .put(zoneObject('vm-zone-a', maintenance('zone-a', '2026-05-01T11:50:00Z')))
     .put(zoneObject('vm-zone-b', options.zoneBAnnotations ?? {}, options.zoneBStatus))
     .put(zoneObject('vm-zone-c'))
