@@ -25,7 +25,8 @@ import { allowedGateNamespace, clusterKube, type SpecZone, zoneFromSpec } from '
 
 export const answersDefaults = {
   timeoutMs: 5 * 60_000,
-  pollMs: 5_000,
+  /** As often as the drain gate looks while the zone is not ready: the gate that passes last delays restoreReads. */
+  pollMs: 2_000,
   /** Data younger than this may still be on its way to either zone (vmagent's flush, a send retried once). */
   lagMs: 30_000,
   /** The window reaches this far before the zone's walk began (its maintenance record), so that data written
