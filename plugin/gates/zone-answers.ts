@@ -73,8 +73,8 @@ function walkStartMs(object: KubeObject): number | undefined {
 }
 
 /**
- * The zone to compare with: the one the config names, else the first other zone of the spec (in its order) that is
- * operational and in no maintenance (serving reads); undefined with why none qualifies.
+ * The zone to compare with: the one the config names, else the first other zone of the spec (in its order) of the
+ * same kind that is operational and in no maintenance (serving reads); undefined with why none qualifies.
  */
 async function servingZone(
   context: GateContext,
@@ -88,6 +88,10 @@ async function servingZone(
   const passed: string[] = [];
   for (const name of others) {
     const zone = await placeZone(context, name, config.namespace);
+    if (!sameKind(zone.spec.kind, changed.spec.kind)) {
+      passed.push(`${name} (a ${zone.spec.kind.kind}: its answers are not comparable)`);
+      continue;
+    }
     const object = await zone.kube.get(
       zoneObjectRef(zone.spec.kind, zone.spec.namespace, zone.spec.vmcluster),
     );

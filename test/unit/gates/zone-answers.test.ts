@@ -116,11 +116,12 @@ async function world(options: {
   zoneBAnnotations?: Record<string, string>;
   zoneBStatus?: string;
   zoneAReady?: boolean;
+  spec?: string;
 }) {
   const a = await vmselect(options.zoneA);
   const b = await vmselect(options.zoneB ?? { answer: counts(10, 3000) });
   const c = await vmselect({ answer: counts(10, 3000) });
-  const kube = ownedRun(new MemoryKube(), { 'vmzones.io/spec': specDocument })
+  const kube = ownedRun(new MemoryKube(), { 'vmzones.io/spec': options.spec ?? specDocument })
     .put(zoneObject('vm-zone-a', maintenance('zone-a', '2026-05-01T11:50:00Z')))
     .put(zoneObject('vm-zone-b', options.zoneBAnnotations ?? {}, options.zoneBStatus))
     .put(zoneObject('vm-zone-c'))
@@ -360,4 +361,13 @@ test('a zone whose object is not operational at its generation is not asked: its
   const last = await setup.provider.resume(run, metric({ zone: 'zone-a', timeout: '1m' }), result);
   assert.equal(last.phase, 'Failed');
   assert.equal(last.metadata?.[metadataKeys.failureCode], 'QueryUnanswered');
+});
+
+test('a zone of another kind is never the serving zone: its answers are not comparable', async () => {
+  const mixed = specDocument.replace('zone-b: {vmcluster: vm-zone-b}', 'zone-b: {vmsingle: vm-zone-b}');
+  const setup = await world({ zoneA: { answer: counts(10, 3000) }, spec: mixed });
+  const result = await setup.provider.run(run, metric({ zone: 'zone-a' }));
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.equal(figuresOf(result).servingZone, 'zone-c');
+  assert.equal(setup.b.asked.length, 0);
 });
