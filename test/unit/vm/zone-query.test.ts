@@ -14,6 +14,7 @@ import {
 } from '../../../plugin/vm/queries-in-flight.ts';
 import { askZone, zoneQueryApi } from '../../../plugin/vm/zone-query.ts';
 import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
+import { zoneCluster } from './zone-cluster.ts';
 
 const servers: Server[] = [];
 after(async () => {
@@ -52,18 +53,6 @@ async function apiServer(): Promise<{ server: string; seen: string[] }> {
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
-function zoneCluster(server: string): ClusterRegistration {
-  return {
-    name: 'cluster-b',
-    secret: 'argo-rollouts/cluster-cluster-b',
-    resourceVersion: '1',
-    server,
-    namespaces: undefined,
-    podAccess: 'proxy',
-    config: { bearerToken: 'zone-token', tlsClientConfig: {} } as ClusterRegistration['config'],
-  };
 }
 
 const labels = Object.fromEntries(
