@@ -262,6 +262,16 @@ export async function readZoneAnswers(config: AnswersGateConfig, context: GateCo
       'QueryUnanswered',
     );
   }
+  // Two zones without data in the window match, and prove nothing: the counts count only once there is data to miss.
+  const servingCounts = Object.values(servingPod.answers).flatMap((answer) => Object.values(answer));
+  if (config.query === undefined && !servingCounts.some((value) => value > 0)) {
+    return reading(
+      'wait',
+      `the serving zone ${other.spec.zone} holds no data of ${config.selector ?? answersDefaults.selector[api.language]} ${during}, so a match would prove nothing`,
+      { ...figures, matched: false },
+      'QueryUnanswered',
+    );
+  }
   const slow = zonePods.filter((pod) => (pod.latencyMs ?? 0) > maxLatencyMs);
   if (slow.length > 0) {
     return reading(

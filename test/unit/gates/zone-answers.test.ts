@@ -371,3 +371,17 @@ test('a zone of another kind is never the serving zone: its answers are not comp
   assert.equal(figuresOf(result).servingZone, 'zone-c');
   assert.equal(setup.b.asked.length, 0);
 });
+
+test('no data in the window on the serving zone is no evidence: the counts wait for data to compare', async () => {
+  const { provider } = await world({
+    zoneA: { answer: () => ({}) },
+    zoneB: { answer: () => ({}) },
+  });
+  const result = await provider.run(run, metric({ zone: 'zone-a', timeout: '0s' }));
+  assert.equal(result.phase, 'Failed');
+  assert.equal(result.metadata?.[metadataKeys.failureCode], 'QueryUnanswered');
+  assert.match(
+    result.message ?? '',
+    /the serving zone zone-b holds no data of \{__name__!=""\} over .*, so a match would prove nothing/,
+  );
+});
