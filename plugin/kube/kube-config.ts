@@ -6,6 +6,7 @@
 // KUBECONFIG merge rules kubectl follows, and errors that name the file and context but no credential value.
 
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 // Deep import: the package's index evaluates every generated API client; vmzones needs the configuration alone.
@@ -34,10 +35,13 @@ export class KubeConfigError extends CodedError {
 function connectionOf(config: KubeConfig, source: string): KubeConnection {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new KubeConfigError(`${source}: its context names no known cluster`);
-  // client-node refuses to send a credential over plain HTTP unless TLS checks are off by the kubeconfig's word.
-  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify)
+  // Plain HTTP: kubectl's own `kubectl proxy` serves on loopback (it adds the credential itself), so a loopback
+  // server is taken as kubectl takes it. Elsewhere a request (and any credential in it) would cross the network in
+  // clear text: refused unless the kubeconfig says insecure-skip-tls-verify (client-node's rule, kept as the opt-in).
+  if (isPlainHttp(cluster.server) && !isLoopbackServer(cluster.server) && !cluster.skipTLSVerify)
     throw new KubeConfigError(
-      `${source}: server ${cluster.server} is plain HTTP without insecure-skip-tls-verify`,
+      `${source}: server ${cluster.server} is plain HTTP and not on loopback (kubectl proxy's address): ` +
+        'use https, or set insecure-skip-tls-verify to send requests in clear text',
     );
   const namespace = config.getContextObject(config.getCurrentContext())?.namespace?.trim();
   return {
@@ -46,6 +50,19 @@ function connectionOf(config: KubeConfig, source: string): KubeConnection {
     source,
     ...(namespace ? { namespace } : {}),
   };
+}
+
+export const isPlainHttp = (server: string) => /^http:\/\//i.test(server);
+
+/** A server URL whose host is this machine: `localhost`, 127.0.0.0/8 or ::1 (where `kubectl proxy` listens). */
+export function isLoopbackServer(server: string): boolean {
+  let host: string;
+  try {
+    host = new URL(server).hostname;
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || (isIPv4(host) && host.startsWith('127.'));
 }
 
 /**

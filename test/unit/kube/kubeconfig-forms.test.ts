@@ -1,6 +1,7 @@
 // The kubeconfig forms @kubernetes/client-node reads for vmzones (plugin/kube/kube-config.ts) that kube-client.test.ts
 // does not cover, each against the loopback API server (api-server-fixture.ts): `proxy-url` through a loopback
-// CONNECT proxy (connect-proxy-fixture.ts), an OIDC auth-provider's id-token, and kubectl's rotating `tokenFile`.
+// CONNECT proxy (connect-proxy-fixture.ts), an OIDC auth-provider's id-token, kubectl's rotating `tokenFile`, and a
+// plain-HTTP server: `kubectl proxy` on loopback (kubectl-proxy-fixture.ts) is used, a remote one refused.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,11 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeClient } from '../../../plugin/kube/kube-client.ts';
-import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
+import { KubeConfigError, kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { kubeObjects } from '../../../plugin/kube/objects.ts';
 import { makeTlsFixture, type TlsFixture } from '../vm/tls-fixture.ts';
 import { ApiServerFixture } from './api-server-fixture.ts';
 import { ConnectProxyFixture } from './connect-proxy-fixture.ts';
+import { KubectlProxyFixture } from './kubectl-proxy-fixture.ts';
 import { assertTokenFileFollowed } from './token-rotation.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -132,4 +134,68 @@ test("kubectl's tokenFile in a kubeconfig is read again once a minute, relative 
     first: 't0ken-one',
     next: 't0ken-next',
   });
+});
+
+test('a plain-HTTP server on loopback (kubectl proxy) is used without credentials of its own, watches included', async () => {
+  const kubectlProxy = new KubectlProxyFixture(server, tls.ca, 't0ken-one');
+  const proxied = await kubectlProxy.start();
+  try {
+    const connection = kubeconfigConnection([kubeconfig('kubectl-proxy', {}, { server: proxied })]);
+    assert.equal(connection.server, proxied);
+    const client = new KubeClient(connection);
+    const from = api.requests.length;
+    assert.deepEqual(await kubeObjects(client).list('v1', 'Pod', 'vm'), []);
+    const events: string[] = [];
+    const watched = api.watches.length;
+    let ended: unknown = 'open';
+    const handle = await client.watch(
+      '/api/v1/namespaces/vm/pods',
+      {},
+      (type) => events.push(type),
+      (err) => {
+        ended = err;
+      },
+    );
+    const open = await api.watchOpened(watched + 1);
+    open.send('ADDED', { kind: 'Pod', metadata: { name: 'p', namespace: 'vm', resourceVersion: '7' } });
+    open.end();
+    while (ended === 'open') await new Promise((resolve) => setImmediate(resolve));
+    handle.abort();
+    client.close();
+    assert.deepEqual(events, ['ADDED'], 'the watch event came through the plain-HTTP proxy');
+    assert.equal(ended, null, 'the watch ended as the server ended it');
+    assert.equal(kubectlProxy.forwarded, api.requests.length - from, 'every request went through the proxy');
+    assert.ok(
+      api.requests.slice(from).every((r) => r.token === 't0ken-one'),
+      "the proxy's credential reached the API server",
+    );
+    // `localhost` and ::1 are loopback too (kubectl proxy --address).
+    for (const host of ['localhost', '[::1]'])
+      kubeconfigConnection([kubeconfig(`kubectl-proxy-${host}`, {}, { server: `http://${host}:8001` })]);
+  } finally {
+    await kubectlProxy.stop();
+  }
+});
+
+test('a plain-HTTP server elsewhere is refused by name unless the kubeconfig sets insecure-skip-tls-verify', () => {
+  for (const remote of ['http://10.0.0.1:8080', 'http://kube.example:8001', 'HTTP://128.0.0.1'])
+    assert.throws(
+      () => kubeconfigConnection([kubeconfig('remote-http', { token: 't0ken-one' }, { server: remote })]),
+      (e: Error) => {
+        assert.ok(e instanceof KubeConfigError);
+        assert.match(e.message, /server .* is plain HTTP and not on loopback .*insecure-skip-tls-verify/);
+        assert.ok(e.message.includes(remote), e.message);
+        assert.ok(!e.message.includes('t0ken-one'), e.message);
+        return true;
+      },
+    );
+  // The kubeconfig's explicit word: accepted (no request is sent here: tests reach loopback only).
+  const optedIn = kubeconfigConnection([
+    kubeconfig(
+      'remote-http-insecure',
+      { token: 't0ken-one' },
+      { server: 'http://10.0.0.1:8080', 'insecure-skip-tls-verify': true },
+    ),
+  ]);
+  assert.equal(optedIn.server, 'http://10.0.0.1:8080');
 });
