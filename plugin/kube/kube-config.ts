@@ -3,7 +3,8 @@
 // The library reads every kubeconfig form kubectl users have (client certificates, tokens, exec credential plugins,
 // OIDC auth-provider, basic auth, proxy-url, tls-server-name) and refreshes their credentials; plugin/kube/kube-client.ts
 // sends the requests. What vmzones adds: kubectl's rotating `tokenFile` (the library reads a token file once), the
-// KUBECONFIG merge rules kubectl follows, and errors that name the file and context but no credential value.
+// KUBECONFIG merge rules kubectl follows, the OIDC refresh request (plugin/kube/oidc-refresh.ts: the library's fails),
+// plain HTTP to loopback (kubectl proxy), and errors that name the file and context but no credential value.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
@@ -13,6 +14,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { parse } from 'yaml';
 import { CodedError } from '../goplugin/failure-codes.ts';
+import { refreshOidcThroughIdp } from './oidc-refresh.ts';
 
 /** One cluster and one user, as the library's KubeConfig at its current context. */
 export interface KubeConnection {
@@ -163,6 +165,7 @@ export function kubeconfigConnection(paths: readonly string[], context?: string)
     contexts: firstOfEach(files.flatMap((f) => f.getContexts())),
     currentContext: context ?? files.map((f) => f.getCurrentContext()).find((c) => c) ?? '',
   });
+  refreshOidcThroughIdp(config);
   const contextName = config.getCurrentContext();
   if (!contextName) throw new KubeConfigError(`kubeconfig ${where}: no current-context set`);
   const ctx = config.getContextObject(contextName);

@@ -1,20 +1,24 @@
 // The kubeconfig forms @kubernetes/client-node reads for vmzones (plugin/kube/kube-config.ts) that kube-client.test.ts
 // does not cover, each against the loopback API server (api-server-fixture.ts): `proxy-url` through a loopback
-// CONNECT proxy (connect-proxy-fixture.ts), an OIDC auth-provider's id-token, kubectl's rotating `tokenFile`, and a
-// plain-HTTP server: `kubectl proxy` on loopback (kubectl-proxy-fixture.ts) is used, a remote one refused.
+// CONNECT proxy (connect-proxy-fixture.ts), an OIDC auth-provider's id-token and its refresh at a loopback IdP
+// (oidc-idp-fixture.ts), an exec plugin whose token changes, kubectl's rotating `tokenFile`, and a plain-HTTP server:
+// `kubectl proxy` on loopback (kubectl-proxy-fixture.ts) is used, a remote one refused. Token expiry runs on a fake
+// Date (the library and openid-client read the time from it).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeClient } from '../../../plugin/kube/kube-client.ts';
 import { KubeConfigError, kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
 import { kubeObjects } from '../../../plugin/kube/objects.ts';
+import { fakeClockStart } from '../fake-clock.ts';
 import { makeTlsFixture, type TlsFixture } from '../vm/tls-fixture.ts';
 import { ApiServerFixture } from './api-server-fixture.ts';
 import { ConnectProxyFixture } from './connect-proxy-fixture.ts';
 import { KubectlProxyFixture } from './kubectl-proxy-fixture.ts';
+import { idToken, OidcIdpFixture } from './oidc-idp-fixture.ts';
 import { assertTokenFileFollowed } from './token-rotation.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -198,4 +202,105 @@ test('a plain-HTTP server elsewhere is refused by name unless the kubeconfig set
     ),
   ]);
   assert.equal(optedIn.server, 'http://10.0.0.1:8080');
+});
+
+test('OIDC auth-provider: an expired id-token is refreshed at the IdP once, and the new one used until it expires', async (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: fakeClockStart });
+  const idp = new OidcIdpFixture(tls, 'vmzones', 'r3fresh-0', (token) => api.tokens.add(token));
+  const issuer = await idp.start();
+  t.after(() => idp.stop());
+  const nowS = () => Math.floor(Date.now() / 1000);
+  const first = idToken(issuer, 'vmzones', nowS(), 300);
+  api.tokens.add(first);
+  const kube = kubeObjects(
+    kubeconfigConnection([
+      kubeconfig('oidc-refresh', {
+        'auth-provider': {
+          name: 'oidc',
+          config: {
+            'client-id': 'vmzones',
+            'id-token': first,
+            'refresh-token': 'r3fresh-0',
+            'idp-issuer-url': issuer,
+            'idp-certificate-authority-data': b64(tls.ca),
+          },
+        },
+      }),
+    ]),
+  );
+  const bearer = async () => {
+    await kube.list('v1', 'Pod', 'vm');
+    return api.requests.at(-1)?.token;
+  };
+  assert.equal(await bearer(), first);
+  t.mock.timers.tick(200_000);
+  assert.equal(await bearer(), first, 'still valid: no refresh');
+  assert.deepEqual(idp.grants, []);
+  t.mock.timers.tick(200_000);
+  const second = await bearer();
+  assert.notEqual(second, first, 'expired: refreshed');
+  assert.deepEqual(idp.grants, ['r3fresh-0']);
+  assert.equal(await bearer(), second);
+  t.mock.timers.tick(300_000);
+  assert.equal(await bearer(), second, 'the new id-token is kept while it is valid (600 s)');
+  assert.deepEqual(idp.grants, ['r3fresh-0'], 'one refresh per expiry, not one per request');
+  t.mock.timers.tick(400_000);
+  const third = await bearer();
+  assert.ok(third !== second && third !== first);
+  assert.deepEqual(idp.grants, ['r3fresh-0', 'r3fresh-1'], 'the rotated refresh token is the one sent');
+
+  // The IdP refuses the refresh: the call fails naming the auth-provider, never a token.
+  idp.refreshToken = 'revoked';
+  t.mock.timers.tick(700_000);
+  await assert.rejects(kube.list('v1', 'Pod', 'vm'), (e: Error) => {
+    assert.match(e.message, /auth-provider oidc gave no credential/);
+    for (const secret of [first, second ?? '', third ?? '', 'r3fresh-2'])
+      assert.ok(!e.message.includes(secret), e.message);
+    return true;
+  });
+});
+
+test('an exec plugin whose token changes: its credential is reused until it expires, then the new token is used', async (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: fakeClockStart });
+  // The plugin prints the credential the test wrote (the token service's current answer) and counts its runs.
+  const credential = join(dir, 'exec-credential.json');
+  const runs = join(dir, 'exec-credential-runs');
+  writeFileSync(runs, '');
+  const issue = (token: string, validMs: number) => {
+    api.tokens.add(token);
+    writeFileSync(
+      credential,
+      JSON.stringify({
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        status: { token, expirationTimestamp: new Date(Date.now() + validMs).toISOString() },
+      }),
+    );
+  };
+  const script = `require('node:fs').appendFileSync(${JSON.stringify(runs)}, 'x'); process.stdout.write(require('node:fs').readFileSync(${JSON.stringify(credential)}))`;
+  const kube = kubeObjects(
+    kubeconfigConnection([
+      kubeconfig('exec-changing', {
+        exec: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: process.execPath,
+          args: ['-e', script],
+        },
+      }),
+    ]),
+  );
+  const bearer = async () => {
+    await kube.list('v1', 'Pod', 'vm');
+    return api.requests.at(-1)?.token;
+  };
+  issue('t0ken-exec-a', 10 * 60_000);
+  assert.equal(await bearer(), 't0ken-exec-a');
+  issue('t0ken-exec-b', 60 * 60_000); // the service now hands out b
+  t.mock.timers.tick(9 * 60_000);
+  assert.equal(await bearer(), 't0ken-exec-a', 'a is still valid: the plugin is not run again');
+  assert.equal(readFileSync(runs, 'utf8'), 'x');
+  t.mock.timers.tick(2 * 60_000);
+  assert.equal(await bearer(), 't0ken-exec-b', 'a expired: the plugin ran again and its new token is used');
+  assert.equal(await bearer(), 't0ken-exec-b');
+  assert.equal(readFileSync(runs, 'utf8'), 'xx', 'the plugin ran once per expiry');
 });
