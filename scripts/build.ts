@@ -107,16 +107,18 @@ const evaluatedOnFirstUse: Plugin = {
 };
 
 /**
- * `node:http` and `node:https` through require(), not ESM import: Node 24 builds an ES module facade of a builtin by
- * reading every export, and node:http's `WebSocket`, `CloseEvent`… getters then evaluate Node's own bundled undici:
- * ≈ 45 ms of CPU at start (docs/deploy.md, "Memory"), for an import esbuild hoists to the top of the bundle even when
- * the importing module is evaluated only later (client-node's Watch, the observe endpoint). Each import becomes a
- * small CommonJS module that requires the builtin when its importer is evaluated.
+ * Builtins that a plain start does not need, through require() instead of ESM import: esbuild hoists a builtin's import
+ * to the top of the bundle even when the importing module is evaluated only later, so each was loaded before the
+ * handshake (docs/deploy.md, "Memory"). `node:http`/`https`: Node 24 builds an ES module facade of a builtin by
+ * reading every export, and node:http's `WebSocket`, `CloseEvent`… getters then evaluate Node's own bundled undici
+ * (≈ 45 ms of CPU). `node:tls` (client-node's KubeConfig) loads and initialises OpenSSL's bindings (≈ 20–40 ms of CPU,
+ * ≈ 3 MiB); `crypto`, `zlib`, `child_process`, `readline` are loaded with the code that uses them. Each import becomes
+ * a small CommonJS module that requires the builtin when its importer is evaluated.
  */
-const httpThroughRequire: Plugin = {
-  name: 'http-through-require',
+const builtinsThroughRequire: Plugin = {
+  name: 'builtins-through-require',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?https?$/ }, (args) =>
+    b.onResolve({ filter: /^(node:)?(https?|tls|crypto|zlib|child_process|readline)$/ }, (args) =>
       args.namespace === 'vmzones-builtin'
         ? undefined
         : { path: args.path.replace(/^node:/, ''), namespace: 'vmzones-builtin' },
@@ -161,7 +163,7 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
       // A shebang for running by hand; bundled CommonJS dependencies may still call require().
       js: "#!/usr/bin/env node\nimport { createRequire as __vmzonesCreateRequire } from 'node:module'; const require = __vmzonesCreateRequire(import.meta.url);",
     },
-    plugins: [zodEnglishOnly, httpThroughRequire, evaluatedOnFirstUse, bundleOnlyWhatIsCalled],
+    plugins: [zodEnglishOnly, builtinsThroughRequire, evaluatedOnFirstUse, bundleOnlyWhatIsCalled],
     logLevel: 'warning',
   });
   if (result.metafile !== undefined) writeFileSync(`dist/${name}.meta.json`, JSON.stringify(result.metafile));
