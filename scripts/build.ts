@@ -37,7 +37,8 @@ const zodEnglishOnly: Plugin = {
 /**
  * What @kubernetes/client-node and undici would evaluate in every process for nothing vmzones calls (docs/deploy.md,
  * "Memory"): client-node's KubeConfig imports its generated API clients (only makeApiClient uses them) and the
- * azure/gcp auth-providers kubectl removed in 1.26; undici's index evaluates mock agents, cache stores, WebSocket and
+ * azure/gcp auth-providers kubectl removed in 1.26, and openid-client under its OIDC auth-provider, whose refresh
+ * vmzones does itself (plugin/kube/oidc-refresh.ts); undici's index evaluates mock agents, cache stores, WebSocket and
  * more, and carries a second HTTP parser (milo, used only with UNDICI_USE_MILO); express's body parsers carry
  * iconv-lite's character set tables for request bodies, and the observe endpoint reads none. Each is replaced by a
  * small module of scripts/bundle/ (the file says what it keeps; not-bundled.cjs fails by name if ever used).
@@ -49,6 +50,11 @@ const bundleOnlyWhatIsCalled: Plugin = {
     const replacements: [RegExp, (importer: string) => boolean, string][] = [
       [/^\.\/gen\/index\.js$/, (i) => clientNode.test(i), 'client-node-api-clients.mjs'],
       [/^\.\/(azure|gcp)_auth\.js$/, (i) => clientNode.test(i), 'removed-auth-provider.mjs'],
+      [
+        /^openid-client$/,
+        (i) => /[/\\]client-node[/\\]dist[/\\]oidc_auth\.js$/.test(i),
+        'openid-client-replaced.mjs',
+      ],
       [/^undici$/, (i) => /[/\\](watch|isomorphic-fetch)\.js$/.test(i), 'undici-fetch.mjs'],
       [/^undici$/, (i) => !/undici-(parts|fetch)\.mjs$/.test(i), 'undici-parts.mjs'],
       [/^\.\.\/milo\/(no-)?simd\.js$/, (i) => /[/\\]undici[/\\]/.test(i), 'not-bundled.cjs'],
