@@ -5,6 +5,7 @@
 // although the plugin's own modules in the same file need Node 24 (plugin/main.ts, docs/cli.md).
 
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
@@ -113,19 +114,19 @@ const evaluatedOnFirstUse: Plugin = {
 };
 
 /**
- * Builtins that a plain start does not need, through require() instead of ESM import: esbuild hoists a builtin's import
- * to the top of the bundle even when the importing module is evaluated only later, so each was loaded before the
- * handshake (docs/deploy.md, "Memory"). `node:http`/`https`: Node 24 builds an ES module facade of a builtin by
- * reading every export, and node:http's `WebSocket`, `CloseEvent`… getters then evaluate Node's own bundled undici
- * (≈ 45 ms of CPU). `node:tls` (client-node's KubeConfig) loads and initialises OpenSSL's bindings (≈ 20–40 ms of CPU,
- * ≈ 3 MiB); `crypto`, `zlib`, `child_process`, `readline` are loaded with the code that uses them. Each import becomes
- * a small CommonJS module that requires the builtin when its importer is evaluated.
+ * Node's builtins through require(), not ESM import: Node 24 builds an ES module facade of a builtin by reading every
+ * export, which runs the builtin's lazy getters, and esbuild hoists a builtin's import to the top of the bundle even
+ * when the importing module is evaluated only later, so all of it happened before the handshake (docs/deploy.md,
+ * "Memory"): node:http's `WebSocket`, `CloseEvent`… getters evaluate Node's own bundled undici (≈ 45 ms of CPU),
+ * node:util's `TextDecoder` and node:fs's streams ≈ 20 ms, and `node:tls` (client-node's KubeConfig) loads OpenSSL's
+ * bindings (≈ 20–40 ms, ≈ 3 MiB). Each import becomes a small CommonJS module that requires the builtin when its
+ * importer is evaluated.
  */
 const builtinsThroughRequire: Plugin = {
   name: 'builtins-through-require',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?(https?|tls|crypto|zlib|child_process|readline)$/ }, (args) =>
-      args.namespace === 'vmzones-builtin'
+    b.onResolve({ filter: /^(node:)?[a-z_]+(\/[a-z_]+)?$/ }, (args) =>
+      args.namespace === 'vmzones-builtin' || !isBuiltin(args.path)
         ? undefined
         : { path: args.path.replace(/^node:/, ''), namespace: 'vmzones-builtin' },
     );
