@@ -218,17 +218,11 @@ export class KubeClient {
       ...(body === undefined ? {} : { body }),
       ...(signal === undefined ? {} : { signal }),
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxBodyBytes) {
-        response.body.destroy();
-        throw new Error(`${what}: the answer is larger than ${maxBodyBytes / 1024 / 1024} MiB`);
-      }
-      chunks.push(chunk);
-    }
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = await readCapped(
+      response.body,
+      maxBodyBytes,
+      () => new Error(`${what}: the answer is larger than ${maxBodyBytes / 1024 / 1024} MiB`),
+    );
     const status = response.statusCode;
     if (status < 200 || status > 299) throw new KubeApiError(status, text, what);
     try {
@@ -348,6 +342,25 @@ export class KubeClient {
     void this.#pool?.dispatcher.destroy().catch(() => {});
     this.#pool = undefined;
   }
+}
+
+/** An answer's body as UTF-8 text, read up to `maxBytes`: beyond, the body is dropped and `tooLarge()` thrown. */
+export async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+  tooLarge: () => Error,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw tooLarge();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export function groupVersionPath(apiVersion: string): string {

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { User } from '@kubernetes/client-node/dist/config_types.js';
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import { readCapped } from './kube-client.ts';
 
 /** What the library's OpenIDConnectAuth takes as its override client (oidc_auth.js, `OidcClient`). */
 interface RefreshClient {
@@ -138,19 +139,14 @@ async function exchange(
       ...(body === undefined ? {} : { body }),
       signal: AbortSignal.timeout(idpTimeoutMs),
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxAnswerBytes) {
-        response.body.destroy();
-        throw new OidcRefreshError(`${what}: the answer is larger than 1 MiB`);
-      }
-      chunks.push(chunk);
-    }
+    const text = await readCapped(
+      response.body,
+      maxAnswerBytes,
+      () => new OidcRefreshError(`${what}: the answer is larger than 1 MiB`),
+    );
     if (response.statusCode < 200 || response.statusCode > 299)
       throw new OidcRefreshError(`${what}: HTTP ${response.statusCode}`);
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(text);
   } catch (err) {
     if (err instanceof OidcRefreshError) throw err;
     throw new OidcRefreshError(`${what}: ${err instanceof Error ? err.name : 'failed'}`);

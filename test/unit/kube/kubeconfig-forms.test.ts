@@ -109,22 +109,23 @@ function jwt(exp: number, subject: string): string {
   return `${part({ alg: 'RS256', typ: 'JWT' })}.${part({ sub: subject, exp })}.c2lnbmF0dXJl`;
 }
 
+/** A kubeconfig user of the OIDC auth-provider with these fields. */
+const oidcUser = (config: Record<string, string>) => ({ 'auth-provider': { name: 'oidc', config } });
+
 test('OIDC auth-provider: its id-token is the bearer token while it is valid', async () => {
   const idToken = jwt(Math.floor(Date.now() / 1000) + 3600, 'oidc-user');
   api.tokens.add(idToken);
   const kube = kubeObjects(
     kubeconfigConnection([
-      kubeconfig('oidc', {
-        'auth-provider': {
-          name: 'oidc',
-          config: {
-            'client-id': 'vmzones',
-            'id-token': idToken,
-            'idp-issuer-url': 'https://127.0.0.1:1',
-            'refresh-token': 'r3fresh',
-          },
-        },
-      }),
+      kubeconfig(
+        'oidc',
+        oidcUser({
+          'client-id': 'vmzones',
+          'id-token': idToken,
+          'idp-issuer-url': 'https://127.0.0.1:1',
+          'refresh-token': 'r3fresh',
+        }),
+      ),
     ]),
   );
   assert.deepEqual(await kube.list('v1', 'Pod', 'vm'), []);
@@ -214,18 +215,16 @@ test('OIDC auth-provider: an expired id-token is refreshed at the IdP once, and 
   api.tokens.add(first);
   const kube = kubeObjects(
     kubeconfigConnection([
-      kubeconfig('oidc-refresh', {
-        'auth-provider': {
-          name: 'oidc',
-          config: {
-            'client-id': 'vmzones',
-            'id-token': first,
-            'refresh-token': 'r3fresh-0',
-            'idp-issuer-url': issuer,
-            'idp-certificate-authority-data': b64(tls.ca),
-          },
-        },
-      }),
+      kubeconfig(
+        'oidc-refresh',
+        oidcUser({
+          'client-id': 'vmzones',
+          'id-token': first,
+          'refresh-token': 'r3fresh-0',
+          'idp-issuer-url': issuer,
+          'idp-certificate-authority-data': b64(tls.ca),
+        }),
+      ),
     ]),
   );
   const bearer = async () => {

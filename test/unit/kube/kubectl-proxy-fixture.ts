@@ -4,12 +4,11 @@
 
 import { createServer, type Server } from 'node:http';
 import { request } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 
 export class KubectlProxyFixture {
   forwarded = 0;
   readonly #server: Server;
-  readonly #sockets = new Set<Socket>();
 
   /** `upstream` is the API server fixture's https URL, `ca` its CA, `token` the credential the proxy adds. */
   constructor(upstream: string, ca: string, token: string) {
@@ -29,10 +28,6 @@ export class KubectlProxyFixture {
       forward.on('error', () => res.destroy());
       req.pipe(forward);
     });
-    this.#server.on('connection', (s: Socket) => {
-      this.#sockets.add(s);
-      s.on('close', () => this.#sockets.delete(s));
-    });
   }
 
   /** Listens on 127.0.0.1 and returns `http://127.0.0.1:PORT`. */
@@ -42,7 +37,7 @@ export class KubectlProxyFixture {
   }
 
   async stop(): Promise<void> {
-    for (const s of this.#sockets) s.destroy();
+    this.#server.closeAllConnections();
     await new Promise((resolve) => this.#server.close(resolve));
   }
 }
