@@ -109,25 +109,22 @@ function jwt(exp: number, subject: string): string {
   return `${part({ alg: 'RS256', typ: 'JWT' })}.${part({ sub: subject, exp })}.c2lnbmF0dXJl`;
 }
 
-/** A kubeconfig user of the OIDC auth-provider with these fields. */
-const oidcUser = (config: Record<string, string>) => ({ 'auth-provider': { name: 'oidc', config } });
+/** Objects read with a kubeconfig `file` whose user is the OIDC auth-provider of client `vmzones` and `fields`. */
+const oidcObjects = (file: string, fields: Record<string, string>) =>
+  kubeObjects(
+    kubeconfigConnection([
+      kubeconfig(file, { 'auth-provider': { name: 'oidc', config: { 'client-id': 'vmzones', ...fields } } }),
+    ]),
+  );
 
 test('OIDC auth-provider: its id-token is the bearer token while it is valid', async () => {
   const idToken = jwt(Math.floor(Date.now() / 1000) + 3600, 'oidc-user');
   api.tokens.add(idToken);
-  const kube = kubeObjects(
-    kubeconfigConnection([
-      kubeconfig(
-        'oidc',
-        oidcUser({
-          'client-id': 'vmzones',
-          'id-token': idToken,
-          'idp-issuer-url': 'https://127.0.0.1:1',
-          'refresh-token': 'r3fresh',
-        }),
-      ),
-    ]),
-  );
+  const kube = oidcObjects('oidc', {
+    'id-token': idToken,
+    'idp-issuer-url': 'https://127.0.0.1:1',
+    'refresh-token': 'r3fresh',
+  });
   assert.deepEqual(await kube.list('v1', 'Pod', 'vm'), []);
   assert.equal(api.requests.at(-1)?.token, idToken);
 });
@@ -213,20 +210,12 @@ test('OIDC auth-provider: an expired id-token is refreshed at the IdP once, and 
   const nowS = () => Math.floor(Date.now() / 1000);
   const first = idToken(issuer, 'vmzones', nowS(), 300);
   api.tokens.add(first);
-  const kube = kubeObjects(
-    kubeconfigConnection([
-      kubeconfig(
-        'oidc-refresh',
-        oidcUser({
-          'client-id': 'vmzones',
-          'id-token': first,
-          'refresh-token': 'r3fresh-0',
-          'idp-issuer-url': issuer,
-          'idp-certificate-authority-data': b64(tls.ca),
-        }),
-      ),
-    ]),
-  );
+  const kube = oidcObjects('oidc-refresh', {
+    'id-token': first,
+    'refresh-token': 'r3fresh-0',
+    'idp-issuer-url': issuer,
+    'idp-certificate-authority-data': b64(tls.ca),
+  });
   const bearer = async () => {
     await kube.list('v1', 'Pod', 'vm');
     return api.requests.at(-1)?.token;
