@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { User } from '@kubernetes/client-node/dist/config_types.js';
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import { CodedError } from '../goplugin/failure-codes.ts';
 import { readCapped } from './kube-client.ts';
 
 /** What the library's OpenIDConnectAuth takes as its override client (oidc_auth.js, `OidcClient`). */
@@ -34,10 +35,11 @@ const tokenAnswerSchema = z.object({
 });
 const idTokenClaimsSchema = z.object({ exp: z.number() });
 
-/** The OIDC refresh failed: says where and how, never a token (the IdP's answer is not quoted). */
-export class OidcRefreshError extends Error {
+/** The OIDC refresh failed: says where and how, never a token (the IdP's answer is not quoted). Transient, as a
+ *  credential the kubeconfig could not give (kube-client.ts's KubeCredentialError wraps it). */
+export class OidcRefreshError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('ApiTransient', message);
     this.name = 'OidcRefreshError';
   }
 }
