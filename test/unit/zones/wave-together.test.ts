@@ -21,9 +21,8 @@ import {
   rolloutObject,
   specDocument,
   stepPluginOf,
-  threeZones,
   useVmauthFixture,
-  vmselectRef,
+  zonesBehindOneVMUser,
 } from './memory-cluster.ts';
 
 const clock = new FakeClock();
@@ -154,23 +153,7 @@ test('the call limiter runs at most its limit of calls at once, the rest in the 
 
 /** `names`, each an operational VMCluster behind VMUser vmauth-read, with a Rollout walking them in one wave. */
 function oneWave(names: readonly string[], graceSeconds: number): MemoryKube {
-  const kube = threeZones(vmauth.port);
-  const template = kube.getStored('VMCluster', 'vm-zone-c');
-  for (const zone of names) {
-    kube.put({
-      ...template,
-      apiVersion: template.apiVersion ?? '',
-      kind: 'VMCluster',
-      metadata: { name: `vm-${zone}`, namespace: ns },
-    });
-  }
-  const user = kube.getStored('VMUser', 'vmauth-read');
-  kube.put({
-    ...user,
-    apiVersion: user.apiVersion ?? '',
-    kind: 'VMUser',
-    spec: { targetRefs: names.map(vmselectRef) },
-  });
+  const kube = zonesBehindOneVMUser(vmauth.port, names);
   const doc = JSON.parse(specDocument()) as Record<string, unknown> & { vmauth: Record<string, unknown> };
   doc.zones = Object.fromEntries(names.map((z) => [z, { vmcluster: `vm-${z}` }]));
   doc.vmauth.drainGracePeriod = `${graceSeconds}s`;
