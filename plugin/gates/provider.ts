@@ -39,7 +39,7 @@ import type { GateContext, GateReading } from './gate-reading.ts';
 import { GateSetupError, lazyOwnerSpec, RunOwners } from './owner-spec.ts';
 import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
-import { readVmclusterReady } from './vmcluster-ready.ts';
+import { readVmclusterReady, readyGateStateSchema } from './vmcluster-ready.ts';
 import { readWave, waveZonesOf, zoneStateIn } from './wave-reading.ts';
 
 export const metadataKeys = {
@@ -152,7 +152,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
   async function readZone(config: GateConfig, context: GateContext, state: unknown): Promise<GateReading> {
     switch (config.gate) {
       case 'vmclusterReady':
-        return readVmclusterReady(config, context);
+        return readVmclusterReady(config, context, parsedState(state, readyGateStateSchema));
       case 'vmauthReloaded':
         return readVmauthReloaded(config, context, parsedState(state, reloadGateStateSchema));
       case 'vmagentQueueDrained':

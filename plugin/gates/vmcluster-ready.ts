@@ -1,7 +1,10 @@
 // Gate vmclusterReady: is the zone's object (VMCluster, VMSingle or VLCluster: zone-kinds.ts) operational at its
 // current generation, with no storage pod's change deferred (vm/zone-readiness.ts)? One reading per Run/Resume;
-// `failed` fails at once with the operator's reason; anything else waits.
+// `failed` fails with the operator's reason once it is final (vm/operator-failure.ts: at once for a spec the
+// operator cannot parse, else after it persisted a grace period, counted in the gate's state); anything else waits.
 
+import { z } from 'zod';
+import { operatorFailure } from '../vm/operator-failure.ts';
 import { defaultZoneKind, type ZoneKind, zoneObjectRef } from '../vm/zone-kinds.ts';
 import { zoneReadiness } from '../vm/zone-readiness.ts';
 import { explicitZoneObject, type ReadyGateConfig } from './config.ts';
@@ -12,9 +15,14 @@ import { allowedGateNamespace, clusterKube, explicitNamespace, zoneFromSpec } fr
 const defaultReadyTimeoutMs = 15 * 60_000;
 const defaultReadyPollMs = 10_000;
 
+/** Between readings: since when (ms since the epoch) the operator has reported `failed` without pause. */
+export const readyGateStateSchema = z.object({ failingSince: z.number() });
+export type ReadyGateState = z.infer<typeof readyGateStateSchema>;
+
 export async function readVmclusterReady(
   config: ReadyGateConfig,
   context: GateContext,
+  state?: ReadyGateState,
 ): Promise<GateReading> {
   let namespace: string;
   let vmcluster: string;
@@ -55,11 +63,16 @@ export async function readVmclusterReady(
     reason: readiness.reason ?? null,
     deferredPods: readiness.deferredPods.map((p) => p.pod),
   };
-  const verdict = readiness.state === 'ready' ? 'pass' : readiness.state === 'failed' ? 'fail' : 'wait';
+  const failure =
+    readiness.state === 'failed'
+      ? operatorFailure(readiness.reason, state?.failingSince, context.now)
+      : undefined;
+  const verdict = readiness.state === 'ready' ? 'pass' : failure?.final === true ? 'fail' : 'wait';
   return {
     verdict,
-    message: readiness.message,
-    figures,
+    message: failure === undefined ? readiness.message : `${readiness.message}; ${failure.why}`,
+    figures: { ...figures, ...(failure === undefined ? {} : { failingSince: failure.failingSince }) },
+    ...(failure === undefined ? {} : { state: { failingSince: failure.failingSince } }),
     timeoutMs,
     pollMs: config.pollInterval ?? defaultReadyPollMs,
   };

@@ -25,7 +25,8 @@ export const failureCodes = {
   OverridesRejected: "the API server rejects the zone's overrides (dry run); nothing was changed",
   OverridesPruned:
     "the API server would drop fields of the zone's overrides (unknown to the schema, or defaulted)",
-  ZoneFailed: "the zone's object reports a failed update",
+  ZoneFailed:
+    "the zone's object reports a failed update (a spec the operator cannot parse, or `failed` for 60 s)",
   ReadyTimeout: "the zone's object did not become operational within readyTimeout",
   QueueNotDrained: "the vmagent queues of the zone did not drain within the gate's timeout",
   DataLost: 'a vmagent dropped data on its way to the zone',

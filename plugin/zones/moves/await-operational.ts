@@ -4,6 +4,7 @@
 // what piled up (the vmagentQueueDrained evidence, zones/moves/queue-check.ts).
 
 import type { ObjectRef } from '../../kube/objects.ts';
+import { operatorFailure } from '../../vm/operator-failure.ts';
 import { defaultZoneKind, zoneKindOf } from '../../vm/zone-kinds.ts';
 import { zoneReadiness } from '../../vm/zone-readiness.ts';
 import type { Handoff } from '../state/zone-annotations.ts';
@@ -12,11 +13,14 @@ import { waitInCall } from './in-call-wait.ts';
 import { done, failedMove, type MoveOutcome, waiting } from './outcome.ts';
 import type { ZoneQueueCheck } from './queue-check.ts';
 
-/** done: operational; waiting: the operator is still at it; failed: the operator says it failed. */
+/** done: operational; waiting: the operator is still at it, or says `failed` but may still recover (then `since`
+ *  says since when it has said so: vm/operator-failure.ts); failed: the operator's failure is final. `failingSince`
+ *  is the `since` of an earlier reading's failure, carried by the caller. */
 export async function awaitOperational(
   deps: MoveDeps,
   ref: ObjectRef,
   generation?: number,
+  failingSince?: Date,
 ): Promise<MoveOutcome> {
   const readiness = await waitInCall(
     { ...deps, inCallWaitMs: deps.inCallWaitMs ?? 0 },
@@ -31,7 +35,12 @@ export async function awaitOperational(
     // The zone's object is watched (the reconciler's caches): read it again when the operator wrote its status.
     (r) => deps.kube.changeOf?.(ref, r.resourceVersion),
   );
-  if (readiness.state === 'failed') return failedMove(readiness.message, 'ZoneFailed');
+  if (readiness.state === 'failed') {
+    const failure = operatorFailure(readiness.reason, failingSince?.getTime(), deps.now().getTime());
+    const message = `${readiness.message}; ${failure.why}`;
+    if (failure.final) return failedMove(message, 'ZoneFailed');
+    return waiting(message, 'operational', { since: new Date(failure.failingSince) });
+  }
   if (readiness.state !== 'ready') return waiting(readiness.message, 'operational');
   return done(readiness.message);
 }

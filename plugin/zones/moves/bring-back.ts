@@ -32,6 +32,9 @@ export type BringBackProgress =
       serving?: string;
       /** What proved it operational, once it is (waitsOn queues, vmauth). */
       operational?: string;
+      /** Since when the operator has reported a failure it may still recover from (waitsOn operational), to hand
+       *  back in the next request's `failingSince`. */
+      failingSince?: Date;
     }
   | {
       phase: 'failed';
@@ -57,6 +60,8 @@ export type BringBackProgress =
 export interface BringBackRequest extends ZoneReads {
   /** The generation the change made (the step: its rollback record's); absent: the object's current one. */
   generation?: number;
+  /** Since when an earlier call saw the operator report `failed` (the progress's `failingSince`). */
+  failingSince?: Date;
   /** The reconciler's handoff: its vmagent queues must have delivered before reads come back (checked until the
    *  restore has begun). */
   queues?: Handoff;
@@ -70,7 +75,7 @@ export async function bringBack(
   cluster: LoadedCluster,
 ): Promise<BringBackProgress> {
   const { zone, ref } = request;
-  const operational = await awaitOperational(deps, ref, request.generation);
+  const operational = await awaitOperational(deps, ref, request.generation, request.failingSince);
   if (operational.kind === 'failed') {
     return {
       phase: 'failed',
@@ -80,7 +85,13 @@ export async function bringBack(
     };
   }
   if (operational.kind !== 'done') {
-    return { phase: 'waiting', waitsOn: 'operational', message: operational.message, restored: [] };
+    return {
+      phase: 'waiting',
+      waitsOn: 'operational',
+      message: operational.message,
+      restored: [],
+      ...(operational.since === undefined ? {} : { failingSince: operational.since }),
+    };
   }
   // Once the restore has begun (its guarded write made), the queues were checked already.
   if (request.queues !== undefined && cluster.state.maintenance?.restoringSince === undefined) {

@@ -14,7 +14,7 @@ import type { ZoneDeps } from './deps.ts';
 import { running, StepFailure, successful } from './outcome.ts';
 import { lostRace, waitForReconciler } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
-import { pastDeadline, stepState } from './wait-deadline.ts';
+import { pastDeadline, previousTime, stepState } from './wait-deadline.ts';
 import { openZoneAction } from './zone-action.ts';
 
 export async function restoreReads(
@@ -56,6 +56,7 @@ export async function restoreReads(
   const applied = sameRevision(state.rollback, target.who) ? state.rollback : undefined;
   status.generation = applied?.generation ?? cluster.generation;
   // The operator usually finishes within seconds of the first look: the move waits a little in the call.
+  const failingSince = previousTime(previous, 'failingSince');
   const progress = await bringBack(
     deps,
     {
@@ -64,6 +65,7 @@ export async function restoreReads(
       reads: target.reads,
       by: `restoreReads by ${describeHolder(target.who)}`,
       ...(applied === undefined ? {} : { generation: applied.generation }),
+      ...(failingSince === undefined ? {} : { failingSince }),
       releases: () => ({}),
     },
     cluster,
@@ -113,7 +115,13 @@ export async function restoreReads(
       }
       return running(
         `zone ${zone}: reads stay drained until ${name} is operational at generation ${status.generation}; ${progress.message} (since ${started}, readyTimeout ${target.spec.readyTimeout})`,
-        { ...status, ...stepState('waitingForVMCluster'), since: started },
+        {
+          ...status,
+          ...stepState('waitingForVMCluster'),
+          since: started,
+          // A failure the operator may still recover from: since when it has said so (vm/operator-failure.ts).
+          ...(progress.failingSince === undefined ? {} : { failingSince: timestamp(progress.failingSince) }),
+        },
       );
     }
     default:

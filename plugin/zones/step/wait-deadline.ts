@@ -30,13 +30,20 @@ export const handoffWaitFactor = 2;
 /** Since when the step has waited in `state`: from the previous Run's status when it waited in the same state,
  *  else from now. */
 export function waitingSince(previous: unknown, state: StepState, now: Date): Date {
-  if (typeof previous === 'object' && previous !== null) {
-    const { state: before, waitingSince: since } = previous as Record<string, unknown>;
-    if (before === state && typeof since === 'string' && !Number.isNaN(Date.parse(since))) {
-      return new Date(since);
-    }
-  }
-  return now;
+  return (previousState(previous) === state ? previousTime(previous, 'waitingSince') : undefined) ?? now;
+}
+
+/** A time the previous Run's status carried in `field` (an RFC 3339 string), if it is one. */
+export function previousTime(previous: unknown, field: string): Date | undefined {
+  if (typeof previous !== 'object' || previous === null) return undefined;
+  const value = (previous as Record<string, unknown>)[field];
+  return typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? new Date(value) : undefined;
+}
+
+function previousState(previous: unknown): unknown {
+  return typeof previous === 'object' && previous !== null
+    ? (previous as Record<string, unknown>).state
+    : undefined;
 }
 
 /** The status fields of a wait: the state and since when, to carry into the next Run. */

@@ -124,7 +124,7 @@ test('a config that is missing, names an unknown gate or has bad fields is an Er
   }
 });
 
-test('vmclusterReady follows the VMCluster: expanding waits, operational passes, failed fails at once', async () => {
+test('vmclusterReady follows the VMCluster: expanding waits, operational passes, failed fails once final', async () => {
   const kube = new MemoryKube().put(
     vmcluster('vm-zone-a', 2, { updateStatus: 'expanding', observedGeneration: 2 }),
   );
@@ -158,13 +158,48 @@ test('vmclusterReady follows the VMCluster: expanding waits, operational passes,
   assert.equal(second.phase, 'Successful');
   assert.equal(second.metadata?.[metadataKeys.readings], '2');
 
+  // The operator writes `failed` for errors it retries (vm/operator-failure.ts): the gate waits them out for 60 s.
   kube.put(
     vmcluster('vm-zone-a', 3, { updateStatus: 'failed', observedGeneration: 3, reason: 'image not found' }),
   );
-  const failed = await provider.run(run, metric(config));
+  const failing = await provider.run(run, metric(config));
+  assert.equal(failing.phase, 'Running', failing.message);
+  assert.match(
+    failing.message ?? '',
+    /image not found; the operator retries a failed reconcile; vmzones waits up to 60s/,
+  );
+  time.advance(30_000);
+  const stillFailing = await provider.resume(run, metric(config), stored(failing));
+  assert.equal(stillFailing.phase, 'Running', 'within the grace, counted from the first failed reading');
+  time.advance(30_000);
+  const failed = await provider.resume(run, metric(config), stored(stillFailing));
   assert.equal(failed.phase, 'Failed');
   assert.equal(failed.metadata?.[metadataKeys.failureCode], 'ZoneFailed');
-  assert.match(failed.message ?? '', /image not found/, "says the operator's reason");
+  assert.match(
+    failed.message ?? '',
+    /image not found; the operator has reported failed for 60s/,
+    "says the operator's reason",
+  );
+
+  // A failure the operator recovers from within the grace passes.
+  const recovering = await provider.run(run, metric(config));
+  assert.equal(recovering.phase, 'Running');
+  time.advance(10_000);
+  kube.put(vmcluster('vm-zone-a', 3, { updateStatus: 'operational', observedGeneration: 3 }));
+  const recovered = await provider.resume(run, metric(config), stored(recovering));
+  assert.equal(recovered.phase, 'Successful', recovered.message);
+
+  // A spec the operator cannot parse fails at once: no retry changes it.
+  kube.put(
+    vmcluster('vm-zone-a', 4, {
+      updateStatus: 'failed',
+      observedGeneration: 4,
+      reason: 'parsing object error for object controller="vmcluster": "unknown field"',
+    }),
+  );
+  const rejected = await provider.run(run, metric(config));
+  assert.equal(rejected.phase, 'Failed', rejected.message);
+  assert.match(rejected.message ?? '', /the operator cannot parse the spec/);
 });
 
 test('vmclusterReady does not pass while a storage pod in maintenance has its change deferred (operator >= v0.75.1)', async () => {

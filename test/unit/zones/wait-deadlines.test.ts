@@ -115,3 +115,42 @@ test('apply waiting for the reconciler fails after twice readyTimeout; the hando
   assert.equal(result.status?.code, 'HandoffTimeout');
   assert.notEqual(zoneState(kube.getStored('VMCluster', 'vm-zone-a')).handoff, undefined);
 });
+
+test("restoreReads waits out the operator's transient `failed` for 60 s: a recovery passes, a failure that persists fails ZoneFailed", async () => {
+  const { kube, step } = setup();
+  await drainAndApply(step, 'zone-a');
+  // The operator's own kind of transient failure (a race with kube-controller-manager), seen on the sandbox.
+  const generation = kube.getStored('VMCluster', 'vm-zone-a').metadata.generation;
+  const failedStatus = {
+    updateStatus: 'failed',
+    observedGeneration: generation,
+    reason: 'cannot update statefulset: currentReplicas cannot be greater than status.replicas',
+  };
+  kube.heldBack.add(`VMCluster ${ns}/vm-zone-a`);
+  kube.setStatus('VMCluster', 'vm-zone-a', failedStatus);
+  let result = await step('zone-a', 'restoreReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.match(result.message ?? '', /the operator retries a failed reconcile; vmzones waits up to 60s/);
+  clock.advance(30_000);
+  result = await step('zone-a', 'restoreReads', result);
+  assert.equal(result.phase, 'Running', `30 s into the failure it still waits: ${result.message}`);
+  clock.advance(30_000);
+  result = await step('zone-a', 'restoreReads', result);
+  assert.equal(result.phase, 'Failed', `60 s of failed is final: ${result.message}`);
+  assert.equal(result.status?.code, 'ZoneFailed');
+  assert.match(
+    result.message ?? '',
+    /currentReplicas cannot be greater.*reported failed for 60s.*reads stay drained/,
+  );
+
+  // A failure the operator recovers from within the grace: the next restoreReads brings the zone back.
+  result = await step('zone-a', 'restoreReads');
+  assert.equal(result.phase, 'Running', result.message);
+  clock.advance(20_000);
+  kube.setStatus('VMCluster', 'vm-zone-a', { updateStatus: 'operational', observedGeneration: generation });
+  for (let i = 0; i < 20 && result.phase === 'Running'; i++) {
+    result = await step('zone-a', 'restoreReads', result);
+    clock.advance(1_000);
+  }
+  assert.equal(result.phase, 'Successful', result.message);
+});
