@@ -29,7 +29,7 @@ export interface WaveCall {
 }
 
 /** How a wave's zones take turns: `needsTurn` says, from the zone's previous status in the wave, whether its call
- *  may still write what the other zones' calls write too (a balancer); `afterTurn` whether the result of its turn
+ *  may still write what the other zones' calls write too (a balancer); `waitsOnly` whether the result of its turn
  *  says it is now only waiting (its write made: it writes nothing shared again). */
 export interface ZoneTurns {
   needsTurn(previous: unknown): boolean;
