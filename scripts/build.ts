@@ -5,6 +5,7 @@
 // although the plugin's own modules in the same file need Node 24 (plugin/main.ts, docs/cli.md).
 
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
@@ -37,7 +38,8 @@ const zodEnglishOnly: Plugin = {
 /**
  * What @kubernetes/client-node and undici would evaluate in every process for nothing vmzones calls (docs/deploy.md,
  * "Memory"): client-node's KubeConfig imports its generated API clients (only makeApiClient uses them) and the
- * azure/gcp auth-providers kubectl removed in 1.26; undici's index evaluates mock agents, cache stores, WebSocket and
+ * azure/gcp auth-providers kubectl removed in 1.26, and openid-client under its OIDC auth-provider, whose refresh
+ * vmzones does itself (plugin/kube/oidc-refresh.ts); undici's index evaluates mock agents, cache stores, WebSocket and
  * more, and carries a second HTTP parser (milo, used only with UNDICI_USE_MILO); express's body parsers carry
  * iconv-lite's character set tables for request bodies, and the observe endpoint reads none. Each is replaced by a
  * small module of scripts/bundle/ (the file says what it keeps; not-bundled.cjs fails by name if ever used).
@@ -49,6 +51,11 @@ const bundleOnlyWhatIsCalled: Plugin = {
     const replacements: [RegExp, (importer: string) => boolean, string][] = [
       [/^\.\/gen\/index\.js$/, (i) => clientNode.test(i), 'client-node-api-clients.mjs'],
       [/^\.\/(azure|gcp)_auth\.js$/, (i) => clientNode.test(i), 'removed-auth-provider.mjs'],
+      [
+        /^openid-client$/,
+        (i) => /[/\\]client-node[/\\]dist[/\\]oidc_auth\.js$/.test(i),
+        'openid-client-replaced.mjs',
+      ],
       [/^undici$/, (i) => /[/\\](watch|isomorphic-fetch)\.js$/.test(i), 'undici-fetch.mjs'],
       [/^undici$/, (i) => !/undici-(parts|fetch)\.mjs$/.test(i), 'undici-parts.mjs'],
       [/^\.\.\/milo\/(no-)?simd\.js$/, (i) => /[/\\]undici[/\\]/.test(i), 'not-bundled.cjs'],
@@ -107,17 +114,19 @@ const evaluatedOnFirstUse: Plugin = {
 };
 
 /**
- * `node:http` and `node:https` through require(), not ESM import: Node 24 builds an ES module facade of a builtin by
- * reading every export, and node:http's `WebSocket`, `CloseEvent`… getters then evaluate Node's own bundled undici:
- * ≈ 45 ms of CPU at start (docs/deploy.md, "Memory"), for an import esbuild hoists to the top of the bundle even when
- * the importing module is evaluated only later (client-node's Watch, the observe endpoint). Each import becomes a
- * small CommonJS module that requires the builtin when its importer is evaluated.
+ * Node's builtins through require(), not ESM import: Node 24 builds an ES module facade of a builtin by reading every
+ * export, which runs the builtin's lazy getters, and esbuild hoists a builtin's import to the top of the bundle even
+ * when the importing module is evaluated only later, so all of it happened before the handshake (docs/deploy.md,
+ * "Memory"): node:http's `WebSocket`, `CloseEvent`… getters evaluate Node's own bundled undici (≈ 45 ms of CPU),
+ * node:util's `TextDecoder` and node:fs's streams ≈ 20 ms, and `node:tls` (client-node's KubeConfig) loads OpenSSL's
+ * bindings (≈ 20–40 ms, ≈ 3 MiB). Each import becomes a small CommonJS module that requires the builtin when its
+ * importer is evaluated.
  */
-const httpThroughRequire: Plugin = {
-  name: 'http-through-require',
+const builtinsThroughRequire: Plugin = {
+  name: 'builtins-through-require',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?https?$/ }, (args) =>
-      args.namespace === 'vmzones-builtin'
+    b.onResolve({ filter: /^(node:)?[a-z_]+(\/[a-z_]+)?$/ }, (args) =>
+      args.namespace === 'vmzones-builtin' || !isBuiltin(args.path)
         ? undefined
         : { path: args.path.replace(/^node:/, ''), namespace: 'vmzones-builtin' },
     );
@@ -161,7 +170,7 @@ for (const [name, [entry, target]] of Object.entries(entries)) {
       // A shebang for running by hand; bundled CommonJS dependencies may still call require().
       js: "#!/usr/bin/env node\nimport { createRequire as __vmzonesCreateRequire } from 'node:module'; const require = __vmzonesCreateRequire(import.meta.url);",
     },
-    plugins: [zodEnglishOnly, httpThroughRequire, evaluatedOnFirstUse, bundleOnlyWhatIsCalled],
+    plugins: [zodEnglishOnly, builtinsThroughRequire, evaluatedOnFirstUse, bundleOnlyWhatIsCalled],
     logLevel: 'warning',
   });
   if (result.metafile !== undefined) writeFileSync(`dist/${name}.meta.json`, JSON.stringify(result.metafile));

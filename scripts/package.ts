@@ -33,8 +33,16 @@ export const loaderName = 'ld-linux-x86-64.so.2';
  * The Node flags of the plugin processes, measured under the RPC benchmark (docs/testing.md, "Plugin process"):
  * a 1 MiB young generation keeps the heap near its idle size; no TurboFan (Maglev is the top tier) and no
  * compiler threads spare the binary's TurboFan pages and the compile zones, ~10 MiB of peak RSS together.
+ * `--liftoff-only`: WebAssembly stays at V8's baseline compiler; undici's HTTP/1 parser (llhttp) is WebAssembly, and
+ * its tier-up to TurboFan cost ~15 MiB of peak RSS on the side-by-side walk for no speed we could measure
+ * (docs/deploy.md, "Memory").
  */
-export const pluginNodeFlags = ['--max-semi-space-size=1', '--max-opt=2', '--no-concurrent-recompilation'];
+export const pluginNodeFlags = [
+  '--max-semi-space-size=1',
+  '--max-opt=2',
+  '--no-concurrent-recompilation',
+  '--liftoff-only',
+];
 
 /** The argo-rollouts-config entry for a runtime folder at `root` (manifests use installedAt). */
 export function pluginEntry(root: string): { location: string; args: string[] } {

@@ -17,7 +17,7 @@ import { maxScrapeBytesCap } from '../vm/scrape-budget.ts';
 import { type ZoneKind, type ZoneKindField, zoneKindFields, zoneKinds } from '../vm/zone-kinds.ts';
 import { clusterNameSchema } from '../zones/spec.ts';
 
-export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded'] as const;
+export const gateNames = ['vmclusterReady', 'vmagentQueueDrained', 'vmauthReloaded', 'zoneAnswers'] as const;
 export type GateName = (typeof gateNames)[number];
 
 export class GateConfigError extends CodedError {
@@ -272,13 +272,72 @@ const reloadGate = z
     ),
   );
 
+/** A fraction between 0 and 1 (args arrive as text). */
+const fraction = z
+  .union(
+    [
+      z.number(),
+      z
+        .string()
+        .regex(/^\s*\d+(\.\d+)?\s*$/, 'must be a number')
+        .transform(Number),
+    ],
+    {
+      message: 'must be a number',
+    },
+  )
+  .pipe(z.number().min(0, 'must be at least 0').max(1, 'must be at most 1 (a fraction: 0.01 is 1%)'));
+
+/** An argument a template may leave empty ('' is "the default"), as args cannot be left out. */
+const emptyIsUnset = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
+const answersGate = z
+  .strictObject({
+    gate: z.literal('zoneAnswers'),
+    /** The changed zone; its object, cluster and kind come from the spec document. */
+    zone: dnsLabelSchema('a zone name').optional(),
+    namespace: namespaceNameSchema.optional(),
+    timeout: durationMs.optional(),
+    pollInterval: durationMs.optional(),
+    /** The zone to compare with; default: the first other zone of the spec that is operational and serving. */
+    servingZone: emptyIsUnset(dnsLabelSchema('a zone name')),
+    /** The series (MetricsQL) or log filter (LogsQL) whose series and sample counts are compared. */
+    selector: emptyIsUnset(z.string().min(1)),
+    /** A query of the user's own, instead of the counts; `$window`, `$start` and `$end` are replaced. */
+    query: emptyIsUnset(z.string().min(1)),
+    /** How far back the window reaches from its end; default: the zone's walk and a minute before it, at least 5m. */
+    window: emptyIsUnset(durationMs),
+    /** How long before now the window ends, so that data still on its way counts in neither zone. */
+    lag: emptyIsUnset(durationMs),
+    /** The largest relative difference that still matches (0.001 = 0.1%). */
+    tolerance: emptyIsUnset(fraction),
+    /** Each pod must answer its queries within this long. */
+    maxLatency: emptyIsUnset(durationMs),
+    /** A VMCluster's tenant (accountID, or accountID:projectID). */
+    tenant: emptyIsUnset(z.string().regex(/^\d+(:\d+)?$/, 'must be an accountID or accountID:projectID')),
+    /** Where a VMCluster's vmselect pods answer instead of /select/<tenant>/prometheus. */
+    vmselectPathPrefix: emptyIsUnset(z.string().regex(/^\/[^?#\s]*$/, 'must be a path starting with /')),
+  })
+  .superRefine((value, ctx) => {
+    if (value.selector !== undefined && value.query !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['query'], message: 'set selector or query, not both' });
+    }
+  });
+
 export type ReadyGateConfig = z.infer<typeof readyGate>;
 export type DrainGateConfig = z.infer<typeof drainGate>;
 export type ReloadGateConfig = z.infer<typeof reloadGate>;
+export type AnswersGateConfig = z.infer<typeof answersGate>;
 export type PodAccessConfig = z.infer<typeof podAccess>;
-export type GateConfig = ReadyGateConfig | DrainGateConfig | ReloadGateConfig;
+export type GateConfig = ReadyGateConfig | DrainGateConfig | ReloadGateConfig | AnswersGateConfig;
 
-const schemas = { vmclusterReady: readyGate, vmagentQueueDrained: drainGate, vmauthReloaded: reloadGate };
+const schemas = {
+  vmclusterReady: readyGate,
+  vmagentQueueDrained: drainGate,
+  vmauthReloaded: reloadGate,
+  zoneAnswers: answersGate,
+};
 
 function formatPath(path: readonly PropertyKey[]): string {
   return path.length === 0

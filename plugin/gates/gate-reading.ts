@@ -1,6 +1,7 @@
 // What one reading of a gate produces, whatever the gate: the raw figures (Measurement.Value, and `result`
 // for successCondition / failureCondition), the gate's own verdict, and how long the measurement may wait.
 
+import type { FailureCode } from '../goplugin/failure-codes.ts';
 import type { NamespaceAllowance } from '../kube/allowed-namespaces.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import type { KubeObjects } from '../kube/objects.ts';
@@ -27,6 +28,9 @@ export interface GateReading {
    * return, up to twice its in-call wait from its start.
    */
   readonly evidenceDueInMs?: number;
+  /** Why the measurement fails if its timeout passes on this reading, when the gate tells several reasons apart
+   *  (zoneAnswers: no answer, or a different one); default the gate's own timeout code (provider.ts). */
+  readonly timeoutCode?: FailureCode;
 }
 
 export interface GateContext {
@@ -37,6 +41,8 @@ export interface GateContext {
   readonly run: AnalysisRunView;
   /** Milliseconds since the epoch at the start of this reading. */
   readonly now: number;
+  /** The provider's clock (milliseconds since the epoch), for what a reading times itself (a query's latency). */
+  readonly clock?: () => number;
   /** Namespaces beyond the AnalysisRun's own that the plugin's registration allows (kube/allowed-namespaces.ts). */
   readonly allowance: NamespaceAllowance;
   /** The owning Rollout's spec document, read on first use. */

@@ -41,6 +41,7 @@ import { readVmagentDrained } from './vmagent-drained.ts';
 import { readVmauthReloaded, reloadGateStateSchema } from './vmauth-reloaded.ts';
 import { readVmclusterReady, readyGateStateSchema } from './vmcluster-ready.ts';
 import { readWave, waveZonesOf, zoneStateIn } from './wave-reading.ts';
+import { readZoneAnswers } from './zone-answers.ts';
 
 export const metadataKeys = {
   gate: 'vmzones.io/gate',
@@ -60,6 +61,7 @@ const gateFailureCodes = {
   vmclusterReady: { fail: 'ZoneFailed', timeout: 'ReadyTimeout' },
   vmagentQueueDrained: { fail: 'DataLost', timeout: 'QueueNotDrained' },
   vmauthReloaded: { fail: 'ReloadUnproven', timeout: 'ReloadUnproven' },
+  zoneAnswers: { fail: 'QueryMismatch', timeout: 'QueryMismatch' },
 } as const satisfies Record<GateName, { fail: FailureCode; timeout: FailureCode }>;
 
 /** Retry delay after a transient API error while waiting. */
@@ -157,6 +159,8 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         return readVmauthReloaded(config, context, parsedState(state, reloadGateStateSchema));
       case 'vmagentQueueDrained':
         return readVmagentDrained(config, context, parsedState(state, drainStateSchema));
+      case 'zoneAnswers':
+        return readZoneAnswers(config, context);
     }
   }
 
@@ -201,6 +205,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         clusters: clusters(),
         run,
         now,
+        clock,
         allowance: allowance(),
         ownerSpec: lazyOwnerSpec(kube(), run, runOwners),
       };
@@ -311,7 +316,7 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
       if (reading.verdict === 'pass') return finished('Successful', reading.message);
       if (reading.verdict === 'fail') return finished('Failed', reading.message, codes.fail);
       return timedOut
-        ? finished('Failed', timeoutNote + reading.message, codes.timeout)
+        ? finished('Failed', timeoutNote + reading.message, reading.timeoutCode ?? codes.timeout)
         : running(reading.message);
     }
 

@@ -32,6 +32,9 @@ export const failureCodes = {
   DataLost: 'a vmagent dropped data on its way to the zone',
   RestoreUnrouted: 'the drained backends are back, yet no balancer routes reads to the zone',
   HandoffTimeout: 'the vmzones reconciler did not finish earlier work on the zone within 2 × readyTimeout',
+  QueryMismatch:
+    "the changed zone's answer to the query gate's query differs from a serving zone's beyond the tolerance",
+  QueryUnanswered: 'the changed zone (or the serving zone) did not answer the query gate in time',
   // What vmzones reads back and validates.
   RecordRefused:
     'a vmzones record on a zone object names something it may not (record-trust); the zone is left as is',
@@ -94,6 +97,8 @@ export const failureFinality = {
   DataLost: 'final',
   RestoreUnrouted: 'final',
   HandoffTimeout: 'retry',
+  QueryMismatch: 'final',
+  QueryUnanswered: 'retry',
   RecordRefused: 'final',
   StateInvalid: 'final',
   ReadRoutingRefused: 'final',

@@ -95,6 +95,10 @@ interface Authenticated {
   dispatcher: Dispatcher;
 }
 
+/** KubeConfig's authentication step, private in its typings: TLS material into `ca`/`cert`/`key`/`servername`/
+ *  `rejectUnauthorized`, the credential into `headers` (running an exec plugin or refreshing a token as needed). */
+type Authenticator = { applyOptions(options: HttpsRequestOptions): Promise<void> };
+
 /** KubeConfig's connection builder, which its typings keep private: the dispatcher for a cluster and its TLS material
  *  (a plain TLS Agent, an HTTP(S) proxy from proxy-url, or a SOCKS proxy). Pinned version: test/unit/kube covers each. */
 type DispatcherBuilder = {
@@ -122,7 +126,9 @@ export class KubeClient {
   async #authenticate(): Promise<Authenticated> {
     const options: HttpsRequestOptions = { headers: {} };
     try {
-      await this.#config.applyToHTTPSOptions(options);
+      // What the public applyToHTTPSOptions does but for the node:https Agent it adds (unused here, and refused for
+      // a plain-HTTP server): TLS material and the credential.
+      await (this.#config as unknown as Authenticator).applyOptions(options);
     } catch (err) {
       throw credentialError(this.connection, err);
     }
@@ -130,8 +136,9 @@ export class KubeClient {
     // A token file's trailing newline is no part of the token (kubectl trims it too).
     for (const [name, value] of Object.entries(options.headers ?? {}))
       if (value !== undefined) headers[name.toLowerCase()] = String(value).trim();
-    if (typeof options.auth === 'string')
-      headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    const user = this.#config.getCurrentUser();
+    if (user?.username)
+      headers.authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
     const cluster = this.#config.getCurrentCluster();
     const tls: AgentOptions = {
       // Verified unless the kubeconfig (or the cluster's Secret) says insecure-skip-tls-verify.
@@ -151,7 +158,12 @@ export class KubeClient {
     if (this.#pool?.key !== key) {
       let dispatcher: Dispatcher | undefined;
       try {
-        dispatcher = (this.#config as unknown as DispatcherBuilder).createDispatcher(cluster, tls);
+        // A plain-HTTP server without a proxy has no TLS to set up (kube-config.ts decided it may be used); the
+        // library's builder would refuse it unless insecure-skip-tls-verify is set.
+        dispatcher =
+          this.#base.protocol === 'http:' && !cluster?.proxyUrl
+            ? undefined
+            : (this.#config as unknown as DispatcherBuilder).createDispatcher(cluster, tls);
       } catch (err) {
         throw credentialError(this.connection, err);
       }
@@ -206,17 +218,11 @@ export class KubeClient {
       ...(body === undefined ? {} : { body }),
       ...(signal === undefined ? {} : { signal }),
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxBodyBytes) {
-        response.body.destroy();
-        throw new Error(`${what}: the answer is larger than ${maxBodyBytes / 1024 / 1024} MiB`);
-      }
-      chunks.push(chunk);
-    }
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = await readCapped(
+      response.body,
+      maxBodyBytes,
+      () => new Error(`${what}: the answer is larger than ${maxBodyBytes / 1024 / 1024} MiB`),
+    );
     const status = response.statusCode;
     if (status < 200 || status > 299) throw new KubeApiError(status, text, what);
     try {
@@ -336,6 +342,25 @@ export class KubeClient {
     void this.#pool?.dispatcher.destroy().catch(() => {});
     this.#pool = undefined;
   }
+}
+
+/** An answer's body as UTF-8 text, read up to `maxBytes`: beyond, the body is dropped and `tooLarge()` thrown. */
+export async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+  tooLarge: () => Error,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw tooLarge();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export function groupVersionPath(apiVersion: string): string {

@@ -3,15 +3,18 @@
 // The library reads every kubeconfig form kubectl users have (client certificates, tokens, exec credential plugins,
 // OIDC auth-provider, basic auth, proxy-url, tls-server-name) and refreshes their credentials; plugin/kube/kube-client.ts
 // sends the requests. What vmzones adds: kubectl's rotating `tokenFile` (the library reads a token file once), the
-// KUBECONFIG merge rules kubectl follows, and errors that name the file and context but no credential value.
+// KUBECONFIG merge rules kubectl follows, the OIDC refresh request (plugin/kube/oidc-refresh.ts: the library's fails),
+// plain HTTP to loopback (kubectl proxy), and errors that name the file and context but no credential value.
 
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 // Deep import: the package's index evaluates every generated API client; vmzones needs the configuration alone.
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { parse } from 'yaml';
 import { CodedError } from '../goplugin/failure-codes.ts';
+import { refreshOidcThroughIdp } from './oidc-refresh.ts';
 
 /** One cluster and one user, as the library's KubeConfig at its current context. */
 export interface KubeConnection {
@@ -34,10 +37,13 @@ export class KubeConfigError extends CodedError {
 function connectionOf(config: KubeConfig, source: string): KubeConnection {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new KubeConfigError(`${source}: its context names no known cluster`);
-  // client-node refuses to send a credential over plain HTTP unless TLS checks are off by the kubeconfig's word.
-  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify)
+  // Plain HTTP: kubectl's own `kubectl proxy` serves on loopback (it adds the credential itself), so a loopback
+  // server is taken as kubectl takes it. Elsewhere a request (and any credential in it) would cross the network in
+  // clear text: refused unless the kubeconfig says insecure-skip-tls-verify (client-node's rule, kept as the opt-in).
+  if (isPlainHttp(cluster.server) && !isLoopbackServer(cluster.server) && !cluster.skipTLSVerify)
     throw new KubeConfigError(
-      `${source}: server ${cluster.server} is plain HTTP without insecure-skip-tls-verify`,
+      `${source}: server ${cluster.server} is plain HTTP and not on loopback (kubectl proxy's address): ` +
+        'use https, or set insecure-skip-tls-verify to send requests in clear text',
     );
   const namespace = config.getContextObject(config.getCurrentContext())?.namespace?.trim();
   return {
@@ -46,6 +52,19 @@ function connectionOf(config: KubeConfig, source: string): KubeConnection {
     source,
     ...(namespace ? { namespace } : {}),
   };
+}
+
+export const isPlainHttp = (server: string) => /^http:\/\//i.test(server);
+
+/** A server URL whose host is this machine: `localhost`, 127.0.0.0/8 or ::1 (where `kubectl proxy` listens). */
+export function isLoopbackServer(server: string): boolean {
+  let host: string;
+  try {
+    host = new URL(server).hostname;
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || (isIPv4(host) && host.startsWith('127.'));
 }
 
 /**
@@ -146,6 +165,7 @@ export function kubeconfigConnection(paths: readonly string[], context?: string)
     contexts: firstOfEach(files.flatMap((f) => f.getContexts())),
     currentContext: context ?? files.map((f) => f.getCurrentContext()).find((c) => c) ?? '',
   });
+  refreshOidcThroughIdp(config);
   const contextName = config.getCurrentContext();
   if (!contextName) throw new KubeConfigError(`kubeconfig ${where}: no current-context set`);
   const ctx = config.getContextObject(contextName);

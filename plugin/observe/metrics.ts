@@ -24,6 +24,7 @@ export interface ObserveMetrics {
   gateFailures: Counter<'gate' | 'phase' | 'code'>;
   gateDuration: Histogram<'gate' | 'phase'>;
   vmauthReloadWait: Histogram<'source'>;
+  drainEndings: Counter<'ended'>;
   queuePendingBytes: Gauge<'namespace' | 'zone' | 'vmagent'>;
   queueOnDiskPendingBytes: Gauge<'namespace' | 'zone' | 'vmagent'>;
   kubeRequests: Counter<'verb' | 'resource'>;
@@ -82,6 +83,15 @@ export function createMetrics(role: ObserveRole): ObserveMetrics {
       ['source'],
       [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
     ),
+    drainEndings: new Counter({
+      name: 'vmzones_drain_endings_total',
+      help:
+        "Zones drainReads took out of reads, by what ended the drain: queries (the zone's own reading of queries in " +
+        'flight), graceFallback (that reading was asked for but gave no answer, or saw queries until the grace period ' +
+        'ended), grace (the spec asks for the grace period: drainQueryCheck grace)',
+      labelNames: ['ended'],
+      registers,
+    }),
     queuePendingBytes: new Gauge({
       name: 'vmzones_gate_queue_pending_bytes',
       help: "The vmagentQueueDrained gate's latest reading of an agent's queue for the zone (in memory + on disk)",

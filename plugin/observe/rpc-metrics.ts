@@ -1,7 +1,8 @@
 // Turns the RPC services' call events (rollouts/rpc-observer.ts) into metrics: every call's latency and outcome;
 // a step's whole duration when it ends (from the start the Rollout records for it); a measurement's duration
 // when it ends (from the start the gate keeps in its metadata); the drain gate's queue figures on every reading;
-// and how long vmauth took to serve a changed routing, as the drain/restore steps and the reload gate report it.
+// how long vmauth took to serve a changed routing, as the drain/restore steps and the reload gate report it; and what
+// ended each drain (the zone's reading of queries in flight, or the grace period).
 
 import { gateNames } from '../gates/config.ts';
 import { metadataKeys } from '../gates/provider.ts';
@@ -87,7 +88,16 @@ function onStep(metrics: ObserveMetrics, event: StepCallEvent): void {
           ? seconds(zone.restoredAt, zone.releasedAt)
           : undefined;
     if (wait !== undefined) metrics.vmauthReloadWait.observe({ source: action }, wait);
+    if (action === 'drainReads' && zone.state === 'drained')
+      metrics.drainEndings.inc({ ended: drainEnding(zone) });
   }
+}
+
+/** What ended a zone's drain, from its drainReads status: `queriesDoneAt` is set when the zone's own reading of
+ *  queries in flight ended it; `queries` alone says the reading was made and the grace period ended it anyway. */
+function drainEnding(zone: Record<string, unknown>): 'queries' | 'graceFallback' | 'grace' {
+  if (typeof zone.queriesDoneAt === 'string') return 'queries';
+  return typeof zone.queries === 'string' ? 'graceFallback' : 'grace';
 }
 
 /** Each zone's figures of a gate reading: a gate over a wave keeps them under `zones.<zone>`

@@ -19,7 +19,7 @@ import {
   readBalancer,
   restoreZone,
 } from './read-routing.ts';
-import { type DisruptionBudget, drainBlocker } from './read-safety.ts';
+import { type BudgetReads, type DisruptionBudget, drainBlocker } from './read-safety.ts';
 
 export interface BalancerState {
   config: ReadBalancerConfig;
@@ -116,7 +116,7 @@ export function lastZoneThrough(layer: ReadLayer, zone: string): BalancerState |
 /** Why `zone` must not leave reads now (read-safety.ts, in each balancer that routes to it), or undefined; `wave`:
  *  every zone of the step's wave, admitted whole (default: the zone alone). */
 export async function layerDrainBlocker(
-  clusters: Pick<ClusterClients, 'client'>,
+  clusters: BudgetReads,
   layer: ReadLayer,
   zone: string,
   budget?: DisruptionBudget,
@@ -170,6 +170,26 @@ export async function drainLayer(
   return written;
 }
 
+/** The last write queued on each balancer of this process (balancerKey), so that the next one starts after it. */
+const balancerWrites = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `write` (a read of the balancer and a write guarded by it) once the writes queued before it on the same
+ * balancer in this process are over: the zones of a wave restored at once (step/wave.ts) each read the balancer
+ * the previous one wrote, instead of meeting on one resourceVersion and all but one getting a 409.
+ */
+async function oneWriteAtATime<T>(config: ReadBalancerConfig, write: () => Promise<T>): Promise<T> {
+  const key = balancerKey(config);
+  const before = balancerWrites.get(key) ?? Promise.resolve();
+  const mine = before.catch(() => undefined).then(write);
+  const settled = mine.catch(() => undefined);
+  balancerWrites.set(key, settled);
+  void settled.then(() => {
+    if (balancerWrites.get(key) === settled) balancerWrites.delete(key);
+  });
+  return mine;
+}
+
 /** Puts `zone` back into every balancer that recorded taking its object (`uid`: read-routing.ts restoreZone) out. */
 export async function restoreLayer(
   layer: ReadLayer,
@@ -179,7 +199,8 @@ export async function restoreLayer(
 ): Promise<BalancerState[]> {
   const written: BalancerState[] = [];
   for (const b of drainedFrom(layer, zone)) {
-    if (await restoreZone(b.kube, b.config, zone, clock, uid)) written.push(b);
+    if (await oneWriteAtATime(b.config, () => restoreZone(b.kube, b.config, zone, clock, uid)))
+      written.push(b);
   }
   return written;
 }

@@ -2,6 +2,7 @@
 // and the reconciler's rollbacks, so both drain by the same rules and wait for the same evidence.
 
 import type { ClusterClients } from '../kube/cluster-registry.ts';
+import type { KubeObjects } from '../kube/objects.ts';
 import type { ReadBalancerConfig } from './read-backends.ts';
 import type { ReadEvidence } from './read-evidence.ts';
 import { type DisruptionBudget, drainKeyOf, type ReadRouting } from './read-routing.ts';
@@ -11,6 +12,17 @@ import { zoneKindOrDefault, zoneObjectRef } from './zone-kinds.ts';
 /** maxZonesOut: at most this many zones out of reads at once through one balancer, whoever took them out;
  *  minZonesServing: at least this many zones serving reads through each balancer. */
 export type { DisruptionBudget };
+
+/**
+ * Where the budget reads the other zones' objects: `zoneObjects` when given — the step process's watched copies
+ * (plugin/kube/watched-objects.ts: a moment behind the API server, and the API server itself where no watch
+ * follows it), so that a drain does not GET every other zone (n − 1 gets per drain, about n² per walk:
+ * docs/scale.md) — else each zone's cluster client. The balancer's routing the budget counts is the drain's own
+ * read, and its write is guarded by that read's resourceVersion: that stays the check another walk's drain meets.
+ */
+export interface BudgetReads extends Pick<ClusterClients, 'client'> {
+  zoneObjects?(cluster: string | undefined): Promise<Pick<KubeObjects, 'get'>>;
+}
 
 /** One zone out per balancer and never the last serving zone: the budget of a walk without waves, and the
  *  reconciler's for its rollbacks (it has no spec document to read another from). */
@@ -35,7 +47,7 @@ function zoneCount(n: number): string {
  * and the zone disruption budget").
  */
 export async function drainBlocker(
-  clusters: Pick<ClusterClients, 'client'>,
+  clusters: BudgetReads,
   reads: ReadBalancerConfig,
   routing: ReadRouting,
   zone: string,
@@ -80,7 +92,10 @@ export async function drainBlocker(
   for (const backend of reads.zones) {
     if (inWave(backend.zone) || !routing.routed.includes(backend.zone)) continue;
     // Each zone's object is read in its own cluster (the names may repeat across clusters).
-    const kube = await clusters.client(backend.cluster);
+    const kube =
+      clusters.zoneObjects === undefined
+        ? await clusters.client(backend.cluster)
+        : await clusters.zoneObjects(backend.cluster);
     const readiness = vmclusterReadiness(
       await kube.get(zoneObjectRef(zoneKindOrDefault(backend.kind), backend.namespace, backend.vmcluster)),
     );

@@ -60,8 +60,8 @@ export class ScrapeError extends CodedError {
   readonly kind: ScrapeErrorKind;
   readonly url: string;
   readonly status: number | undefined;
-  constructor(kind: ScrapeErrorKind, url: string, detail: string, status?: number) {
-    super(kind === 'malformed' ? 'MetricsMalformed' : 'ScrapeFailed', `scraping ${url}: ${detail}`);
+  constructor(kind: ScrapeErrorKind, url: string, detail: string, status?: number, verb = 'scraping') {
+    super(kind === 'malformed' ? 'MetricsMalformed' : 'ScrapeFailed', `${verb} ${url}: ${detail}`);
     this.name = 'ScrapeError';
     this.kind = kind;
     this.url = url;
@@ -139,6 +139,30 @@ async function scrapeInSlot(
     maxSamples: limits.maxSamples,
     maxKeptBytes: budget.limits.keptBytesPerScrape,
   });
+  const url = target.url;
+  try {
+    await fetchBounded(target, { timeoutMs, maxBodyBytes, accept: 'text/plain', what: 'page' }, (bytes) =>
+      parser.push(bytes),
+    );
+    return parser.end();
+  } catch (error) {
+    if (error instanceof MetricsTextError) throw pageError(url, error);
+    throw error;
+  }
+}
+
+/**
+ * One bounded GET of `target.url` (a pod's page or API answer): the body is handed to `onChunk` as it arrives, never
+ * more than `maxBodyBytes` of it, all within `timeoutMs`. Anything but HTTP 200 is a ScrapeError with the first
+ * 200 characters of the answer; an error thrown by `onChunk` ends the request and is thrown as it is.
+ */
+export async function fetchBounded(
+  target: ScrapeTarget,
+  settings: { timeoutMs: number; maxBodyBytes: number; accept: string; what: string; verb?: string },
+  onChunk: (bytes: Uint8Array) => void,
+): Promise<void> {
+  const { timeoutMs, maxBodyBytes, what } = settings;
+  const verb = settings.verb ?? 'scraping';
   const signal = AbortSignal.timeout(timeoutMs);
   const url = target.url;
   let response: Dispatcher.ResponseData | undefined;
@@ -150,13 +174,14 @@ async function scrapeInSlot(
         path: `${parsed.pathname}${parsed.search}`,
         method: 'GET',
         signal,
-        headers: { accept: 'text/plain', ...authorization(target.auth) },
+        headers: { accept: settings.accept, ...authorization(target.auth) },
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
     } catch (error) {
-      if (signal.aborted) throw new ScrapeError('timeout', url, `no answer within ${timeoutMs} ms`);
-      throw new ScrapeError('connect', url, describeCause(error));
+      if (signal.aborted)
+        throw new ScrapeError('timeout', url, `no answer within ${timeoutMs} ms`, undefined, verb);
+      throw new ScrapeError('connect', url, describeCause(error), undefined, verb);
     }
     const { statusCode, body } = response;
     if (statusCode !== 200) {
@@ -171,9 +196,17 @@ async function scrapeInSlot(
       }
       body.destroy();
       const shown = excerpt.trim().slice(0, 200);
-      throw new ScrapeError('status', url, `HTTP ${statusCode}${shown ? `: ${shown}` : ''}`, statusCode);
+      throw new ScrapeError(
+        'status',
+        url,
+        `HTTP ${statusCode}${shown ? `: ${shown}` : ''}`,
+        statusCode,
+        verb,
+      );
     }
     let received = 0;
+    /** What the caller's handler threw, passed on as it is (e.g. the text parser's error). */
+    let handlerError: unknown;
     try {
       for await (const chunk of body) {
         const bytes = chunk as Uint8Array;
@@ -183,25 +216,31 @@ async function scrapeInSlot(
           throw new ScrapeError(
             'tooLarge',
             url,
-            `the page is larger than the limit of ${maxBodyBytes} bytes`,
+            `the ${what} is larger than the limit of ${maxBodyBytes} bytes`,
+            undefined,
+            verb,
           );
         }
-        parser.push(bytes);
+        try {
+          onChunk(bytes);
+        } catch (error) {
+          handlerError = error;
+          throw error;
+        }
       }
     } catch (error) {
       body.destroy();
-      if (error instanceof ScrapeError) throw error;
-      if (error instanceof MetricsTextError) throw pageError(url, error);
+      if (error instanceof ScrapeError || (handlerError !== undefined && error === handlerError)) throw error;
       if (signal.aborted) {
-        throw new ScrapeError('timeout', url, `the page was not complete within ${timeoutMs} ms`);
+        throw new ScrapeError(
+          'timeout',
+          url,
+          `the ${what} was not complete within ${timeoutMs} ms`,
+          undefined,
+          verb,
+        );
       }
-      throw new ScrapeError('connect', url, `reading the page: ${describeCause(error)}`);
-    }
-    try {
-      return parser.end();
-    } catch (error) {
-      if (error instanceof MetricsTextError) throw pageError(url, error);
-      throw error;
+      throw new ScrapeError('connect', url, `reading the ${what}: ${describeCause(error)}`, undefined, verb);
     }
   } finally {
     response?.body.destroy();

@@ -7,6 +7,8 @@ import { stepPluginName } from '../rollouts/plugin-names.ts';
 import { chunkWaves, specWaves, type ZoneSpecDocument, zoneListProblem } from './spec.ts';
 import type { ZoneAction } from './step/actions.ts';
 
+/** The gates between apply and restoreReads: ready, queues drained, and the zone answering queries as a serving zone
+ *  does (analysis-templates/vmzones-zone-healthy.yaml; docs/gates.md). */
 export const defaultHealthTemplate = 'vmzones-zone-healthy';
 
 /**

@@ -4,8 +4,12 @@
 // of start → handshake (on a loaded machine the least shows the process's own cost best).
 // Prints `name value` lines: plugin_idle_rss_mib_<role>, plugin_idle_anon_mib_<role>,
 // plugin_start_to_handshake_ms_<role>, plugin_start_to_handshake_min_ms_<role>, plugin_start_cpu_ms_<role> (CPU
-// time used until the handshake). `--bundle FILE` measures another bundle (e.g. an older commit's dist/vmzones.mjs);
-// `--observe` adds --observe-address=127.0.0.1:0 (the endpoint with express and prom-client).
+// time used until the handshake), and against a bare `node` with the same flags that prints the handshake line at once
+// (what the machine's load and Node itself cost): plugin_bare_node_handshake_ms, and per role
+// plugin_start_to_handshake_over_bare_<role> (ratio of medians) and plugin_start_to_handshake_own_ms_<role> (median
+// minus the bare node's: the bundle's own share). The goal is start → handshake ≤ 200 ms (docs/deploy.md, "Memory").
+// `--bundle FILE` measures another bundle (e.g. an older commit's dist/vmzones.mjs); `--observe` adds
+// --observe-address=127.0.0.1:0 (the endpoint with express and prom-client). Part of `npm run bench`.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -37,11 +41,14 @@ function statusField(pid: number, field: string): number {
   return Number(kb) / 1024;
 }
 
-async function launch(role: 'step' | 'metricprovider'): Promise<Launch> {
+/** A bare node with the manifests' flags that prints a handshake-shaped line as its first act. */
+const bareNode = ['-e', "process.stdout.write('1|1|unix|/bare|grpc\\n')"];
+
+async function launch(role: 'step' | 'metricprovider', bare = false): Promise<Launch> {
   const args = [
     ...pluginNodeFlags,
-    values.bundle,
-    ...(values.observe ? ['--observe-address=127.0.0.1:0'] : []),
+    ...(bare ? bareNode : [values.bundle]),
+    ...(values.observe && !bare ? ['--observe-address=127.0.0.1:0'] : []),
   ];
   const began = performance.now();
   const child = spawn(process.execPath, args, {
@@ -74,6 +81,7 @@ async function launch(role: 'step' | 'metricprovider'): Promise<Launch> {
         reject(new Error(`${role}: exited (${code}) before its handshake`));
       });
     });
+    if (bare) return { handshakeMs, cpuMs: cpuAtHandshake, rssMib: Number.NaN, anonMib: Number.NaN };
     await sleep(1_000);
     const pid = child.pid ?? 0;
     return {
@@ -96,12 +104,17 @@ function cpuMs(pid: number): number {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
+// Bare launches between the bundle's, so that both see the same load.
+const bare: number[] = [];
 for (const [role, name] of [
   ['step', 'step'],
   ['metricprovider', 'gates'],
 ] as const) {
   const runs: Launch[] = [];
-  for (let i = 0; i < launches; i++) runs.push(await launch(role));
+  for (let i = 0; i < launches; i++) {
+    runs.push(await launch(role));
+    bare.push((await launch(role, true)).handshakeMs);
+  }
   console.log(`plugin_idle_rss_mib_${name} ${median(runs.map((r) => r.rssMib)).toFixed(1)}`);
   console.log(`plugin_idle_anon_mib_${name} ${median(runs.map((r) => r.anonMib)).toFixed(1)}`);
   console.log(`plugin_start_to_handshake_ms_${name} ${median(runs.map((r) => r.handshakeMs)).toFixed(0)}`);
@@ -109,4 +122,9 @@ for (const [role, name] of [
     `plugin_start_to_handshake_min_ms_${name} ${Math.min(...runs.map((r) => r.handshakeMs)).toFixed(0)}`,
   );
   console.log(`plugin_start_cpu_ms_${name} ${median(runs.map((r) => r.cpuMs)).toFixed(0)}`);
+  const handshake = median(runs.map((r) => r.handshakeMs));
+  console.log(`plugin_start_to_handshake_over_bare_${name} ${(handshake / median(bare)).toFixed(2)}`);
+  console.log(`plugin_start_to_handshake_own_ms_${name} ${(handshake - median(bare)).toFixed(0)}`);
 }
+console.log(`plugin_bare_node_handshake_ms ${median(bare).toFixed(0)}`);
+console.log('plugin_start_to_handshake_goal_ms 200');

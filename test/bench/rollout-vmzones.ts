@@ -2,7 +2,6 @@
 // with the project's default analysis templates (analysis-templates/, the vmzones-zone-healthy gate between zones)
 // and no pause between zones. Returns the figures and the raw records the timeline (rollout-timeline.ts) reads.
 
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { vmclusterReadiness } from '../../plugin/vm/vmcluster.ts';
@@ -18,10 +17,10 @@ import {
   startReadProber,
   zoneSpec,
 } from '../e2e/step/harness.ts';
+import { applyAnalysisTemplates } from '../sandbox/analysis-templates.ts';
 import type { Sandbox } from '../sandbox/helper.ts';
 import { loadgenStatus } from '../sandbox/loadgen-client.ts';
 import { readUser, vmagentName, vmauthName } from '../sandbox/manifests.ts';
-import { repoRoot } from '../sandbox/sandbox.ts';
 import { type RssFigures, sampleRss } from './plugin-processes.ts';
 import { type RunFigures, samplesLost, seconds } from './rollout-sandbox.ts';
 import type { TimelineRecords, ZoneObservations } from './rollout-timeline.ts';
@@ -35,30 +34,36 @@ export const benchZones = [
 /** The change both products make: a vmstorage flag, so every zone's process restarts. */
 export const benchChange = { vmstorage: { extraArgs: { 'search.latencyOffset': '6s' } } };
 
-/** The spec document with the product's defaults (drainGracePeriod 30s, readyTimeout 15m) except the change. */
-function benchSpec(overrideSpec: object): SpecDocument {
+/** The spec document with the product's defaults (drainGracePeriod 30s, readyTimeout 15m) except the change, and
+ *  `waves` when given (the budget's maxZonesOut then defaults to the widest wave). */
+function benchSpec(overrideSpec: object, waves?: readonly string[][]): SpecDocument {
   const spec = zoneSpec(overrideSpec);
   const vmauth = { ...(spec.vmauth as Record<string, unknown>) };
   delete vmauth.drainGracePeriod; // the harness shortens it for tests; the benchmark keeps the default
-  return { ...spec, vmauth };
+  return { ...spec, vmauth, ...(waves === undefined ? {} : { waves: waves.map((w) => [...w]) }) };
 }
+
+/** The third way of the side-by-side benchmark: a canary zone, then the other two together. */
+export const benchWaves = [['zone-a'], ['zone-b', 'zone-c']];
 
 export async function runVmzones(
   sandbox: Sandbox,
   log: (line: string) => void,
   /** With vmzones' shipped defaults (render's pause between zones) instead of no pause between zones. */
   shippedDefaults = false,
+  /** Walk the zones in these waves (the steps `vmzones render` writes for them) instead of one at a time. */
+  waves?: readonly string[][],
 ): Promise<{ figures: RunFigures; records: TimelineRecords; rss: RssFigures }> {
   const kube = sandboxKube(sandbox);
   const controllerPid = sandbox.state.daemons.find((d) => d.name === 'rollouts-controller')?.pid;
   if (controllerPid === undefined) throw new Error('the sandbox runs no rollouts-controller');
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const name = 'bench';
   const steps = renderSteps(
-    parseSpecDocument(stringify(benchSpec({}))),
+    parseSpecDocument(stringify(benchSpec({}, waves))),
     shippedDefaults ? {} : { pauseBetweenZones: 'none' },
   );
-  await sandbox.kubectl.apply([rolloutObject(name, benchSpec({}), steps)]);
+  await sandbox.kubectl.apply([rolloutObject(name, benchSpec({}, waves), steps)]);
   const first = await waitFor(async () => {
     const s = await rolloutState(kube, name).catch(() => undefined);
     return s?.status.phase === 'Healthy' ? s : undefined;
@@ -72,7 +77,7 @@ export async function runVmzones(
   // the commit to the end of the walk, both roles (the gates process starts with the first AnalysisRun).
   const rssSampler = sampleRss(controllerPid);
   const changedAt = Date.now();
-  await sandbox.kubectl.apply([rolloutObject(name, benchSpec(benchChange), steps)]);
+  await sandbox.kubectl.apply([rolloutObject(name, benchSpec(benchChange, waves), steps)]);
   log(`vmzones: change committed; ${steps.length} steps`);
   let lastIndex = -1;
   const done = await waitFor(async () => {
@@ -101,11 +106,11 @@ export async function runVmzones(
   const events = (await sandbox.kubectl.getJson<{ items: TimelineRecords['events'] }>(['events', '-n', 'vm']))
     .items;
   const zones = benchZones.map(({ zone }) => {
-    const forZone = statuses.filter(
-      (s) =>
-        s.operation === 'Run' &&
-        (steps[s.index] as { plugin?: { config: { zone: string } } }).plugin?.config.zone === zone,
-    );
+    const forZone = statuses.filter((s) => {
+      const config = (steps[s.index] as { plugin?: { config: { zone?: string; zones?: string[] } } }).plugin
+        ?.config;
+      return s.operation === 'Run' && (config?.zone === zone || (config?.zones ?? []).includes(zone));
+    });
     const started = forZone.map((s) => Date.parse(String((s as { startedAt?: string }).startedAt)));
     const finished = forZone.map((s) => Date.parse(String((s as { finishedAt?: string }).finishedAt)));
     return { zone, startMs: Math.min(...started), endMs: Math.max(...finished) };
@@ -114,7 +119,7 @@ export async function runVmzones(
   return {
     figures: {
       product: 'vmzones',
-      settings: `default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 1.5s), pauseBetweenZones ${shippedDefaults ? 'its default' : 'none'}, drainGracePeriod 30s (default; the upper bound of drainQueryCheck inFlight), readyTimeout 15m (default)`,
+      settings: `default templates (vmzones-zone-healthy: drainRounds 3, roundSpacing 1.5s), ${waves === undefined ? '' : `waves ${waves.map((w) => `[${w.join(', ')}]`).join(', ')}, `}pauseBetweenZones ${shippedDefaults ? 'its default' : 'none'}, drainGracePeriod 30s (default; the upper bound of drainQueryCheck inFlight), readyTimeout 15m (default)`,
       zones,
       totalS: seconds(finishedAt - changedAt),
       reads,

@@ -1,12 +1,16 @@
 // `npm run bench` part: the same three-zone change (a vmstorage flag that restarts every zone) done by vmzones and
 // by the VictoriaMetrics operator's VMDistributed, each in its own fresh sandbox (neither sees the other's objects
 // or processes), with reads probed through vmauth every 50 ms and the load generator's stream checked in every
-// zone. Two ways: (a) equal pauses (no pause between zones on either side) and (b) each tool with its shipped
-// defaults (vmzones: render's pause between zones; VMDistributed: its own updatePause). Prints per-zone and total
+// zone. Three ways: (a) equal pauses (no pause between zones on either side), (b) each tool with its shipped
+// defaults (vmzones: render's pause between zones; VMDistributed: its own updatePause), and (c) vmzones in waves
+// [zone-a], [zone-b, zone-c] (issue 38: a wave's zones move together) against VMDistributed's run of (a), which
+// walks zones one at a time only. Prints per-zone and total
 // wall time, failed reads, samples lost, the vmzones per-zone timeline, dead_time_per_zone_s, the product's plugin
-// processes' RSS and start → handshake, rollout_wall_ratio_vmzones_over_vmdistributed for (a) and
-// rollout_wall_ratio_defaults_vmzones_over_vmdistributed for (b).
-// Flags: --only vmzones|vmdistributed, --ways equal|defaults|both (default both), --records FILE (raw records, JSON).
+// processes' RSS and start → handshake, rollout_wall_ratio_vmzones_over_vmdistributed for (a),
+// rollout_wall_ratio_defaults_vmzones_over_vmdistributed for (b) and
+// rollout_wall_ratio_waves_vmzones_over_vmdistributed for (c).
+// Flags: --only vmzones|vmdistributed, --ways equal|defaults|waves|both|all (default all; both = equal and
+// defaults), --records FILE (raw records, JSON).
 
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -15,7 +19,7 @@ import { handshakeMs } from './plugin-processes.ts';
 import { fixed, type RunFigures, seconds } from './rollout-sandbox.ts';
 import { printTimeline, zoneTimelines } from './rollout-timeline.ts';
 import { runVmdistributed } from './rollout-vmdistributed.ts';
-import { runVmzones } from './rollout-vmzones.ts';
+import { benchWaves, runVmzones } from './rollout-vmzones.ts';
 
 const { values } = parseArgs({
   options: { only: { type: 'string' }, ways: { type: 'string' }, records: { type: 'string' } },
@@ -24,16 +28,16 @@ if (values.only !== undefined && values.only !== 'vmzones' && values.only !== 'v
   console.error('rollout bench: --only must be vmzones or vmdistributed');
   process.exit(2);
 }
-const ways = values.ways ?? 'both';
-if (!['equal', 'defaults', 'both'].includes(ways)) {
-  console.error('rollout bench: --ways must be equal, defaults or both');
+const ways = values.ways ?? 'all';
+if (!['equal', 'defaults', 'waves', 'both', 'all'].includes(ways)) {
+  console.error('rollout bench: --ways must be equal, defaults, waves, both or all');
   process.exit(2);
 }
 const started = Date.now();
 const log = (line: string) =>
   console.error(`[rollout bench ${fixed(seconds(Date.now() - started), 0).padStart(4)} s] ${line}`);
 
-type Way = 'equal' | 'defaults';
+type Way = 'equal' | 'defaults' | 'waves';
 const results: { way: Way; figures: RunFigures }[] = [];
 const raw: Record<string, unknown> = {};
 let failed = false;
@@ -62,14 +66,22 @@ async function inSandbox(
   }
 }
 
-for (const way of (ways === 'both' ? ['equal', 'defaults'] : [ways]) as Way[]) {
+const chosen: Way[] =
+  ways === 'all' ? ['equal', 'defaults', 'waves'] : ways === 'both' ? ['equal', 'defaults'] : [ways as Way];
+for (const way of chosen) {
   const shippedDefaults = way === 'defaults';
   if (values.only !== 'vmdistributed') {
     await inSandbox(`vmzones (${way})`, true, async (sandbox) => {
-      const { figures, records, rss } = await runVmzones(sandbox, log, shippedDefaults);
+      const { figures, records, rss } = await runVmzones(
+        sandbox,
+        log,
+        shippedDefaults,
+        way === 'waves' ? benchWaves : undefined,
+      );
       results.push({ way, figures });
       raw[`vmzones_${way}`] = { figures, records, rss };
-      timelineLines.push(`(${way})`, ...printTimeline(zoneTimelines(records)));
+      // The per-zone timeline reads steps of one zone each; a wave's steps are summed in the table above.
+      if (way !== 'waves') timelineLines.push(`(${way})`, ...printTimeline(zoneTimelines(records)));
       if (way !== 'equal' && rssLines.length > 0) return;
       const plugin = sandbox.state.plugin;
       const command = plugin === undefined ? [] : [plugin.location, ...plugin.args];
@@ -89,11 +101,13 @@ for (const way of (ways === 'both' ? ['equal', 'defaults'] : [ways]) as Way[]) {
       ];
     });
   }
-  if (values.only !== 'vmzones') {
-    await inSandbox(`VMDistributed (${way})`, false, async (sandbox) => {
+  // VMDistributed has no waves: the waves walk is set against its run without pauses (a), made once.
+  const vmdWay: Way = way === 'waves' ? 'equal' : way;
+  if (values.only !== 'vmzones' && (way !== 'waves' || !chosen.includes('equal'))) {
+    await inSandbox(`VMDistributed (${vmdWay})`, false, async (sandbox) => {
       const figures = await runVmdistributed(sandbox, log, shippedDefaults);
-      results.push({ way, figures });
-      raw[`vmdistributed_${way}`] = { figures };
+      results.push({ way: vmdWay, figures });
+      raw[`vmdistributed_${vmdWay}`] = { figures };
     });
   }
 }
@@ -133,11 +147,14 @@ for (const line of timelineLines) console.log(line);
 for (const line of rssLines) console.log(line);
 const ratio = (way: Way) => {
   const vmzones = results.find((r) => r.way === way && r.figures.product === 'vmzones')?.figures;
-  const vmd = results.find((r) => r.way === way && r.figures.product === 'VMDistributed')?.figures;
+  const vmdWay: Way = way === 'waves' ? 'equal' : way;
+  const vmd = results.find((r) => r.way === vmdWay && r.figures.product === 'VMDistributed')?.figures;
   return vmzones && vmd ? fixed(vmzones.totalS / vmd.totalS, 2) : undefined;
 };
 const equal = ratio('equal');
 if (equal !== undefined) console.log(`rollout_wall_ratio_vmzones_over_vmdistributed ${equal}`);
 const defaults = ratio('defaults');
 if (defaults !== undefined) console.log(`rollout_wall_ratio_defaults_vmzones_over_vmdistributed ${defaults}`);
+const inWaves = ratio('waves');
+if (inWaves !== undefined) console.log(`rollout_wall_ratio_waves_vmzones_over_vmdistributed ${inWaves}`);
 if (failed) process.exitCode = 1;

@@ -24,10 +24,10 @@ import type { KubeObject } from '../../plugin/kube/objects.ts';
 import { renderSteps } from '../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../plugin/zones/spec.ts';
 import { rolloutObject, sandboxKube, zoneSpec } from '../e2e/step/harness.ts';
+import { applyAnalysisTemplates } from '../sandbox/analysis-templates.ts';
 import { FaultControl, type ProxyStats } from '../sandbox/fault-proxy.ts';
 import { startSandbox } from '../sandbox/helper.ts';
 import { freePort } from '../sandbox/ports.ts';
-import { repoRoot } from '../sandbox/sandbox.ts';
 import { placeholderNamespace, placeholderVmagent, placeholderVmcluster } from './placeholders.ts';
 import { handshakeMs, pluginRss } from './plugin-processes.ts';
 import { fixed } from './rollout-sandbox.ts';
@@ -231,7 +231,7 @@ try {
     for (let i = 0; i < items.length; i += 10) await Promise.all(items.slice(i, i + 10).map(work));
   };
 
-  await sandbox.kubectl.applyFiles([`${repoRoot}/analysis-templates`]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   await sandbox.kubectl.apply(placeholderObjects());
   await eachLimited(
     names.flatMap((n) => Object.values(zonesOf(n)).map((z) => z.vmcluster)),

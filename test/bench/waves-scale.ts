@@ -36,9 +36,9 @@ import { renderSteps } from '../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../plugin/zones/spec.ts';
 import { rolloutObject, sandboxKube } from '../e2e/step/harness.ts';
 import { helmPodLabels, helmSecret, helmUser, startHelmVmauth } from '../e2e/step/helm-vmauth.ts';
+import { applyAnalysisTemplates } from '../sandbox/analysis-templates.ts';
 import { FaultControl } from '../sandbox/fault-proxy.ts';
 import { startSandbox } from '../sandbox/helper.ts';
-import { repoRoot } from '../sandbox/sandbox.ts';
 import { placeholderNamespace, placeholderVmagent, placeholderVmcluster } from './placeholders.ts';
 import { fixed } from './rollout-sandbox.ts';
 import { waitFor } from './rollout-vmzones.ts';
@@ -170,7 +170,7 @@ try {
   if (proxyControl === undefined) throw new Error('the sandbox started without its fault proxy');
   const proxy = new FaultControl(proxyControl);
 
-  await sandbox.kubectl.applyFiles([`${repoRoot}/analysis-templates`]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   await sandbox.kubectl.apply(placeholderObjects());
 
   // Plays the operator for the placeholder zones: a generation ahead of the status becomes operational at it.

@@ -66,8 +66,8 @@ func productTarget(t *testing.T) launch.Target {
 	}
 	// The product needs a Kubernetes configuration to start (without one its InitPlugin fails, as
 	// TestProductInitFailure checks). These tests pin the transport, not the API calls: the API server
-	// named here refuses every connection (loopback, a port nothing listens on; https: vmzones refuses a plain-HTTP
-	// server without insecure-skip-tls-verify when it loads the kubeconfig), so calls fail as domain
+	// named here refuses every connection (loopback, a port nothing listens on; https, as a real API server is:
+	// vmzones takes plain HTTP only on loopback, for kubectl proxy), so calls fail as domain
 	// errors. A test that needs another environment sets target.Env itself.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(unreachableKubeconfig), 0o600); err != nil {

@@ -140,11 +140,19 @@ func TestProductMetric(t *testing.T) {
 		}
 	})
 	t.Run("RunFailed", func(t *testing.T) {
+		// The operator retries most failed reconciles itself (plugin/vm/operator-failure.ts): the gate waits them out.
 		api.SetVMCluster(run.Namespace, "zone-a", 6, 6, "failed", "cannot pull image v9.9.9")
 		ping(t, session)
 		got := client.Run(run, metric)
-		if got.Phase != v1alpha1.AnalysisPhaseFailed || !strings.Contains(got.Message, "cannot pull image v9.9.9") {
-			t.Errorf("Run on a failed VMCluster = %q (%q), want Failed naming the operator's reason", got.Phase, got.Message)
+		if got.Phase != v1alpha1.AnalysisPhaseRunning || got.ResumeAt == nil || !strings.Contains(got.Message, "cannot pull image v9.9.9") {
+			t.Errorf("Run on a VMCluster failed for the first time = %q (ResumeAt %v, %q), want Running naming the operator's reason", got.Phase, got.ResumeAt, got.Message)
+		}
+		// A spec the operator cannot parse is final at once.
+		api.SetVMCluster(run.Namespace, "zone-a", 7, 7, "failed", `parsing object error for object controller="vmcluster": "bad field"`)
+		ping(t, session)
+		got = client.Run(run, metric)
+		if got.Phase != v1alpha1.AnalysisPhaseFailed || !strings.Contains(got.Message, "parsing object error") {
+			t.Errorf("Run on a VMCluster whose spec the operator cannot parse = %q (%q), want Failed naming the operator's reason", got.Phase, got.Message)
 		}
 	})
 	t.Run("GarbageCollect", func(t *testing.T) {

@@ -27,6 +27,7 @@ import {
   vmzonesAnnotations,
   zoneSpec,
 } from '../e2e/step/harness.ts';
+import { applyAnalysisTemplates } from '../sandbox/analysis-templates.ts';
 import { startSandbox } from '../sandbox/helper.ts';
 import { readUser, vmauthName } from '../sandbox/manifests.ts';
 
@@ -64,7 +65,7 @@ let exitCode = 0;
 try {
   const kube = sandboxKube(sandbox);
   say(`sandbox up; kubeconfig ${sandbox.state.kubeconfig}`);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
 
   const name = 'victoria-metrics';
   const zones = ['zone-a', 'zone-b', 'zone-c'];

@@ -4,12 +4,14 @@
 import type { Clock, Logger } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import type { KubeObjects } from '../../kube/objects.ts';
+import type { BudgetReads } from '../../vm/read-safety.ts';
 
 export interface ZoneDeps extends Clock {
   /** The zone's objects, each in the cluster it lives in (vm/cluster-routing.ts). */
   kube: KubeObjects;
-  /** Any registered cluster's client, for the other zones' VMClusters (docs/multicluster.md). */
-  clusters: ClusterClients;
+  /** Any registered cluster's client, for the other zones' VMClusters (docs/multicluster.md); where the drain
+   *  budget reads them (vm/read-safety.ts BudgetReads: the step process's watched copies). */
+  clusters: ClusterClients & BudgetReads;
   logger: Logger;
   /** How long a Run may wait in the call for something that usually comes quickly (a vmauth reload, the end of
    *  a short grace period) before it returns Running, which costs a controller round trip of at least 16 s. */

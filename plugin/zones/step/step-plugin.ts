@@ -17,18 +17,20 @@ import type { WatchedObjects } from '../../kube/watched-objects.ts';
 import { stepPluginName } from '../../rollouts/plugin-names.ts';
 import type { RolloutView, StepContext, StepPlugin, StepResult } from '../../rollouts/types.ts';
 import { zoneKube } from '../../vm/cluster-routing.ts';
+import type { BudgetReads } from '../../vm/read-safety.ts';
 import type { ZoneQueueCheck } from '../moves/queue-check.ts';
 import { ZoneReconciler } from '../reconciler/reconciler.ts';
 import { SpecError } from '../spec.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
 import { configZones } from './actions.ts';
+import { apiCallsPerCluster, CallLimiter, limitedClusters, limitedObjects } from './api-limiter.ts';
 import { applyZone } from './apply.ts';
 import type { ZoneDeps } from './deps.ts';
 import { drainReads } from './drain-reads.ts';
 import { failed, isFinal, successful, withTransientRetries } from './outcome.ts';
 import { restoreReads } from './restore-reads.ts';
 import { resolveWave, type ZoneTarget } from './target.ts';
-import { overWave, zoneStatusIn } from './wave.ts';
+import { overWave, zoneTurnsOf } from './wave.ts';
 
 export { inCallWatchedKinds } from './deps.ts';
 
@@ -76,7 +78,7 @@ function configSummary(config: unknown): Record<string, unknown> {
 
 export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneStepPlugin {
   const logger = options.logger ?? createLogger('vmzones.step');
-  let kube = options.kube;
+  let kube: KubeObjects | undefined;
   let reconciler: ZoneReconciler | undefined;
   let watchedView: WatchedObjects | undefined;
   const clock = options.clock ?? systemClock;
@@ -99,18 +101,28 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   };
 
   let clusters = options.clusters;
+  /** The clusters' clients, each cluster's calls bounded (step/api-limiter.ts); built once the watches are known. */
+  let limited: { clusters: ClusterClients & BudgetReads; watched: WatchedObjects | undefined } | undefined;
   const hubDeps = (): ZoneDeps => {
-    kube ??= kubeObjects();
+    // Every call of the step process to the controller's own cluster shares one bound (step/api-limiter.ts).
+    kube ??= limitedObjects(options.kube ?? kubeObjects(), new CallLimiter(apiCallsPerCluster));
     clusters ??= clusterClientsFromArgs(
       kube,
       process.argv,
       (message) => logger.warn('a cluster Secret cannot be used', { error: message }),
       (message) => logger.warn('TLS verification is off', { warning: message }),
     );
+    if (limited === undefined || limited.watched !== watchedView) {
+      // The drain budget reads the other zones of this cluster from the watched copies (vm/read-safety.ts).
+      limited = {
+        clusters: limitedClusters(clusters, apiCallsPerCluster, watchedView?.kube),
+        watched: watchedView,
+      };
+    }
     return {
       // Reads and writes go to the API server; the in-call waits learn from the watches when to read again.
       kube: watchedView === undefined ? kube : withChangesOf(kube, watchedView),
-      clusters,
+      clusters: limited.clusters,
       now: () => clock.now(),
       sleep: (ms) => clock.sleep(ms),
       logger,
@@ -152,7 +164,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   };
 
   /** Resolves the step; a bad spec document or config fails the step (Run) before anything is touched. A step over
-   *  a wave (`zones`) acts on each zone of it in turn (step/wave.ts); a step of one `zone` is the walk without waves. */
+   *  a wave (`zones`) acts on its zones together (step/wave.ts); a step of one `zone` is the walk without waves. */
   const act = async (
     operation: 'Run' | 'Abort' | 'Terminate',
     rollout: RolloutView,
@@ -172,10 +184,16 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     } catch (err) {
       return outcomeOf(operation, context.config, err);
     }
-    const one = async (target: ZoneTarget, previous: unknown, config: unknown): Promise<StepResult> => {
+    /** One zone's call; `turn`: a wave zone's turn (step/wave.ts), which does not wait in the call. */
+    const one = async (
+      target: ZoneTarget,
+      previous: unknown,
+      config: unknown,
+      turn = false,
+    ): Promise<StepResult> => {
       try {
         return await withTransientRetries(clock.sleep, async () =>
-          work(await deps(target), target, previous),
+          work({ ...(await deps(target)), ...(turn ? { inCallWaitMs: 0 } : {}) }, target, previous),
         );
       } catch (err) {
         return outcomeOf(operation, config, err);
@@ -184,14 +202,20 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
     const [single] = targets;
     if (targets.length === 1 && single !== undefined && configZones(context.config)?.length === 1)
       return one(single, context.status, context.config);
+    const action = targets[0]?.config.action ?? 'drainReads';
     return overWave(
       targets.map((t) => t.config.zone),
-      targets[0]?.config.action ?? 'drainReads',
-      { stopAtFailure: operation === 'Run' },
-      (zone) => {
-        const target = targets.find((t) => t.config.zone === zone) as ZoneTarget;
-        return one(target, zoneStatusIn(context.status, zone), target.config);
+      action,
+      {
+        stopAtFailure: operation === 'Run',
+        // Run moves the wave's zones together; Abort and Terminate hand each zone over in turn, as they did.
+        ...(operation === 'Run' ? { together: zoneTurnsOf(action) } : {}),
       },
+      (zone, turn, previous) => {
+        const target = targets.find((t) => t.config.zone === zone) as ZoneTarget;
+        return one(target, previous, target.config, turn);
+      },
+      context.status,
     );
   };
 

@@ -1,6 +1,6 @@
 // The vmzones/gates metric provider end to end on the sandbox: real kube-apiserver, the real Argo Rollouts
-// controller exec'ing dist/vmzones.mjs, real vmagent / vmauth / VictoriaMetrics processes, the simulated
-// operator stopping and restarting zones.
+// controller exec'ing dist/vmzones.mjs, real vmagent / vmauth / VictoriaMetrics processes, the real operator
+// stopping and restarting zones (its vmselect Pods are what the query gate asks).
 //
 // Run: npm run build && node --test test/e2e/gates/gates.test.ts
 
@@ -12,10 +12,27 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { exportedSeqs } from '../../sandbox/loadgen-client.ts';
+import { readUser } from '../../sandbox/manifests.ts';
 import { pidsRunning } from '../../sandbox/processes.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
+import {
+  cluster,
+  rolloutCanProgress,
+  rolloutObject,
+  rolloutState,
+  routedZones,
+  sandboxKube,
+  sandboxZones,
+  startReadProber,
+  startRoutingWatcher,
+  stepsFor,
+  vmzonesAnnotations,
+  withRoundSpacing,
+  zoneSpec,
+} from '../step/harness.ts';
 import { eventually, gateMetric, measure, providerFor, type Reading, rawQueue } from './support.ts';
 
 const ns = 'vm';
@@ -26,11 +43,11 @@ let fakeAgent: Server | undefined;
 before(async () => {
   // The controller runs dist/vmzones.mjs: build it from these sources.
   execFileSync(process.execPath, ['scripts/build.ts'], { cwd: repoRoot, stdio: 'inherit' });
-  // The simulated operator starts vmagent with the remote-write URLs its Deployment's pods carry, so the
-  // queue directory names the gate cross-checks match; see docs/gates.md (sandbox notes).
-  const options: Record<string, unknown> = { podRestartSeconds, operator: 'simulated' };
-  sandbox = await startSandbox(options as Parameters<typeof startSandbox>[0]);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  // The real operator: its vmselect Pods are what zoneAnswers (in vmzones-zone-healthy) asks, and the data plane
+  // starts vmagent with the remote-write URLs its Deployment's pods carry, so the queue directory names the drain
+  // gate cross-checks match; see docs/gates.md (sandbox notes).
+  sandbox = await startSandbox({ podRestartSeconds, operator: 'real' });
+  await applyAnalysisTemplates(sandbox.kubectl);
 });
 
 after(async () => {
@@ -475,7 +492,7 @@ test('through the real controller: unknown gate, bad condition and malformed /me
   };
   assert.match(
     message('unknown-gate'),
-    /^failed to run via plugin: invalid vmzones\/gates config: gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded\)$/,
+    /^failed to run via plugin: invalid vmzones\/gates config: gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded, zoneAnswers\)$/,
   );
   assert.match(
     message('bad-condition'),
@@ -634,4 +651,103 @@ test('a vmagent restarted mid-gate (its counters reset) is not drained until fre
     windowStart >= restartedAt - 2_000,
     `the counted rounds (from ${figures.agents?.vmagent?.windowStart}) all came after vmagent restarted (${new Date(restartedAt).toISOString()}; killed ${new Date(killedAt).toISOString()})`,
   );
+});
+
+test('through the real controller: a zone whose storage comes back empty keeps its reads drained; the walk fails naming the zone and the query, no read through vmauth fails', async (t) => {
+  const kube = sandboxKube(sandbox);
+  const name = 'gates-answers';
+  // The rendered steps with the zone-healthy gates; the query gate gives up after 60 s (5m by default).
+  const steps = withRoundSpacing(stepsFor(zoneSpec({}), 'none', 'vmzones-zone-healthy')).map((step) =>
+    'analysis' in step
+      ? {
+          analysis: {
+            ...step.analysis,
+            args: [...step.analysis.args, { name: 'queryTimeout', value: '60s' }],
+          },
+        }
+      : step,
+  );
+  await sandbox.kubectl.apply([rolloutObject(name, zoneSpec({}), steps)]);
+  await eventually(
+    'the first revision Healthy',
+    async () => ((await rolloutState(kube, name)).status.phase === 'Healthy' ? true : undefined),
+    { timeoutMs: 60_000, unless: rolloutCanProgress(kube, name) },
+  );
+
+  // The change: zone-a's storage comes back empty (a new data folder, as a replaced volume would), so its vmselect
+  // answers without the data written before the restart. Everything the objects say is fine.
+  const emptyStorage = join(sandbox.state.stateDir, 'zone-a-empty-storage');
+  const reads = startReadProber(sandbox.endpoint('VMAuth', 'vmauth').url, readUser);
+  const routing = startRoutingWatcher(kube, sandboxZones);
+  await sandbox.kubectl.apply([
+    rolloutObject(name, zoneSpec({ vmstorage: { extraArgs: { storageDataPath: emptyStorage } } }), steps),
+  ]);
+  let run: AnalysisRunJson | undefined;
+  await eventually(
+    "zone-a's analysis to end",
+    async () => {
+      const runs = await sandbox.kubectl.getJson<{ items: AnalysisRunJson[] }>(['analysisrun', '-n', ns]);
+      run = runs.items.find((item) => item.metadata.ownerReferences?.some((owner) => owner.name === name));
+      const phase = run?.status?.phase ?? '';
+      return phase !== '' && phase !== 'Running' && phase !== 'Pending' ? true : undefined;
+    },
+    300_000,
+  );
+  const analysisEnded = Date.now();
+  const ended = run as AnalysisRunJson;
+  const result = (metric: string) => ended.status?.metricResults?.find((r) => r.name === metric);
+  const answers = result('zone-answers')?.measurements?.at(-1) as MeasurementJson & {
+    metadata?: Record<string, string>;
+  };
+  t.diagnostic(`zone-answers: ${answers.message}`);
+  assert.equal(ended.status?.phase, 'Failed');
+  assert.equal(result('vmcluster-ready')?.phase, 'Successful', 'the zone object says all is well');
+  assert.equal(answers.phase, 'Failed');
+  assert.equal(answers.metadata?.['vmzones.io/failure-code'], 'QueryMismatch');
+  assert.match(answers.message ?? '', /zone zone-a answers differently from the serving zone zone-(b|c) /);
+  assert.match(
+    answers.message ?? '',
+    /query `sum\(count_over_time\(\{__name__!=""\}\[\d+s\]\)\)`: \{\} = \d+ in the zone, \d+ in the serving zone/,
+  );
+  const figures = JSON.parse(answers.value ?? '{}') as {
+    pods: Record<string, { answers?: Record<string, Record<string, number>> }>;
+    serving: { answers?: Record<string, Record<string, number>> };
+  };
+  const zoneSamples = Object.values(figures.pods)[0]?.answers?.samples?.['{}'] ?? 0;
+  const servingSamples = figures.serving.answers?.samples?.['{}'] ?? 0;
+  assert.ok(
+    zoneSamples < servingSamples,
+    `zone-a answers ${zoneSamples} samples, the serving zone ${servingSamples}`,
+  );
+
+  // The Rollout aborts; the reconciler rolls zone-a back (its old storage) and only then gives it its reads back.
+  await eventually(
+    'zone-a rolled back, released and routed',
+    async () => {
+      const vmc = await cluster(kube, 'vm-zone-a');
+      const extra =
+        (vmc.spec?.vmstorage as { extraArgs?: Record<string, string> } | undefined)?.extraArgs ?? {};
+      const annotations = Object.keys(vmzonesAnnotations(vmc));
+      const routed = await routedZones(kube);
+      return extra.storageDataPath === undefined && annotations.length === 0 && routed.includes('zone-a')
+        ? true
+        : undefined;
+    },
+    300_000,
+  );
+  const read = await reads.stop();
+  const { violations, outOfReads } = await routing.stop();
+  // zone-a left the reads once (the drain) and came back once (the rollback), after the analysis had failed.
+  const out = outOfReads.filter((o) => o.zones.includes('zone-a'));
+  const back = outOfReads.find((o) => o.at > (out[0]?.at ?? 0) && !o.zones.includes('zone-a'));
+  assert.ok(out.length > 0 && back !== undefined, JSON.stringify(outOfReads));
+  assert.ok(
+    back.at >= analysisEnded - 2_000,
+    `zone-a stayed out of reads until its analysis failed (back ${new Date(back.at).toISOString()}, analysis ended ${new Date(analysisEnded).toISOString()})`,
+  );
+  assert.deepEqual(violations, [], 'no zone was routed while not operational');
+  t.diagnostic(`reads through vmauth: ${read.sent} sent, ${read.failed} failed`);
+  assert.ok(read.sent > 100);
+  assert.equal(read.failed, 0, read.failures.join('\n'));
+  await sandbox.kubectl.run(['delete', 'rollout', name, '-n', ns, '--wait=false']);
 });

@@ -4,12 +4,13 @@
 // the one field the walks change, so that Git holds a value for it (docs/gitops.md: the negative control).
 
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
 import type { KubeObject, KubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
+import { sandboxTemplateText } from '../../sandbox/analysis-templates.ts';
 import type { Sandbox } from '../../sandbox/helper.ts';
 import { repoRoot } from '../../sandbox/sandbox.ts';
 
@@ -104,6 +105,11 @@ export async function createAppRepo(sandbox: Sandbox, kube: KubeObjects): Promis
   execFileSync('git', ['clone', '-q', bare, work], { stdio: 'ignore' });
   const repo = new AppRepo(bare, work, `${argocd.gitUrl}/${repoName}.git`);
   cpSync(join(repoRoot, 'examples', 'gitops', 'deploy'), join(work, 'deploy'), { recursive: true });
+  // The sandbox's vmselect Pods answer at /prometheus (test/sandbox/analysis-templates.ts).
+  const templates = join(work, 'deploy', 'analysis-templates');
+  for (const file of readdirSync(templates)) {
+    writeFileSync(join(templates, file), sandboxTemplateText(readFileSync(join(templates, file), 'utf8')));
+  }
 
   const list = async (kind: string) =>
     (await kube.list(vmApiVersion, kind, 'vm')).map((o) => ({ ...o, apiVersion: vmApiVersion, kind }));

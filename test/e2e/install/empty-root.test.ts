@@ -25,7 +25,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { installedAt, pluginEntry, repoRoot } from '../../../scripts/package.ts';
+import { installedAt, pluginEntry } from '../../../scripts/package.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { controllerNamespace, vmNamespace } from '../../sandbox/manifests.ts';
 import { freePort } from '../../sandbox/ports.ts';
@@ -281,7 +282,7 @@ function pluginProcesses(): PluginProcess[] {
 
 test('a three-zone change walks to Healthy under the chrooted controller, steps and gates running as plugins', async () => {
   const kube = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const name = 'victoria-metrics';
   // The project's gates, their scrape rounds 1.5 s apart (withRoundSpacing in test/e2e/step/harness.ts).
   const steps = withRoundSpacing(

@@ -28,6 +28,7 @@ import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { defaultHealthTemplate } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { readBackends } from '../../../plugin/zones/step/target.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { Kubectl } from '../../sandbox/kubectl.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
@@ -68,7 +69,7 @@ before(async () => {
   sandbox = await startSandbox({ zoneClusters: 2, podRestartSeconds: 2, plugin: true, zonePodNetwork: true });
   figures['sandbox start (s)'] = Math.round((Date.now() - started) / 100) / 10;
   hub = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const remote = Object.fromEntries((sandbox.state.zoneClusters ?? []).map((c) => [c.zone, c]));
   for (const z of zones) {
     const zc = remote[z.zone];
@@ -158,6 +159,20 @@ test('a commit walks zone-a (hub), zone-b and zone-c (zone clusters) to Healthy:
   figures['walk reads failed/total'] = `${m.read.failed}/${m.read.sent}`;
   figures['walk samples lost'] = m.samples.lost;
   assert.deepEqual(await values(), ['6s', '6s', '6s'], 'every zone has the change, in its own cluster');
+  // Each drain ended on the zone's own reading of queries in flight, not on the grace period: zone-a's pods read at
+  // their IPs, zone-b's and zone-c's through their cluster's API server pod proxy (issue 37 item 4).
+  zones.forEach((z, i) => {
+    const drain = runStatus(last, 4 * i);
+    figures[`${z.zone} drain ended on`] =
+      typeof drain?.status?.queriesDoneAt === 'string' ? 'queries' : 'grace';
+    assert.equal(drain?.phase, 'Successful', `${z.zone}: ${drain?.message}`);
+    assert.match(
+      drain?.message ?? '',
+      /no query executes on the \d+ vmselect pods? in \d+ readings .*, so the drain ends before the grace period/,
+      `${z.zone}'s drain ended on its reading of queries in flight`,
+    );
+    assert.equal(typeof drain?.status?.queriesDoneAt, 'string', `${z.zone}: queriesDoneAt`);
+  });
   assert.equal(m.read.failed, 0, `reads failed: ${m.read.failures.join('; ')}`);
   assert.deepEqual(m.violations, [], 'no zone routed while not ready');
   assert.ok(m.checks > 10, `the routing watcher looked ${m.checks} times`);

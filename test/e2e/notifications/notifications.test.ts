@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse, stringify } from 'yaml';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
@@ -20,9 +19,9 @@ import {
   triggers,
   webhookService,
 } from '../../../scripts/notifications-configmap.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { controllerNamespace } from '../../sandbox/manifests.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
 import { leftoversIn } from '../reliability/support.ts';
 import {
   eventually,
@@ -99,7 +98,7 @@ before(async () => {
   sandbox = await startSandbox({ zones: zones.length, podRestartSeconds: 2, plugin: true });
   report.push(`sandbox start: ${sandbox.state.startSeconds?.toFixed(1)} s`);
   kube = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   await sandbox.kubectl.apply([
     {
       apiVersion: 'argoproj.io/v1alpha1',

@@ -6,13 +6,12 @@
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import { dashboardPath } from '../../../scripts/dashboard-configmap.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
 import {
   eventually,
   latencyOffset,
@@ -61,7 +60,7 @@ before(async () => {
   });
   report.push(`sandbox start: ${((Date.now() - started) / 1000).toFixed(0)} s`);
   kube = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   scraper = await startMetricsScraper(sandbox);
   assert.deepEqual(
     scraper.targets.vmzones,

@@ -6,13 +6,12 @@
 // One sandbox (3 zones) for the file.
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { CanaryStep } from '../../../plugin/zones/render.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
 import {
   cluster,
   eventually,
@@ -39,7 +38,7 @@ const report: string[] = [];
 before(async () => {
   sandbox = await startSandbox({ zones: 3, podRestartSeconds: 2, plugin: true });
   kube = sandboxKube(sandbox);
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
 });
 
 after(async () => {

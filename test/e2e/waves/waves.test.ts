@@ -15,7 +15,6 @@
 //    they are back; never more than 2 zones are out.
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { stringify } from 'yaml';
 import { kubeconfigConnection } from '../../../plugin/kube/kube-config.ts';
@@ -23,10 +22,10 @@ import { type KubeObjects, kubeObjects } from '../../../plugin/kube/objects.ts';
 import { vmclusterReadiness } from '../../../plugin/vm/vmcluster.ts';
 import { type CanaryStep, defaultHealthTemplate, renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
 import { leftoversIn, samplesLost, specValue } from '../reliability/support.ts';
 import {
   cluster,
@@ -39,6 +38,7 @@ import {
   rolloutState,
   runStatus,
   type SpecDocument,
+  type StepPluginStatus,
   sandboxKube,
   startReadProber,
   startRoutingWatcher,
@@ -103,7 +103,7 @@ before(async () => {
   figures['sandbox start (s)'] = seconds(Date.now() - started);
   hub = sandboxKube(sandbox);
   zones = sandbox.state.zones.map((z) => ({ zone: z.zone, vmcluster: z.vmcluster }));
-  await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+  await applyAnalysisTemplates(sandbox.kubectl);
   const remote = sandbox.state.zoneClusters ?? [];
   assert.deepEqual(
     remote.map((c) => `${c.zone}@${c.name}`),
@@ -221,11 +221,16 @@ test('a commit walks six zones in three waves (1, 2, 3; two zones in cluster-e) 
   await sandbox.kubectl.apply([rolloutObject(name, doc, steps)]);
   // Wave i starts at step 4i.
   const waveStarted: number[] = [];
+  /** Each wave's drainReads status, as last seen (the controller keeps it once the step finished). */
+  const drainStatuses: (StepPluginStatus | undefined)[] = [];
   await eventually(
     'the walk in three waves to be Healthy',
     async () => {
       const s = await rolloutState(hub, name);
       if (s.status.currentPodHash === before.status.currentPodHash) return undefined;
+      waves.forEach((_, i) => {
+        drainStatuses[i] = runStatus(s, 4 * i) ?? drainStatuses[i];
+      });
       const at = s.status.currentStepIndex ?? 0;
       for (let i = 0; i < waves.length; i++) if (at >= 4 * i) waveStarted[i] ??= Date.now();
       if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return true;
@@ -262,8 +267,43 @@ test('a commit walks six zones in three waves (1, 2, 3; two zones in cluster-e) 
       `only zones of one wave out at once, never more than ${walkBudget}: [${seen.zones.join(', ')}]`,
     );
   }
+  // A wave moves as one (issue 38): every zone of a wave is taken out of reads before the drain of any of them ends
+  // (its queries seen done, or its grace period over; the status has whole seconds). One after another, each zone's
+  // drain ended before the next zone's began (the grace, 3 s, is within the in-call wait), whole seconds apart.
+  waves.forEach((wave, i) => {
+    if (wave.length < 2) return;
+    const moves = drainMoves(drainStatuses[i], wave);
+    figures[`wave ${i + 1} drains (drainedAt → ended)`] = moves
+      .map((mv) => `${mv.zone} ${mv.drainedAt.slice(11, 19)} → ${mv.ended.slice(11, 19)}`)
+      .join(', ');
+    const lastOut = Math.max(...moves.map((mv) => Date.parse(mv.drainedAt)));
+    const firstEnded = Math.min(...moves.map((mv) => Date.parse(mv.ended)));
+    assert.ok(
+      lastOut <= firstEnded,
+      `the drains of wave ${wave.join(', ')} overlap: ${figures[`wave ${i + 1} drains (drainedAt → ended)`]}`,
+    );
+  });
   assert.deepEqual(await leftovers(), []);
 });
+
+/** Each zone's drain in a wave's drainReads status: when it was taken out, and when its drain ended. */
+function drainMoves(
+  status: StepPluginStatus | undefined,
+  wave: readonly string[],
+): { zone: string; drainedAt: string; ended: string }[] {
+  const zonesStatus = (status?.status?.zones ?? {}) as Record<string, Record<string, unknown> | undefined>;
+  return wave.map((zone) => {
+    const own = zonesStatus[zone];
+    const drainedAt = own?.drainedAt;
+    const ended = own?.queriesDoneAt ?? own?.graceUntil;
+    if (typeof drainedAt !== 'string' || typeof ended !== 'string') {
+      throw new Error(
+        `the drainReads status of wave ${wave.join(', ')} has no drain times for ${zone}: ${JSON.stringify(status)}`,
+      );
+    }
+    return { zone, drainedAt, ended };
+  });
+}
 
 test('a second revision aborted between wave 2’s gate and its restore: waves 1 and 2 roll back (hub and cluster-e), wave 3 never changes, every zone released and serving', async () => {
   const wave3 = waves[2] as string[];

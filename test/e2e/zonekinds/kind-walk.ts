@@ -5,17 +5,16 @@
 // both back, zone three untouched. One sandbox for the file; the tests run in order. Run `npm run build` first.
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { stringify } from 'yaml';
 import type { KubeObject, KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { ZoneKindName } from '../../../plugin/vm/zone-kinds.ts';
 import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
+import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, type SandboxZoneKind, vmauthName } from '../../sandbox/manifests.ts';
-import { repoRoot } from '../../sandbox/sandbox.ts';
 import {
   cluster,
   eventually,
@@ -87,7 +86,7 @@ export function kindWalkTests(k: KindWalk): void {
     sandbox = await startSandbox({ zones: 3, zoneKind: k.kind, podRestartSeconds: 2, plugin: true });
     report.push(`sandbox start: ${((Date.now() - started) / 1000).toFixed(0)} s`);
     kube = sandboxKube(sandbox);
-    await sandbox.kubectl.applyFiles([join(repoRoot, 'analysis-templates')]);
+    await applyAnalysisTemplates(sandbox.kubectl);
   });
 
   after(async () => {

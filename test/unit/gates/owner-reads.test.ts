@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { createGatesProvider } from '../../../plugin/gates/provider.ts';
 import type { AnalysisRunView, MeasurementResult, MetricView } from '../../../plugin/rollouts/types.ts';
 import { MemoryKube } from '../kube/memory-kube.ts';
+import { ownedRun } from './owned-run.ts';
 
 const specDocument = [
   'vmauth: {vmuser: vmauth-read}',
@@ -21,30 +22,12 @@ const metric: MetricView = {
 };
 
 function world() {
-  const kube = new MemoryKube()
-    .put({
-      apiVersion: 'argoproj.io/v1alpha1',
-      kind: 'AnalysisRun',
-      metadata: {
-        name: 'ro-abc-3',
-        namespace: 'vm',
-        ownerReferences: [
-          { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', name: 'ro', uid: 'u', controller: true },
-        ],
-      },
-    })
-    .put({
-      apiVersion: 'argoproj.io/v1alpha1',
-      kind: 'Rollout',
-      metadata: { name: 'ro', namespace: 'vm' },
-      spec: { template: { metadata: { annotations: { 'vmzones.io/spec': specDocument } } } },
-    })
-    .put({
-      apiVersion: 'operator.victoriametrics.com/v1beta1',
-      kind: 'VMCluster',
-      metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
-      status: { updateStatus: 'expanding', observedGeneration: 2 },
-    });
+  const kube = ownedRun(new MemoryKube(), { 'vmzones.io/spec': specDocument }).put({
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMCluster',
+    metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
+    status: { updateStatus: 'expanding', observedGeneration: 2 },
+  });
   let now = Date.UTC(2026, 4, 1, 12, 0, 0);
   const provider = createGatesProvider({ kube: () => kube, now: () => now });
   const reads = (kind: string) => kube.reads.filter((r) => r.startsWith(`${kind} `)).length;

@@ -19,6 +19,7 @@ import type {
 } from '../../../plugin/rollouts/types.ts';
 import { remoteWriteQueueDirName } from '../../../plugin/vm/remote-write.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
+import { ownedRun } from './owned-run.ts';
 
 const servers: Server[] = [];
 after(async () => {
@@ -48,24 +49,7 @@ function vmcluster(name: string, generation: number, status: Record<string, unkn
 }
 
 function owned(kube: MemoryKube, annotations: Record<string, string> = { 'vmzones.io/spec': specDocument }) {
-  kube.put({
-    apiVersion: 'argoproj.io/v1alpha1',
-    kind: 'AnalysisRun',
-    metadata: {
-      name: 'ro-abc-3',
-      namespace: 'vm',
-      ownerReferences: [
-        { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', name: 'ro', uid: 'u', controller: true },
-      ],
-    },
-  });
-  kube.put({
-    apiVersion: 'argoproj.io/v1alpha1',
-    kind: 'Rollout',
-    metadata: { name: 'ro', namespace: 'vm' },
-    spec: { template: { metadata: { annotations } } },
-  });
-  return kube;
+  return ownedRun(kube, annotations);
 }
 
 /** A clock the test moves; starts at a whole second. */
@@ -101,7 +85,7 @@ test('a config that is missing, names an unknown gate or has bad fields is an Er
     [undefined, /the metric has no provider.plugin\["vmzones\/gates"\] config/],
     [
       { gate: 'vmclusterHappy', zone: 'zone-a' },
-      /gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded\)/,
+      /gate: unknown gate "vmclusterHappy" \(known: vmclusterReady, vmagentQueueDrained, vmauthReloaded, zoneAnswers\)/,
     ],
     [{ gate: 'vmclusterReady', zone: 'Zone A' }, /zone: must be a zone name/],
     [

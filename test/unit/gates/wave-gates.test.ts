@@ -10,6 +10,7 @@ import { createGatesProvider, metadataKeys } from '../../../plugin/gates/provide
 import type { MeasurementResult, MeasurementView, MetricView } from '../../../plugin/rollouts/types.ts';
 import { remoteWriteQueueDirName } from '../../../plugin/vm/remote-write.ts';
 import { MemoryKube, readyPod } from '../kube/memory-kube.ts';
+import { ownedRun } from './owned-run.ts';
 
 const vmApi = 'operator.victoriametrics.com/v1beta1';
 const run = { metadata: { name: 'ro-abc-3', namespace: 'vm' }, spec: {}, status: {} };
@@ -34,24 +35,7 @@ function vmcluster(name: string, status: Record<string, unknown>) {
 
 /** The AnalysisRun and the Rollout that owns it, whose spec document names the zones. */
 function owned(): MemoryKube {
-  return new MemoryKube()
-    .put({
-      apiVersion: 'argoproj.io/v1alpha1',
-      kind: 'AnalysisRun',
-      metadata: {
-        name: 'ro-abc-3',
-        namespace: 'vm',
-        ownerReferences: [
-          { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', name: 'ro', uid: 'u', controller: true },
-        ],
-      },
-    })
-    .put({
-      apiVersion: 'argoproj.io/v1alpha1',
-      kind: 'Rollout',
-      metadata: { name: 'ro', namespace: 'vm' },
-      spec: { template: { metadata: { annotations: { 'vmzones.io/spec': specDocument } } } },
-    });
+  return ownedRun(new MemoryKube(), { 'vmzones.io/spec': specDocument });
 }
 
 /** What the controller hands back on Resume. */

@@ -46,6 +46,8 @@ test('the failure codes, literally: add new ones, never rename or remove one', (
     'DataLost',
     'RestoreUnrouted',
     'HandoffTimeout',
+    'QueryMismatch',
+    'QueryUnanswered',
     'RecordRefused',
     'StateInvalid',
     'ReadRoutingRefused',

@@ -210,3 +210,32 @@ test('failures are counted by their code: a Failed step by its status code, a th
     [[{ gate: 'vmclusterReady', phase: 'Failed', code: 'ZoneFailed' }, 1]],
   );
 });
+
+test('a drain is counted by what ended it: the reading of queries in flight, the grace period it fell back to, or the grace period asked for', async () => {
+  const metrics = createMetrics('step');
+  const observer = rpcMetrics(metrics);
+  const drained = { state: 'drained', drainedAt: '2026-12-01T10:00:05Z', reloadedAt: '2026-12-01T10:00:07Z' };
+  const ended = (status: Record<string, unknown>) =>
+    observer.call(stepEvent({ result: { phase: 'Successful', status: { ...drained, ...status } } }));
+  ended({
+    queries: 'no query executes on the 1 vmselect pod in 2 readings',
+    queriesDoneAt: '2026-12-01T10:00:08Z',
+  });
+  ended({
+    queries:
+      'no reading of the queries in flight (HTTP 400: address not allowed), so the whole grace period is waited',
+  });
+  ended({ queries: 'queries still in flight: vm/vmselect-0: 2 (vm_concurrent_select_current)' });
+  ended({});
+  // A drain still waiting is not counted; neither is another action.
+  observer.call(stepEvent({ outcome: 'Running', result: { phase: 'Running', status: drained } }));
+  observer.call(
+    stepEvent({
+      context: { pluginName: 'vmzones/step', config: { zone: 'zone-a', action: 'apply' }, status: undefined },
+    }),
+  );
+  const counted = Object.fromEntries(
+    (await values(metrics, 'vmzones_drain_endings_total')).map((v) => [v.labels.ended, v.value]),
+  );
+  assert.deepEqual(counted, { queries: 1, graceFallback: 2, grace: 1 });
+});

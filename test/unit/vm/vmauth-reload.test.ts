@@ -3,10 +3,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { crc32 } from 'node:zlib';
-import type { ClusterRegistration } from '../../../plugin/kube/cluster-registry.ts';
 import { vmauthReloadEvidence, vmauthReloadStamps } from '../../../plugin/vm/vmauth-reload.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 import { pageServers, servePage } from './page-server.ts';
+import { zoneCluster } from './zone-cluster.ts';
 
 const since = new Date('2026-05-01T12:00:00.400Z');
 const sinceSeconds = Math.floor(since.getTime() / 1000);
@@ -278,18 +278,6 @@ async function podProxyServer(
   pageServers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
-function zoneCluster(server: string): ClusterRegistration {
-  return {
-    name: 'cluster-b',
-    secret: 'argo-rollouts/cluster-cluster-b',
-    resourceVersion: '1',
-    server,
-    namespaces: undefined,
-    podAccess: 'proxy',
-    config: { bearerToken: 'zone-token', tlsClientConfig: {} } as ClusterRegistration['config'],
-  };
 }
 
 test("a vmauth in a registered cluster in pod access proxy is scraped through that cluster's API server", async () => {

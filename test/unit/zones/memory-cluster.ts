@@ -98,6 +98,28 @@ export function threeZones(vmauthPort: number): MemoryKube {
   return kube;
 }
 
+/** `names` (zone-a, zone-b …), each an operational VMCluster, all behind VMUser vmauth-read. */
+export function zonesBehindOneVMUser(vmauthPort: number, names: readonly string[]): MemoryKube {
+  const kube = threeZones(vmauthPort);
+  const template = kube.getStored('VMCluster', 'vm-zone-c');
+  for (const zone of names) {
+    kube.put({
+      ...template,
+      apiVersion: template.apiVersion ?? '',
+      kind: 'VMCluster',
+      metadata: { name: `vm-${zone}`, namespace: ns },
+    });
+  }
+  const user = kube.getStored('VMUser', 'vmauth-read');
+  kube.put({
+    ...user,
+    apiVersion: user.apiVersion ?? '',
+    kind: 'VMUser',
+    spec: { targetRefs: names.map(vmselectRef) },
+  });
+  return kube;
+}
+
 /** The spec document of the test Rollouts: three zones, vmauth pods named, a short grace period. */
 export function specDocument(
   overrideSpec: Record<string, unknown> = { clusterVersion: 'v1.152.0-cluster' },

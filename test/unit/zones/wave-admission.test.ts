@@ -14,13 +14,12 @@ import { readBackends } from '../../../plugin/zones/step/target.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
+  zonesBehindOneVMUser as behindOneVMUser,
   ns,
   rolloutObject,
   specDocument,
   stepPluginOf,
-  threeZones,
   useVmauthFixture,
-  vmselectRef,
 } from './memory-cluster.ts';
 
 const clock = new FakeClock();
@@ -29,24 +28,7 @@ const allZones = ['zone-a', 'zone-b', 'zone-c', 'zone-d', 'zone-e', 'zone-f'];
 
 /** `names` (zone-a … zone-f), each an operational VMCluster, all behind VMUser vmauth-read. */
 function zonesBehindOneVMUser(names: readonly string[]): MemoryKube {
-  const kube = threeZones(vmauth.port);
-  const template = kube.getStored('VMCluster', 'vm-zone-c');
-  for (const zone of names) {
-    kube.put({
-      ...template,
-      apiVersion: template.apiVersion ?? '',
-      kind: 'VMCluster',
-      metadata: { name: `vm-${zone}`, namespace: ns },
-    });
-  }
-  const user = kube.getStored('VMUser', 'vmauth-read');
-  kube.put({
-    ...user,
-    apiVersion: user.apiVersion ?? '',
-    kind: 'VMUser',
-    spec: { targetRefs: names.map(vmselectRef) },
-  });
-  return kube;
+  return behindOneVMUser(vmauth.port, names);
 }
 
 /** A Rollout `name` over `zones` walking `waves` under `budget`, with the steps `vmzones render` writes. */

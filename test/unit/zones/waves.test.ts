@@ -20,10 +20,9 @@ import {
   rolloutObject,
   specDocument,
   stepPluginOf,
-  threeZones,
   untilSettled,
   useVmauthFixture,
-  vmselectRef,
+  zonesBehindOneVMUser,
 } from './memory-cluster.ts';
 
 const clock = new FakeClock();
@@ -32,22 +31,7 @@ const zones = ['zone-a', 'zone-b', 'zone-c', 'zone-d'];
 
 /** The test zones plus zone-d, all four behind VMUser vmauth-read. */
 function fourZones(): MemoryKube {
-  const kube = threeZones(vmauth.port);
-  const c = kube.getStored('VMCluster', 'vm-zone-c');
-  kube.put({
-    ...c,
-    apiVersion: c.apiVersion ?? '',
-    kind: 'VMCluster',
-    metadata: { name: 'vm-zone-d', namespace: ns },
-  });
-  const user = kube.getStored('VMUser', 'vmauth-read');
-  kube.put({
-    ...user,
-    apiVersion: user.apiVersion ?? '',
-    kind: 'VMUser',
-    spec: { targetRefs: zones.map(vmselectRef) },
-  });
-  return kube;
+  return zonesBehindOneVMUser(vmauth.port, zones);
 }
 
 /** The test spec document over the four zones, with `fields` (waves, disruptionBudget...). */
