@@ -564,26 +564,11 @@ test('scenario 3, half drained: a drain found out of one balancer and refused fo
 
 test('scenario 9, a wave restore replayed: a zone this walk restored and released, leased since by another walk, is done, not LeaseHeld (found on the sandbox)', async () => {
   const kube = threeZones(vmauth.port);
-  walking(
-    kube,
-    'west',
-    specOf(
-      { 'zone-a': 'vm-zone-a', 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' },
-      {
-        disruptionBudget: { maxZonesOut: 2 },
-      },
-    ),
+  const budgetTwo = specOf(
+    { 'zone-a': 'vm-zone-a', 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' },
+    { disruptionBudget: { maxZonesOut: 2 } },
   );
-  walking(
-    kube,
-    'east',
-    specOf(
-      { 'zone-a': 'vm-zone-a', 'zone-b': 'vm-zone-b', 'zone-c': 'vm-zone-c' },
-      {
-        disruptionBudget: { maxZonesOut: 2 },
-      },
-    ),
-  );
+  for (const name of ['west', 'east']) walking(kube, name, budgetTwo);
   const west = stepPluginOf(kube, clock, { rollout: 'west', inCallWaitMs: 0 });
   const east = stepPluginOf(kube, clock, { rollout: 'east', inCallWaitMs: 0 });
   const wave = ['zone-a', 'zone-b'];
