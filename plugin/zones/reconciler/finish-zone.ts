@@ -108,6 +108,10 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         by: `rollback of ${describeHolder(handoff.holder)}`,
         holder: handoff.holder,
         graceMs: parseGoDurationMs(handoff.drainGracePeriod),
+        // The holder's own budget, as its step would drain under (the default when no spec document names the
+        // zone): the default of one zone out would refuse the rollback while another walk's admitted wave holds
+        // the room it reserved for this very zone (docs/reliability.md, "A rollback beside another walk's wave").
+        ...(handoff.budget === undefined ? {} : { budget: handoff.budget }),
         hold: (found) =>
           found.state.maintenance === undefined
             ? maintenancePatch(maintenanceRecord(zone, deps.now(), `rollback (${handoff.by})`))
