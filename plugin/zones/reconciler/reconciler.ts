@@ -390,7 +390,7 @@ export class ZoneReconciler {
       recordedReads(state.lease, state.rollback),
     );
     const kube = await this.#zoneKube(found.where, listed);
-    await handOver(
+    const handed = await handOver(
       kube,
       cluster,
       {
@@ -407,6 +407,9 @@ export class ZoneReconciler {
       },
       this.#clock.now(),
     );
+    // The zone changed hands since it was listed (moves/conflict.ts): handed-over work if someone else handed it
+    // over meanwhile, else the next pass decides again on the zone as it is then.
+    if (handed.kind === 'lost') return handed.cluster.state.handoff !== undefined;
     await emitZoneEvent(
       kube,
       this.#logger,

@@ -14,6 +14,7 @@ import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '
 import type { LoadedCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, successful } from './outcome.ts';
+import { lostRace } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
 import { loadCluster } from './zone-action.ts';
 
@@ -24,7 +25,7 @@ async function handTargetOver(
   by: string,
   rollback: RollbackRecord | undefined,
 ): Promise<void> {
-  await handOver(
+  const handed = await handOver(
     deps.kube,
     cluster,
     {
@@ -37,6 +38,8 @@ async function handTargetOver(
     },
     deps.now(),
   );
+  // The zone changed hands since it was read (moves/conflict.ts): Abort and Terminate decide again on it as it is.
+  if (handed.kind === 'lost') lostRace(target.config.zone, describeCluster(target.cluster));
   await emitZoneEvent(
     deps.kube,
     deps.logger,
