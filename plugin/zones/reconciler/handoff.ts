@@ -7,7 +7,7 @@
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import { guardedWrite } from '../moves/conflict.ts';
-import { leaseRecord } from '../moves/lease.ts';
+import { intentPatch, leaseRecord } from '../moves/lease.ts';
 import type { TransitionResult } from '../moves/transition.ts';
 import {
   annotationValue,
@@ -23,6 +23,7 @@ import {
   type ZoneIdentity,
   zoneIdentity,
 } from '../state/zone-annotations.ts';
+import { handedOverIntent } from '../state/zone-intent.ts';
 import { type LoadedCluster, loadedCluster, patchCluster } from '../state/zone-object.ts';
 import { storedFields } from './record-trust.ts';
 
@@ -89,8 +90,18 @@ export async function handOver(
   const object = zoneIdentity(cluster.object);
   const written = await guardedWrite(kube, request.cluster, cluster, async (current) => {
     const { state } = current;
+    const handoff = handoffFor(request, state.handoff, object, now);
+    // The intent, stored once in the lease (state/zone-intent.ts): the reconciler moves next, for this holder.
+    const intent = handedOverIntent(handoff.rollback);
     const annotations: Record<string, string | null> = {
-      [handoffAnnotation]: annotationValue(handoffFor(request, state.handoff, object, now)),
+      [handoffAnnotation]: annotationValue(handoff),
+      ...(state.lease === undefined
+        ? {
+            [leaseAnnotation]: annotationValue(
+              leaseRecord(request.holder, request.zone, object, now, intent),
+            ),
+          }
+        : intentPatch(state.lease, intent)),
     };
     if (request.rollback !== undefined) {
       annotations[rollbackAnnotation] = annotationValue({
@@ -98,9 +109,6 @@ export async function handOver(
         phase: 'requested',
         requestedAt: timestamp(now),
       });
-    }
-    if (state.lease === undefined) {
-      annotations[leaseAnnotation] = annotationValue(leaseRecord(request.holder, request.zone, object, now));
     }
     return loadedCluster(
       await patchCluster(

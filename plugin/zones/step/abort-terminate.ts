@@ -11,6 +11,7 @@ import { handOver } from '../reconciler/handoff.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '../state/zone-annotations.ts';
+import { reconcilerMovesNext, zoneIntent } from '../state/zone-intent.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, successful } from './outcome.ts';
@@ -117,7 +118,12 @@ export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     return successful(`zone ${zone}: nothing to roll back on ${name}: ${why}`, status(target, 'Abort'));
   }
   if (action === 'drainReads') {
-    if (state.handoff !== undefined && (state.handoff.rollback || rollback === undefined)) {
+    const intent = zoneIntent(state);
+    if (
+      state.handoff !== undefined &&
+      intent?.nextMove === 'reconciler' &&
+      (intent.wants === 'rolledBack' || rollback === undefined)
+    ) {
       return successful(
         `zone ${zone}: already handed to the vmzones reconciler (${state.handoff.by}); it restores reads once ${name} is operational`,
         status(target, 'Abort', { handoff: state.handoff.requestedAt }),
@@ -166,7 +172,7 @@ export async function terminateStep(deps: ZoneDeps, target: ZoneTarget): Promise
   if (target.config.action === 'apply' || !sameRollout(state.lease, target.who)) {
     return successful(`zone ${zone}: nothing to hand over on ${name}`, status(target, 'Terminate'));
   }
-  if (state.handoff === undefined) {
+  if (!reconcilerMovesNext(state)) {
     await handTargetOver(
       deps,
       target,
