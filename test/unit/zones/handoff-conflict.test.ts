@@ -7,6 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
 import { handOver } from '../../../plugin/zones/reconciler/handoff.ts';
 import {
   annotationValue,
@@ -29,12 +30,7 @@ import {
 
 const clock = new FakeClock();
 const vmauth = useVmauthFixture(clock);
-const ref = {
-  apiVersion: 'operator.victoriametrics.com/v1beta1',
-  kind: 'VMCluster',
-  namespace: ns,
-  name: 'vm-zone-a',
-};
+const ref = vmclusterRef(ns, 'vm-zone-a');
 const holder = { rollout: 'vm/walk', uid: 'uid-walk', revision: 'rev-r' };
 
 /** zone-a drained and changed by Rollout walk, then handed to the reconciler by a Terminate (no rollback). */

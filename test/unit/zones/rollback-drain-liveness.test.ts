@@ -10,13 +10,11 @@ import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
-import { renderSteps } from '../../../plugin/zones/render.ts';
-import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
-  rolloutObject,
+  renderedRollout,
   routedObjects,
   specDocument,
   stepPluginOf,
@@ -32,16 +30,9 @@ const vmauth = useVmauthFixture(clock);
 function putRollout(kube: MemoryKube, name: string, waves: string[][]): void {
   const doc = JSON.parse(specDocument()) as Record<string, unknown>;
   const spec = JSON.stringify({ ...doc, waves, disruptionBudget: { maxZonesOut: 2, minZonesServing: 1 } });
-  const object = rolloutObject(
-    name,
-    { currentPodHash: `${name}-2`, stableRS: `${name}-1`, currentStepIndex: 0 },
-    spec,
+  kube.put(
+    renderedRollout(name, { currentPodHash: `${name}-2`, stableRS: `${name}-1`, currentStepIndex: 0 }, spec),
   );
-  object.spec.strategy.canary.steps = renderSteps(parseSpecDocument(spec), {
-    pauseBetweenZones: 'none',
-    healthTemplate: '',
-  }) as typeof object.spec.strategy.canary.steps;
-  kube.put(object);
 }
 
 const eastWave = ['zone-a', 'zone-b'];
