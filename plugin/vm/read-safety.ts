@@ -25,7 +25,7 @@ export interface BudgetReads extends Pick<ClusterClients, 'client'> {
 }
 
 /** One zone out per balancer and never the last serving zone: the budget of a walk without waves, and the
- *  reconciler's for a rollback whose holder's spec document does not name the zone (no other source to trust). */
+ *  reconciler's for its rollbacks (it has no spec document to read another from). */
 export const defaultDisruptionBudget: DisruptionBudget = { maxZonesOut: 1, minZonesServing: 1 };
 
 function zoneCount(n: number): string {
