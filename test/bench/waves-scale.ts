@@ -328,7 +328,7 @@ try {
     out(`kube_requests_per_s_${way}`, stats.requestsTotal / seconds);
     for (const [key, count] of Object.entries(stats.requests)
       .sort((a, b) => b[1] - a[1])
-      .slice(0, 6))
+      .slice(0, 16))
       out(`kube_requests_${way}_${key.replace(/[ /]/g, '_')}`, count);
     const size = rolloutSize(JSON.parse(raw) as KubeObject, raw.length);
     out(`rollout_bytes_${way}`, raw.length);
