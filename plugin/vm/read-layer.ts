@@ -7,6 +7,7 @@
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { firstChange, type KubeObject, type KubeObjects } from '../kube/objects.ts';
+import { processSharedReads } from '../kube/shared-reads.ts';
 import { clusterClientFor } from './cluster-routing.ts';
 import { balancerKey, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
@@ -214,6 +215,8 @@ export async function layerEvidence(
   fallback: Date,
   /** Judge the balancers' objects as `balancers` were read instead of reading them again. */
   asRead = false,
+  /** Share reads begun at or after this moment with other waiters (read-evidence.ts). */
+  sharedAfterMs?: number,
 ): Promise<ReadEvidence> {
   if (balancers.length === 0) return { state: 'ready', message: 'no balancer routing was changed' };
   const each = await Promise.all(
@@ -224,6 +227,7 @@ export async function layerEvidence(
         b.config,
         b.routing.changedAt ?? fallback,
         asRead ? b.object : undefined,
+        sharedAfterMs,
       ),
     })),
   );
@@ -259,10 +263,13 @@ export function evidenceCheck(
   fallback: Date,
 ): () => Promise<ReadEvidence> {
   let first = true;
+  // The balancers were read after the move's last write: later checks may share reads begun from now on with
+  // the other zones of a wave waiting on the same balancer (kube/shared-reads.ts).
+  const sharedAfterMs = processSharedReads.now();
   return () => {
     const asRead = first;
     first = false;
-    return layerEvidence(balancers, fallback, asRead);
+    return layerEvidence(balancers, fallback, asRead, sharedAfterMs);
   };
 }
 

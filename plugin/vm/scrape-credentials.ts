@@ -9,6 +9,7 @@
 
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
+import { clusterIdentity } from '../kube/shared-reads.ts';
 import { onScrapeRefused, type ScrapeAuth, type ScrapeTls } from './scrape.ts';
 
 export interface SecretKeyRef {
@@ -67,9 +68,7 @@ export class ScrapeSecretCache {
 
   /** The key of Secret `name` in `namespace` of the cluster `kube` talks to. */
   static key(kube: KubeObjects, namespace: string, name: string): string {
-    const cluster =
-      kube.registration === undefined ? '' : `${kube.registration.name}@${kube.registration.server}`;
-    return JSON.stringify([cluster, namespace, name]);
+    return JSON.stringify([clusterIdentity(kube), namespace, name]);
   }
 
   /** The Secret, read from the API server unless a read of it younger than the TTL is kept. */
