@@ -21,16 +21,28 @@ export function clusterIdentity(kube: KubeObjects): string {
 export class SharedReads {
   readonly #now: () => number;
   readonly #windowMs: number;
+  readonly #maxEntries: number;
   readonly #entries = new Map<string, { startedAtMs: number; answer: Promise<unknown> }>();
 
-  constructor(options: { now?: () => number; windowMs?: number } = {}) {
+  constructor(options: { now?: () => number; windowMs?: number; maxEntries?: number } = {}) {
     this.#now = options.now ?? Date.now;
     this.#windowMs = options.windowMs ?? sharedReadWindowMs;
+    this.#maxEntries = options.maxEntries ?? maxSharedReads;
   }
 
   /** Now, on this cache's clock: the moment a waiter's reads may be shared from (`readsSharedAfter`). */
   now(): number {
     return this.#now();
+  }
+
+  /** Drops what is kept for `key`: the next caller reads. */
+  forget(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  /** How many answers are kept. */
+  get size(): number {
+    return this.#entries.size;
   }
 
   /** `read()`'s answer, or that of a read of `key` begun at or after `notBeforeMs` within the window. */
@@ -54,7 +66,7 @@ export class SharedReads {
       if (this.#entries.get(key) === entry) this.#entries.delete(key);
     });
     for (const [oldKey, old] of this.#entries) {
-      if (this.#entries.size <= maxSharedReads && now - old.startedAtMs <= this.#windowMs) break;
+      if (this.#entries.size <= this.#maxEntries && now - old.startedAtMs <= this.#windowMs) break;
       this.#entries.delete(oldKey);
     }
     return answer;

@@ -9,7 +9,7 @@
 
 import { CodedError } from '../goplugin/failure-codes.ts';
 import { KubeError, type KubeObject, type KubeObjects, namespacedName } from '../kube/objects.ts';
-import { clusterIdentity } from '../kube/shared-reads.ts';
+import { clusterIdentity, SharedReads } from '../kube/shared-reads.ts';
 import { onScrapeRefused, type ScrapeAuth, type ScrapeTls } from './scrape.ts';
 
 export interface SecretKeyRef {
@@ -56,14 +56,15 @@ const maxCachedSecrets = 256;
 
 /** The scrape credentials' Secrets as last read, per (cluster, namespace, name); values stay in private fields. */
 export class ScrapeSecretCache {
-  readonly #ttlMs: number;
-  readonly #now: () => number;
-  /** A read in flight is shared: the zones of a wave resolving the same credentials make one GET. */
-  readonly #entries = new Map<string, { readAtMs: number; secret: Promise<KubeObject> }>();
+  /** A read in flight is shared too: the zones of a wave resolving the same credentials make one GET. */
+  readonly #reads: SharedReads;
 
   constructor(options: { ttlMs?: number; now?: () => number } = {}) {
-    this.#ttlMs = options.ttlMs ?? scrapeSecretTtlMs;
-    this.#now = options.now ?? Date.now;
+    this.#reads = new SharedReads({
+      windowMs: options.ttlMs ?? scrapeSecretTtlMs,
+      maxEntries: maxCachedSecrets,
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
   }
 
   /** The key of Secret `name` in `namespace` of the cluster `kube` talks to. */
@@ -71,34 +72,20 @@ export class ScrapeSecretCache {
     return JSON.stringify([clusterIdentity(kube), namespace, name]);
   }
 
-  /** The Secret, read from the API server unless a read of it younger than the TTL is kept. */
+  /** The Secret, read from the API server unless a read of it younger than the TTL is kept (a failed one is not). */
   read(kube: KubeObjects, namespace: string, name: string): Promise<KubeObject> {
-    const key = ScrapeSecretCache.key(kube, namespace, name);
-    const now = this.#now();
-    const kept = this.#entries.get(key);
-    if (kept !== undefined && now - kept.readAtMs < this.#ttlMs && now >= kept.readAtMs) return kept.secret;
-    const secret = kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name });
-    const entry = { readAtMs: now, secret };
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
-    if (this.#entries.size > maxCachedSecrets) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
-    }
-    // A failed read is not kept: the next scrape asks again.
-    secret.catch(() => {
-      if (this.#entries.get(key) === entry) this.#entries.delete(key);
-    });
-    return secret;
+    return this.#reads.share(ScrapeSecretCache.key(kube, namespace, name), Number.NEGATIVE_INFINITY, () =>
+      kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name }),
+    );
   }
 
   /** Reads the Secret behind `key` again at its next use (a scrape with it was refused). */
   forget(key: string): void {
-    this.#entries.delete(key);
+    this.#reads.forget(key);
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#reads.size;
   }
 }
 

@@ -110,7 +110,7 @@ test('a rotated Secret whose old value still works is picked up when the TTL run
   assert.equal(secretGets(kube), 1);
   const before = await resolve();
   assert.deepEqual(before.auth, { kind: 'basic', username: 'scraper', password: 'first-pw' });
-  clock.advance(1);
+  clock.advance(2);
   assert.deepEqual((await resolve()).auth, { kind: 'basic', username: 'scraper', password: 'second-pw' });
 });
 
