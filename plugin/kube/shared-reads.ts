@@ -1,17 +1,20 @@
-// Reads that several waiters of one process may share: the zones of a wave waiting for vmauth's evidence of their
-// own routing change each read the same balancer and list the same vmauth pods every poll (issue 38: most of the
-// waves walk's requests). A waiter only needs reads that began after its wait began (which is after its change was
-// written and read back): such a read sees the change, as its own would. So a read of the same object or list
-// that began at or after that moment, and no longer ago than `sharedReadWindowMs` (one poll), answers every such
-// waiter; anything else is read anew.
+// Reads that several callers of one process may share.
+//
+// Waiters (issue 38): the zones of a wave waiting for vmauth's evidence of their own routing change each read the
+// same balancer and list the same vmauth pods every poll, most of the waves walk's requests. A waiter's poll only
+// needs a read that began after its previous poll ended (the first: after its write was read back): such a read
+// is as fresh as the poll's own would be and shows the waiter's write. So each read gets a mark from a counter, and
+// a waiter takes the latest read of the same object or list whose mark is above the one it holds; else it reads.
+// No clock decides freshness: the order of the reads does.
+//
+// Kept answers (scrape-credentials.ts): reads of a Secret within a time window (its TTL) are shared by everyone.
 
 import type { KubeObject, KubeObjects, ObjectRef } from './objects.ts';
 
-/** At most one poll of an in-call wait (zones/moves/in-call-wait.ts, 250 ms): a shared answer is never older than
- *  the waiter's own poll would have been. */
-export const sharedReadWindowMs = 250;
-/** Entries kept at most (distinct objects and lists read by waiters within one window). */
-const maxSharedReads = 512;
+/** How long an answer is kept for waiters at most (memory only: freshness comes from the marks). */
+const waiterAnswerKeepMs = 5_000;
+/** Entries kept at most (distinct objects and lists). */
+const maxSharedReads = 64;
 
 /** Which API server `kube` talks to: the controller's own cluster, or a registered one by its name and server. */
 export function clusterIdentity(kube: KubeObjects): string {
@@ -22,17 +25,19 @@ export class SharedReads {
   readonly #now: () => number;
   readonly #windowMs: number;
   readonly #maxEntries: number;
-  readonly #entries = new Map<string, { startedAtMs: number; answer: Promise<unknown> }>();
+  /** Counts the reads begun; a read's mark is the count when it began. */
+  #marks = 0;
+  readonly #entries = new Map<string, { mark: number; startedAtMs: number; answer: Promise<unknown> }>();
 
   constructor(options: { now?: () => number; windowMs?: number; maxEntries?: number } = {}) {
     this.#now = options.now ?? Date.now;
-    this.#windowMs = options.windowMs ?? sharedReadWindowMs;
+    this.#windowMs = options.windowMs ?? waiterAnswerKeepMs;
     this.#maxEntries = options.maxEntries ?? maxSharedReads;
   }
 
-  /** Now, on this cache's clock: the moment a waiter's reads may be shared from (`readsSharedAfter`). */
-  now(): number {
-    return this.#now();
+  /** The mark of the latest read begun: a caller holding it takes only reads begun after this moment. */
+  mark(): number {
+    return this.#marks;
   }
 
   /** Drops what is kept for `key`: the next caller reads. */
@@ -45,26 +50,30 @@ export class SharedReads {
     return this.#entries.size;
   }
 
-  /** `read()`'s answer, or that of a read of `key` begun at or after `notBeforeMs` within the window. */
-  share<T>(key: string, notBeforeMs: number, read: () => Promise<T>): Promise<T> {
+  /**
+   * `read()`'s answer, or the kept answer of a read of `key` begun within the window and, with `afterMark`, after
+   * that mark. A failed read is not kept.
+   */
+  share<T>(key: string, read: () => Promise<T>, afterMark?: number): Promise<T> {
     const now = this.#now();
     const kept = this.#entries.get(key);
     if (
       kept !== undefined &&
-      kept.startedAtMs >= notBeforeMs &&
+      (afterMark === undefined || kept.mark > afterMark) &&
       now - kept.startedAtMs <= this.#windowMs &&
       now >= kept.startedAtMs
     ) {
       return kept.answer as Promise<T>;
     }
+    this.#marks += 1;
     const answer = read();
-    const entry = { startedAtMs: now, answer };
+    const entry = { mark: this.#marks, startedAtMs: now, answer };
     this.#entries.delete(key);
     this.#entries.set(key, entry);
-    // A failed read is not shared: the next waiter asks again.
     answer.catch(() => {
       if (this.#entries.get(key) === entry) this.#entries.delete(key);
     });
+    // Oldest first: drop what is past the window, and the oldest beyond the count.
     for (const [oldKey, old] of this.#entries) {
       if (this.#entries.size <= this.#maxEntries && now - old.startedAtMs <= this.#windowMs) break;
       this.#entries.delete(oldKey);
@@ -73,36 +82,36 @@ export class SharedReads {
   }
 }
 
-/** The process's shared reads (the step process's waits). */
+/** The process's reads shared among waiters (the step process's in-call waits). */
 export const processSharedReads = new SharedReads();
 
 /**
- * `kube` for a waiter that needs reads begun at or after `afterMs` (on `shared`'s clock): gets and lists share
- * answers within the window (each caller gets its own copy); writes go through as they are.
+ * `kube` for one poll of a waiter holding `afterMark` (SharedReads.mark when its previous poll ended): gets and lists
+ * take a read begun after that mark, made by any waiter, or read (each caller gets its own copy); writes and waits
+ * for changes go to `kube` as they are.
  */
 export function readsSharedAfter(
   kube: KubeObjects,
-  afterMs: number,
+  afterMark: number,
   shared: SharedReads = processSharedReads,
 ): KubeObjects {
   const cluster = clusterIdentity(kube);
-  const notBefore = afterMs;
   const copy = async <T>(answer: Promise<T>) => structuredClone(await answer);
   return {
     get: (ref: ObjectRef) =>
       copy(
         shared.share(
           JSON.stringify(['get', cluster, ref.apiVersion, ref.kind, ref.namespace, ref.name]),
-          notBefore,
           () => kube.get(ref),
+          afterMark,
         ),
       ),
     list: (apiVersion, kind, namespace, labelSelector) =>
       copy(
         shared.share<KubeObject[]>(
           JSON.stringify(['list', cluster, apiVersion, kind, namespace, labelSelector ?? '']),
-          notBefore,
           () => kube.list(apiVersion, kind, namespace, labelSelector),
+          afterMark,
         ),
       ),
     mergePatch: (ref, patch, resourceVersion, options) =>

@@ -29,11 +29,11 @@ export async function readEvidence(
   /** The balancer's object as just read by the caller (in the same call, after its last write): the answer rests
    *  on that read instead of another. */
   read?: KubeObject,
-  /** When the caller's wait began, after its write was read back (kube/shared-reads.ts clock): reads begun since
-   *  then may be shared with other waiters, as the zones of a wave waiting on one balancer. Absent: own reads. */
-  sharedAfterMs?: number,
+  /** The caller's mark (kube/shared-reads.ts): reads begun after it, by any waiter, may answer this check, as
+   *  for the zones of a wave waiting on one balancer. Absent: reads of its own. */
+  sharedAfterMark?: number,
 ): Promise<ReadEvidence> {
-  const reads = sharedAfterMs === undefined ? kube : readsSharedAfter(kube, sharedAfterMs);
+  const reads = sharedAfterMark === undefined ? kube : readsSharedAfter(kube, sharedAfterMark);
   const ref = config.ref;
   let object = read;
   if (ref.kind === 'VMUser') {

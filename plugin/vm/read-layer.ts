@@ -215,8 +215,8 @@ export async function layerEvidence(
   fallback: Date,
   /** Judge the balancers' objects as `balancers` were read instead of reading them again. */
   asRead = false,
-  /** Share reads begun at or after this moment with other waiters (read-evidence.ts). */
-  sharedAfterMs?: number,
+  /** Take reads begun after this mark, by any waiter (read-evidence.ts). */
+  sharedAfterMark?: number,
 ): Promise<ReadEvidence> {
   if (balancers.length === 0) return { state: 'ready', message: 'no balancer routing was changed' };
   const each = await Promise.all(
@@ -227,7 +227,7 @@ export async function layerEvidence(
         b.config,
         b.routing.changedAt ?? fallback,
         asRead ? b.object : undefined,
-        sharedAfterMs,
+        sharedAfterMark,
       ),
     })),
   );
@@ -263,13 +263,16 @@ export function evidenceCheck(
   fallback: Date,
 ): () => Promise<ReadEvidence> {
   let first = true;
-  // The balancers were read after the move's last write: later checks may share reads begun from now on with
-  // the other zones of a wave waiting on the same balancer (kube/shared-reads.ts).
-  const sharedAfterMs = processSharedReads.now();
-  return () => {
+  // The balancers were read after the move's last write. Each check takes reads begun after the previous check
+  // ended (the first: after now), whoever made them: the zones of a wave waiting on one balancer share them, and
+  // no answer is older than the check's own read would be (kube/shared-reads.ts).
+  let mark = processSharedReads.mark();
+  return async () => {
     const asRead = first;
     first = false;
-    return layerEvidence(balancers, fallback, asRead, sharedAfterMs);
+    const evidence = await layerEvidence(balancers, fallback, asRead, mark);
+    mark = processSharedReads.mark();
+    return evidence;
   };
 }
 

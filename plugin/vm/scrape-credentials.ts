@@ -74,7 +74,7 @@ export class ScrapeSecretCache {
 
   /** The Secret, read from the API server unless a read of it younger than the TTL is kept (a failed one is not). */
   read(kube: KubeObjects, namespace: string, name: string): Promise<KubeObject> {
-    return this.#reads.share(ScrapeSecretCache.key(kube, namespace, name), Number.NEGATIVE_INFINITY, () =>
+    return this.#reads.share(ScrapeSecretCache.key(kube, namespace, name), () =>
       kube.get({ apiVersion: 'v1', kind: 'Secret', namespace, name }),
     );
   }
