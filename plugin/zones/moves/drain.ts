@@ -279,9 +279,12 @@ function unprovenReload(message: string): Watched {
 
 /**
  * Reads every vmauth pod of the changed balancers, after each proved it serves the drain, until each has shown no
- * request executing at least once (idle: no request it accepted under the config before the drain is left to retry
- * on the zone; vm/vmauth-requests.ts says why that reading is the one), or the in-call wait or the grace period is
- * over (busy), or a pod gives no figure (unknown: the caller waits the whole grace period, and says why).
+ * request executing in two readings at least 0.5 s apart (idle: no request it accepted under the config before the
+ * drain is left to retry on the zone; vm/vmauth-requests.ts says why that reading is the one; the second closes the
+ * instant between a request's arrival and its taking a slot), or the in-call wait or the grace period is over
+ * (busy), or a pod gives no figure (unknown: the caller waits the whole grace period, and says why). A busy reading
+ * between the two does not start again: it counts requests that took their slot, and one of the old config that
+ * did is either counted later or done.
  */
 async function watchOldRequests(
   deps: MoveDeps,
@@ -292,7 +295,8 @@ async function watchOldRequests(
   const groups = await Promise.all(
     balancers.map(async (b) => ({ kube: b.kube, pods: await vmauthPodsOfBalancer(b.kube, b.config) })),
   );
-  const idleSince = new Map<string, Date>();
+  // Per pod, its first and latest reading of 0.
+  const idleAt = new Map<string, [Date, Date]>();
   for (;;) {
     const readings = await Promise.all(groups.map((g) => readVmauthRequests(g.kube, g.pods)));
     const at = deps.now();
@@ -304,12 +308,17 @@ async function watchOldRequests(
       };
     }
     const pods = readings.flatMap((r, i) => r.pods.map((p) => ({ ...p, key: `${i} ${p.pod}` })));
-    for (const p of pods) if (p.inFlight === 0 && !idleSince.has(p.key)) idleSince.set(p.key, at);
-    const busy = pods.filter((p) => !idleSince.has(p.key));
+    for (const p of pods) if (p.inFlight === 0) idleAt.set(p.key, [idleAt.get(p.key)?.[0] ?? at, at]);
+    const busy = pods.filter((p) => {
+      const [first, last] = idleAt.get(p.key) ?? [];
+      return (
+        first === undefined || last === undefined || last.getTime() - first.getTime() < idleReadingSpacingMs
+      );
+    });
     if (busy.length === 0) {
       return {
         state: 'idle',
-        message: `no request left in vmauth from before the drain: each of the ${pods.length} vmauth pod${pods.length === 1 ? '' : 's'} showed none in flight (${vmauthRequestsMetric} 0) after its reload`,
+        message: `no request left in vmauth from before the drain: each of the ${pods.length} vmauth pod${pods.length === 1 ? '' : 's'} showed none in flight (${vmauthRequestsMetric} 0) in 2 readings ${idleReadingSpacingMs / 1000} s apart after its reload`,
       };
     }
     if (at.getTime() + vmauthReadingSpacingMs > until) {

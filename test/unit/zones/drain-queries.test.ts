@@ -205,7 +205,7 @@ test('vmauth’s old request ends (it retried on the zone meanwhile): the zone i
   assert.ok(status(result).queriesDoneAt !== undefined);
   assert.match(
     result.message ?? '',
-    /no request left in vmauth from before the drain: each of the 1 vmauth pod showed none in flight \(vmauth_concurrent_requests_current 0\) after its reload; then no query executes on the 1 vmselect pod in 2 readings/,
+    /no request left in vmauth from before the drain: each of the 1 vmauth pod showed none in flight \(vmauth_concurrent_requests_current 0\) in 2 readings 0\.5 s apart after its reload; then no query executes on the 1 vmselect pod in 2 readings/,
   );
   const lastVmauth = order.lastIndexOf('vmauth 0');
   const firstVmselect = order.findIndex((page) => page.startsWith('vmselect'));
@@ -226,4 +226,15 @@ test('a vmauth without vmauth_concurrent_requests_current: no reading, the whole
     /no reading of vmauth's requests in flight \(pod vm\/vmauth-0 exposes no vmauth_concurrent_requests_current\), so the whole grace period is waited/,
   );
   assert.equal(readings(), 0, 'the zone is not read');
+});
+
+test('one reading of 0 on vmauth is not enough: a request between its arrival and its slot is seen only by a later reading', async () => {
+  // The proof's scrape, then 0 once, then busy for good: the drain does not end on the lone 0.
+  const requests = [1, 0];
+  const { call, order } = await walk(() => 0, { vmauthInFlight: () => requests.shift() ?? 2 });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'queriesInFlight');
+  assert.match(result.message ?? '', /vm\/vmauth-0: 2 \(vmauth_concurrent_requests_current\)/);
+  assert.ok(!order.some((page) => page.startsWith('vmselect')), 'the zone is not read');
 });
