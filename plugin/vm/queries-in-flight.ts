@@ -14,6 +14,9 @@ import { ScrapeError, type ScrapeLimits, scrapeMetrics } from './scrape.ts';
 import type { ScrapeAccess } from './scrape-credentials.ts';
 import type { ZoneKindName } from './zone-kinds.ts';
 
+/** Every VictoriaMetrics process's version gauge (label `short_version`, e.g. `v1.151.0`). */
+const appVersionMetric = 'vm_app_version';
+
 /** Where a zone's queries run and the gauge that counts them. */
 export interface QueryPods {
   namespace: string;
@@ -26,6 +29,9 @@ export interface QueryPods {
   component: string;
   /** What the gauge counts, for messages (default `query`). */
   counts?: string;
+  /** A process that registers the gauge only once it served its first request (vmauth): given the page's
+   *  `vm_app_version` short_version, whether the absence of the gauge means none (else it is no reading). */
+  absentMeansNone?: (version: string | undefined) => boolean;
 }
 
 const inFlightComponent: Readonly<Record<ZoneKindName, { component: string; metric: string }>> = {
@@ -112,10 +118,13 @@ export async function readInFlightGauge(
             access,
             kube.registration,
           ),
-          [pods.metric],
+          [pods.metric, appVersionMetric],
           limits,
         );
         const value = page.samples.find((sample) => sample.name === pods.metric)?.value;
+        const version = page.samples.find((sample) => sample.name === appVersionMetric)?.labels.short_version;
+        if (value === undefined && pods.absentMeansNone?.(version) === true)
+          return { pod: pod.key, inFlight: 0 };
         if (value === undefined || !Number.isFinite(value) || value < 0) {
           return { pod: pod.key, problem: `pod ${pod.key} exposes no ${pods.metric}` };
         }

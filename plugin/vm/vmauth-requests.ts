@@ -14,6 +14,9 @@
 // - The per-user gauge `vmauth_user_concurrent_requests_current` is no evidence: a reload builds new UserInfos with
 //   new channels in a new metrics set and unregisters the old set (auth_config.go reloadAuthConfigData,
 //   parseAuthConfigUsers), so after the reload it counts only requests of the new config.
+// - The gauge is registered lazily, by the first user request of the process (beginConcurrencyLimit:
+//   concurrencyLimitOnce.Do(concurrencyLimitInit)): a v1.151.0 or newer vmauth without it has served none since it
+//   started, which reads as 0. An older one without it gives no reading (its code was not read here).
 // So a reading of 0 on a pod, taken after that pod proved it serves the drain (vmauth-reload.ts), means no request
 // of the old config is left in it: none can reach the zone from there any more. /metrics is served before user
 // routing (main.go requestHandlerWithInternalRoutes) and does not count itself.
@@ -25,6 +28,23 @@ import type { VmauthPods } from './vmauth-reload.ts';
 
 /** vmauth's gauge of requests holding a slot of -maxConcurrentRequests (main.go concurrencyLimitInit). */
 export const vmauthRequestsMetric = 'vmauth_concurrent_requests_current';
+
+/** The vmauth version whose source was read (above): from it on, an absent gauge means no request yet. */
+const lazyGaugeReadIn = [1, 151, 0] as const;
+
+/** Whether `version` (`v1.151.0`, `v1.152.1-enterprise`) is at least the one read; unknown versions are not. */
+export function registersGaugeLazily(version: string | undefined): boolean {
+  const parts = /^v(\d+)\.(\d+)\.(\d+)/
+    .exec(version ?? '')
+    ?.slice(1)
+    .map(Number);
+  if (parts === undefined) return false;
+  for (const [i, read] of lazyGaugeReadIn.entries()) {
+    const part = parts[i] ?? 0;
+    if (part !== read) return part > read;
+  }
+  return true;
+}
 
 /** Reads every pod of each vmauth group once: idle when each shows no request executing. */
 export async function readVmauthRequests(
@@ -42,6 +62,7 @@ export async function readVmauthRequests(
           metric: vmauthRequestsMetric,
           component: 'vmauth',
           counts: 'request',
+          absentMeansNone: registersGaugeLazily,
         },
         await resolveScrapeAccess(kube, pods.namespace, pods.scheme ?? 'http', pods.tls, pods.auth),
         pods.limits,

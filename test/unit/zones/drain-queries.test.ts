@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
+import { registersGaugeLazily } from '../../../plugin/vm/vmauth-requests.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { readyPod } from '../kube/memory-kube.ts';
 import { serveChangingPage } from '../vm/page-server.ts';
@@ -47,6 +48,8 @@ async function walk(
     port?: number;
     /** vmauth's vmauth_concurrent_requests_current at each reading (undefined: not exposed); default 0. */
     vmauthInFlight?: () => number | undefined;
+    /** vmauth's vm_app_version short_version; default none on the page. */
+    vmauthVersion?: string;
   } = {},
 ) {
   const kube = threeZones(vmauth.port);
@@ -76,6 +79,11 @@ async function walk(
       'vmauth_config_last_reload_successful 1',
       `vmauth_config_last_reload_success_timestamp_seconds ${stamp}`,
       ...(requests === undefined ? [] : [`vmauth_concurrent_requests_current ${requests}`]),
+      ...(options.vmauthVersion === undefined
+        ? []
+        : [
+            `vm_app_version{version="vmauth-${options.vmauthVersion}", short_version="${options.vmauthVersion}"} 1`,
+          ]),
       '',
     ].join('\n');
   });
@@ -237,4 +245,17 @@ test('one reading of 0 on vmauth is not enough: a request between its arrival an
   assert.equal(status(result).state, 'queriesInFlight');
   assert.match(result.message ?? '', /vm\/vmauth-0: 2 \(vmauth_concurrent_requests_current\)/);
   assert.ok(!order.some((page) => page.startsWith('vmselect')), 'the zone is not read');
+});
+
+test('vmauth v1.151.0 registers the gauge at its first user request: without it, that version has served none (0), an older or unknown one gives no reading', async () => {
+  const { call } = await walk(() => 0, { vmauthInFlight: () => undefined, vmauthVersion: 'v1.151.0' });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.match(result.message ?? '', /no request left in vmauth from before the drain/);
+  assert.deepEqual(
+    ['v1.151.0', 'v1.151.1', 'v1.152.0-enterprise', 'v2.0.0', 'v1.150.9', 'v1.79.5', 'devel', undefined].map(
+      registersGaugeLazily,
+    ),
+    [true, true, true, true, false, false, false, false],
+  );
 });
