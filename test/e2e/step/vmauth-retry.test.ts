@@ -17,8 +17,8 @@ import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
-import { eventually, ns, parkedRollout, sandboxKube, zoneSpec } from './harness.ts';
-import { helmSecret, helmUser, startHelmVmauth } from './helm-vmauth.ts';
+import { eventually, parkedRollout, sandboxKube, zoneSpec } from './harness.ts';
+import { helmConfig, helmSecret, helmUser, startHelmVmauth } from './helm-vmauth.ts';
 
 let sandbox: Sandbox;
 let kube: KubeObjects;
@@ -87,21 +87,15 @@ async function startZoneProxy(
 
 const zonePort = (vmcluster: string) => Number(new URL(sandbox.endpoint('VMCluster', vmcluster).url).port);
 
-/** zone-b first: every query tries it first, and a failed attempt is retried on zone-a. */
+/** The chart users' config with zone-b first and a failed attempt retried on the next backend (zone-a). */
 function retryConfig(): string {
-  return [
-    'users:',
-    `  - username: ${helmUser.username}`,
-    `    password: '${helmUser.password}'`,
-    '    url_map:',
-    '      - src_paths: ["/api/v1/.*"]',
-    '        url_prefix:',
-    `          - http://vmselect-vm-zone-b.${ns}.svc:8481/select/0/prometheus/`,
-    `          - http://vmselect-vm-zone-a.${ns}.svc:8481/select/0/prometheus/`,
-    '        load_balancing_policy: first_available',
-    '        retry_status_codes: [503]',
-    '',
-  ].join('\n');
+  const config = helmConfig(['vm-zone-b', 'vm-zone-a']);
+  const policy = '        load_balancing_policy: least_loaded\n';
+  assert.ok(config.includes(policy), 'helmConfig names its load-balancing policy');
+  return config.replace(
+    policy,
+    '        load_balancing_policy: first_available\n        retry_status_codes: [503]\n',
+  );
 }
 
 test('a query vmauth accepted before the drain and retried on the drained zone reaches it before the drain ends, never after', async (t) => {
