@@ -7,8 +7,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
 import { handOver } from '../../../plugin/zones/reconciler/handoff.ts';
+import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import {
   annotationValue,
   handoffAnnotation,
@@ -23,8 +25,10 @@ import {
   ns,
   readsJson,
   rolloutObject,
+  routedObjects,
   stepPluginOf,
   threeZones,
+  untilSettled,
   useVmauthFixture,
 } from './memory-cluster.ts';
 
@@ -116,4 +120,31 @@ test('a 409 on a hand-over because the zone changed hands (the reconciler releas
   assert.equal(state.handoff, undefined);
   assert.equal(state.lease, undefined);
   assert.equal(handed.cluster.state.handoff, undefined, 'the caller gets the zone as it is now');
+});
+
+test("the reconciler's hand-over of an ended walk loses to the walk's own Abort landing between its read and its write: the reconciler decides again in the same pass and finishes the Abort's rollback", async () => {
+  const kube = threeZones(vmauth.port);
+  kube.put(rolloutObject('walk', { currentPodHash: 'rev-r', stableRS: 'rev-s', currentStepIndex: 1 }));
+  const plugin = stepPluginOf(kube, clock);
+  assert.equal((await plugin.run('zone-a', 'drainReads')).phase, 'Successful');
+  assert.equal((await plugin.run('zone-a', 'apply')).phase, 'Successful');
+  kube.setStatus('Rollout', 'walk', { abort: true });
+  let abort: Awaited<ReturnType<typeof plugin.call>> | undefined;
+  beforeNextZonePatch(kube, async () => {
+    abort = await plugin.call('abort', 'zone-a', 'apply');
+  });
+  const reconciler = new ZoneReconciler({ clock, kube, logger: silentLogger });
+  const progress = await reconciler.tick();
+  assert.equal(abort?.phase, 'Successful', abort?.message);
+  assert.ok(
+    progress['vm/vm-zone-a'] !== undefined,
+    `the zone is worked on in the same pass: ${JSON.stringify(progress)}`,
+  );
+  const reasons = kube.created.map((e) => (e as { reason?: string }).reason);
+  assert.ok(reasons.includes('ZoneRollbackRequested'));
+  assert.ok(!reasons.includes('ZoneWalkEnded'), 'the lost hand-over said nothing');
+  await untilSettled(reconciler);
+  const after = kube.getStored('VMCluster', 'vm-zone-a');
+  assert.equal(after.spec?.clusterVersion, 'v1.151.0-cluster', 'rolled back');
+  assert.deepEqual(routedObjects(kube), ['vm-zone-a', 'vm-zone-b', 'vm-zone-c']);
 });
