@@ -24,6 +24,8 @@ export interface ZoneQueueReading {
   verdict: 'pass' | 'fail' | 'wait';
   message: string;
   state?: unknown;
+  /** When the check would look again (the gate's poll: sooner while the zone is not ready or a send retries). */
+  nextReadingInMs?: number;
 }
 
 /** Where the check reads: the zone's VMCluster in its cluster, the VMAgents (and their pods) in theirs. */

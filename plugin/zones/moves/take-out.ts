@@ -24,13 +24,18 @@ import { type DrainOutcome, type DrainRequest, drainReadsMove, type MoveDeps } f
 import { outcomeFailureCode } from './outcome.ts';
 import { release } from './release.ts';
 
-/** What taking a zone out waits on: a live holder's lease, the drain budget (other zones out), vmauth's proof,
- *  the queries in flight, the grace period. */
-export const takeOutWaits = ['lease', 'budget', 'vmauth', 'queries', 'grace'] as const;
+/** What taking a zone out waits on: a live holder's lease, the drain budget (other zones out), the zones that keep
+ *  serving being current (serving-zones.ts), vmauth's proof, the queries in flight, the grace period. */
+export const takeOutWaits = ['lease', 'budget', 'serving', 'vmauth', 'queries', 'grace'] as const;
 export type TakeOutWait = (typeof takeOutWaits)[number];
 
 /** The waits that fail past readyTimeout, and the code each fails with (queries and grace end by themselves). */
-const lateCodes = { lease: 'LeaseHeld', budget: 'DrainBudget', vmauth: 'ReloadUnproven' } as const;
+const lateCodes = {
+  lease: 'LeaseHeld',
+  budget: 'DrainBudget',
+  serving: 'ServingZoneBehind',
+  vmauth: 'ReloadUnproven',
+} as const;
 type TimedWait = keyof typeof lateCodes;
 
 export interface TakeOutRequest extends Omit<DrainRequest, 'mark'> {
@@ -40,7 +45,8 @@ export interface TakeOutRequest extends Omit<DrainRequest, 'mark'> {
   /** The step's: a lease of its Rollout protects nothing while the zone is not drained (the budget refused it, a
    *  write lost), so it goes again then. The reconciler's rollback keeps the zone it holds for its holder. */
   leaseOnlyWhileDrained: boolean;
-  /** Past it, a wait fails (lease: LeaseHeld, budget: DrainBudget, vmauth: ReloadUnproven); absent (the
+  /** Past it, a wait fails (lease: LeaseHeld, budget: DrainBudget, serving: ServingZoneBehind, vmauth:
+   *  ReloadUnproven); absent (the
    *  reconciler, which is what finishes zones): it waits on. */
   readyTimeout?: { ms: number; text: string };
   /** The wait of the caller's previous look (the step's status), to go on from its start. */
@@ -219,7 +225,8 @@ export async function takeOut(
   return { ...proven, phase: 'done', message: outcome.message };
 }
 
-/** The budget refuses the drain (now): wait for the other zones, up to readyTimeout. */
+/** The budget refuses the drain (now), or a zone that would keep serving is behind: wait for the other zones, up
+ *  to readyTimeout. */
 async function refusedByBudget(
   deps: MoveDeps,
   request: TakeOutRequest,
@@ -247,7 +254,8 @@ async function refusedByBudget(
     await letGo(deps, request);
   }
   const undone = outcome.undone === undefined ? '' : `; its drain from ${outcome.undone} was undone`;
-  return waitOrFail(deps, request, 'budget', request.previous, {
+  const waitsOn = outcome.code === 'ServingZoneBehind' ? 'serving' : 'budget';
+  return waitOrFail(deps, request, waitsOn, request.previous, {
     message: `zone ${zone}: not drained yet: ${outcome.message}${undone}`,
     late: (waited) =>
       `zone ${zone}: not drained within readyTimeout (${waited}): ${outcome.message}${undone}. ${stillOut.length > 0 ? `It is still out of ${stillOut.join(', ')}; the rollout aborts and vmzones puts it back` : 'It serves reads as before'}`,
