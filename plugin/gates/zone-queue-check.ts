@@ -44,5 +44,6 @@ export const checkZoneQueue: ZoneQueueCheck = async (clients, request, previous,
     message: reading.message,
     state: reading.state,
     nextReadingInMs: reading.pollMs,
+    ...(reading.evidenceDueInMs === undefined ? {} : { evidenceDueInMs: reading.evidenceDueInMs }),
   };
 };

@@ -48,9 +48,10 @@ export interface ServingCheck {
  *  1.5 s apart (3 s) and the time of a reading. */
 export const servingInCallMs = 4_000;
 
-/** A reading this young is the one every caller gets (a wave's zones, the re-admission after a 409): under the
- *  queue gate's 1.5 s round spacing, so each reading that counts is a round of its own. */
-export const readingReuseMs = 1_000;
+/** A reading this young is the one the admission starts from: a wave's zones admitted one after another (their
+ *  turns are seconds apart: each waits for its balancer write's reload stamp), a write retried on a fresh read, the
+ *  walks of other Rollouts beside the same zones. The readings taken again inside the call are always new ones. */
+export const readingReuseMs = 5_000;
 /** Rounds older than this are dropped with their zone (a zone no walk of this process drained beside for long). */
 const forgetAfterMs = 30 * 60_000;
 /** How soon to read again when the queue check says nothing (its round spacing, 1.5 s by default). */
@@ -62,6 +63,8 @@ export interface ServingReading {
   lacks: string[];
   /** When the queue check would look again (its poll). */
   nextReadingInMs?: number;
+  /** The queue is all it lacks, and its rounds are counting: the rule's evidence is due in this long. */
+  clearsInMs?: number;
 }
 
 interface Remembered {
@@ -76,13 +79,13 @@ interface Remembered {
 export class ServingReadings {
   readonly #zones = new Map<string, Remembered>();
 
-  /** The zone's reading: the latest if younger than readingReuseMs (or still being taken), else a new one. */
-  read(deps: MoveDeps, check: ServingCheck, zone: ServingZone): Promise<ServingReading> {
+  /** The zone's reading: the latest if younger than `maxAgeMs` (or still being taken), else a new one. */
+  read(deps: MoveDeps, check: ServingCheck, zone: ServingZone, maxAgeMs: number): Promise<ServingReading> {
     const now = deps.now().getTime();
     for (const [key, entry] of this.#zones) if (now - entry.at > forgetAfterMs) this.#zones.delete(key);
     const key = servingZoneKey(zone);
     const latest = this.#zones.get(key);
-    if (latest !== undefined && now - latest.at < readingReuseMs) return latest.reading;
+    if (latest !== undefined && now - latest.at <= maxAgeMs) return latest.reading;
     const entry: Remembered = {
       at: now,
       queueState: latest?.queueState,
@@ -150,12 +153,14 @@ async function readServingZone(
       `the remote-write queue of ${writers} toward it is not drained${queue.verdict === 'fail' ? ' (data was dropped)' : ''}: ${queue.message}`,
     );
   }
+  const clearsInMs = lacks.length === 1 ? queue?.evidenceDueInMs : undefined;
   if (storage.state !== 'writable') lacks.push(storage.message);
   return {
     reading: {
       zone: zone.zone,
       lacks,
       ...(queue?.nextReadingInMs === undefined ? {} : { nextReadingInMs: queue.nextReadingInMs }),
+      ...(clearsInMs === undefined || storage.state !== 'writable' ? {} : { clearsInMs }),
     },
     queueState: queue?.state ?? queueState,
   };
@@ -163,8 +168,10 @@ async function readServingZone(
 
 /**
  * Why the drain must wait for the zones that would keep serving, or undefined: each zone a balancer the drained zone
- * leaves still routes to (the wave's own zones leave too) is read, and read again inside the call while some is
- * behind and `check.inCallMs` allows (the queue rule's rounds come 1.5 s apart). The message names each zone that is
+ * leaves still routes to (the wave's own zones leave too) is read — a reading of the last `readingReuseMs` serves —
+ * and, while the only thing some zone lacks is queue rounds that are counting and due within `check.inCallMs`, read
+ * again at the rule's spacing inside the call. A zone that is behind otherwise (a backed-up queue, read-only
+ * storage) is read once per call: waiting in the call would not clear it. The message names each zone that is
  * behind and what it lacks.
  */
 export async function servingZonesBehind(
@@ -181,16 +188,22 @@ export async function servingZonesBehind(
   );
   if (staying.length === 0) return undefined;
   const until = deps.now().getTime() + Math.max(check.inCallMs, deps.inCallWaitMs ?? 0);
+  let maxAgeMs = readingReuseMs;
   for (;;) {
-    const readings = await Promise.all(staying.map((z) => check.readings.read(deps, check, z)));
+    const readings = await Promise.all(staying.map((z) => check.readings.read(deps, check, z, maxAgeMs)));
     const behind = readings.filter((r) => r.lacks.length > 0);
     if (behind.length === 0) return undefined;
-    const nextMs = Math.max(...behind.map((r) => r.nextReadingInMs ?? defaultNextReadingMs), readingReuseMs);
-    if (deps.now().getTime() + nextMs > until) {
+    const nextMs = Math.max(...behind.map((r) => r.nextReadingInMs ?? defaultNextReadingMs));
+    const now = deps.now().getTime();
+    const clearsSoon = behind.every(
+      (r) => r.clearsInMs !== undefined && now + Math.max(r.clearsInMs, nextMs) <= until,
+    );
+    if (!clearsSoon) {
       return `draining ${wave.length > 1 ? `the wave ${wave.join(', ')}` : `zone ${zone}`} would move its reads to ${behind
         .map((r) => `zone ${r.zone}, which is behind: ${r.lacks.join('; ')}`)
         .join('; and to ')}`;
     }
     await deps.sleep(nextMs);
+    maxAgeMs = 0;
   }
 }
