@@ -4,7 +4,7 @@
 // while it stays operational. The single-node process (a VMSingle) exports the same gauge, vlstorage (a VLCluster)
 // `vl_storage_is_read_only`. Each storage pod is read through the pod access the gates use (its address, or its
 // cluster's pod proxy: pod-proxy.ts). Evidence, never its absence: a pod that gives no figure is no proof of
-// writable storage.
+// writable storage; a zone without storage pods is said as such.
 
 import type { KubeObjects } from '../kube/objects.ts';
 import { podScrapeFailure, podScrapeTarget } from './pod-proxy.ts';
@@ -21,8 +21,10 @@ const storageComponent: Readonly<Record<ZoneKindName, { component: string; metri
 };
 
 export interface StorageWritability {
-  /** writable: every storage pod answered 0; readOnly: some answered 1; unknown: some gave no figure (or none exist). */
-  state: 'writable' | 'readOnly' | 'unknown';
+  /** writable: every storage pod answered 0; readOnly: some answered 1; unknown: some gave no figure; none: the zone
+   *  has no storage pod to ask (the operator always runs some: a zone whose storage is not its pods, such as the
+   *  sandbox's simulated operator's single process, has nothing to read here). */
+  state: 'writable' | 'readOnly' | 'unknown' | 'none';
   message: string;
 }
 
@@ -37,7 +39,7 @@ export async function readStorageWritability(
   const { active } = await listSelectedPods(kube, zone.namespace, selector);
   if (active.length === 0) {
     return {
-      state: 'unknown',
+      state: 'none',
       message: `no ${component} pod matches ${selector} in namespace ${zone.namespace}`,
     };
   }

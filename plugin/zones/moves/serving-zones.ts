@@ -154,13 +154,14 @@ async function readServingZone(
     );
   }
   const clearsInMs = lacks.length === 1 ? queue?.evidenceDueInMs : undefined;
-  if (storage.state !== 'writable') lacks.push(storage.message);
+  // No storage pod at all (the operator runs them; the sandbox's simulated zones are one process): nothing to read.
+  if (storage.state === 'readOnly' || storage.state === 'unknown') lacks.push(storage.message);
   return {
     reading: {
       zone: zone.zone,
       lacks,
       ...(queue?.nextReadingInMs === undefined ? {} : { nextReadingInMs: queue.nextReadingInMs }),
-      ...(clearsInMs === undefined || storage.state !== 'writable' ? {} : { clearsInMs }),
+      ...(clearsInMs === undefined || lacks.length > 1 ? {} : { clearsInMs }),
     },
     queueState: queue?.state ?? queueState,
   };

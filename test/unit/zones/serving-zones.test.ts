@@ -76,7 +76,7 @@ function queueCheckFor(
 }
 
 /** The zone's vmstorage pod with the operator's labels, at its /metrics stand-in. */
-function storagePod(zone: string, options: { ready?: boolean } = {}) {
+function storagePod(zone: string, options: { ready?: boolean; phase?: string } = {}) {
   const labels = Object.fromEntries(
     zoneComponentSelector('vmstorage', `vm-${zone}`)
       .split(',')
@@ -182,6 +182,27 @@ test('a serving zone whose storage gives no reading is no proof: the drain waits
     waiting.message ?? '',
     /zone zone-b, which is behind: no reading of vm_storage_is_read_only: pod vm\/vmstorage-vm-zone-b-0 is not Ready/,
   );
+});
+
+test('a zone without storage pods (its storage is not pods, as in the simulated sandbox) has no storage to read: the queue decides', async () => {
+  readOnly.clear();
+  const { kube, backedUp, run } = setup();
+  kube.put(storagePod('zone-b', { phase: 'Succeeded' }));
+  kube.put(storagePod('zone-c', { phase: 'Succeeded' }));
+  backedUp.add('vm-zone-b');
+  const waiting = await run({ zone: 'zone-a', action: 'drainReads' });
+  assert.equal(waiting.phase, 'Running');
+  assert.match(
+    waiting.message ?? '',
+    /zone zone-b, which is behind: the remote-write queue of VMAgent vmagent/,
+  );
+  assert.doesNotMatch(waiting.message ?? '', /vmstorage/);
+  backedUp.delete('vm-zone-b');
+  clock.advance(6_000);
+  let result = await run({ zone: 'zone-a', action: 'drainReads' });
+  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
+    result = await run({ zone: 'zone-a', action: 'drainReads' });
+  assert.equal(result.phase, 'Successful', result.message);
 });
 
 test('a zone that stays behind fails the drain at readyTimeout with ServingZoneBehind, naming zone-b; it serves reads as before', async () => {
