@@ -6,12 +6,10 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { silentLogger } from '../../../plugin/goplugin/index.ts';
-import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
+import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { zoneComponentSelector } from '../../../plugin/vm/queries-in-flight.ts';
 import type { ZoneQueueCheck, ZoneQueueRequest } from '../../../plugin/zones/moves/queue-check.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { type MemoryKube, readyPod } from '../kube/memory-kube.ts';
 import {
@@ -19,6 +17,7 @@ import {
   rolloutObject,
   routedObjects,
   specDocument,
+  stepPluginOf,
   threeZones,
   useVmauthFixture,
 } from './memory-cluster.ts';
@@ -92,24 +91,15 @@ function setup(spec = specDocument()) {
   const backedUp = new Set<string>();
   const readings: (ZoneQueueRequest & { previous: unknown })[] = [];
   const rounds = { needed: 1 };
-  const plugin = createZoneStepPlugin({
-    clock,
-    kube,
-    reconciler: false,
-    logger: silentLogger,
-    inCallWaitMs: 1_000,
-    servingZones: true,
-    queueCheck: queueCheckFor(backedUp, readings, rounds),
+  const { call, run } = stepPluginOf(kube, clock, {
+    options: { servingZones: true, queueCheck: queueCheckFor(backedUp, readings, rounds) },
   });
-  let status: unknown;
-  /** One Run of the step, carrying its status to the next as the controller does. */
-  const run = async (config: object): Promise<StepResult> => {
-    const view = kube.getStored('Rollout', 'walk', 'argoproj.io/v1alpha1') as unknown as RolloutView;
-    const result = await plugin.run(view, { pluginName: 'vmzones/step', config, status });
-    status = result.status;
-    return result;
-  };
-  return { kube, backedUp, readings, rounds, run };
+  /** drainReads of `zone`, once, given the status of the call before it (as the controller does). */
+  const drain = (zone: string | readonly string[], previous?: StepResult) =>
+    call('run', zone, 'drainReads', previous);
+  /** drainReads until it is no longer Running (a few calls). */
+  const drainToEnd = (zone: string | readonly string[]) => run(zone, 'drainReads');
+  return { kube, backedUp, readings, rounds, drain, drainToEnd };
 }
 
 function leased(kube: MemoryKube, zone: string): boolean {
@@ -118,10 +108,10 @@ function leased(kube: MemoryKube, zone: string): boolean {
 
 test("drainReads waits while zone-b's vmagent queue is backed up, naming zone-b, and goes on once it drains", async () => {
   readOnly.clear();
-  const { kube, backedUp, readings, run } = setup();
+  const { kube, backedUp, readings, drain, drainToEnd } = setup();
   backedUp.add('vm-zone-b');
   const before = kube.patches.length;
-  const waiting = await run({ zone: 'zone-a', action: 'drainReads' });
+  const waiting = await drain('zone-a');
   assert.equal(waiting.phase, 'Running', waiting.message);
   assert.match(
     waiting.message ?? '',
@@ -145,9 +135,7 @@ test("drainReads waits while zone-b's vmagent queue is backed up, naming zone-b,
 
   backedUp.delete('vm-zone-b');
   clock.advance(10_000);
-  let result = await run({ zone: 'zone-a', action: 'drainReads' });
-  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
-    result = await run({ zone: 'zone-a', action: 'drainReads' });
+  const result = await drainToEnd('zone-a');
   assert.equal(result.phase, 'Successful', result.message);
   assert.deepEqual(routedObjects(kube), ['vm-zone-b', 'vm-zone-c']);
   assert.ok(leased(kube, 'zone-a'));
@@ -156,8 +144,8 @@ test("drainReads waits while zone-b's vmagent queue is backed up, naming zone-b,
 test('drainReads waits while a vmstorage pod of a serving zone is read-only, naming the pod, and goes on once it is writable', async () => {
   readOnly.clear();
   readOnly.set('zone-c', 1);
-  const { kube, run } = setup();
-  const waiting = await run({ zone: 'zone-a', action: 'drainReads' });
+  const { kube, drain, drainToEnd } = setup();
+  const waiting = await drain('zone-a');
   assert.equal(waiting.phase, 'Running', waiting.message);
   assert.match(
     waiting.message ?? '',
@@ -166,17 +154,15 @@ test('drainReads waits while a vmstorage pod of a serving zone is read-only, nam
   assert.ok(!leased(kube, 'zone-a'));
   readOnly.set('zone-c', 0);
   clock.advance(6_000); // past the 5 s a reading is shared for
-  let result = await run({ zone: 'zone-a', action: 'drainReads' });
-  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
-    result = await run({ zone: 'zone-a', action: 'drainReads' });
+  const result = await drainToEnd('zone-a');
   assert.equal(result.phase, 'Successful', result.message);
 });
 
 test('a serving zone whose storage gives no reading is no proof: the drain waits and says why', async () => {
   readOnly.clear();
-  const { kube, run } = setup();
+  const { kube, drain, drainToEnd } = setup();
   kube.put(storagePod('zone-b', { ready: false }));
-  const waiting = await run({ zone: 'zone-a', action: 'drainReads' });
+  const waiting = await drain('zone-a');
   assert.equal(waiting.phase, 'Running');
   assert.match(
     waiting.message ?? '',
@@ -186,11 +172,11 @@ test('a serving zone whose storage gives no reading is no proof: the drain waits
 
 test('a zone without storage pods (its storage is not pods, as in the simulated sandbox) has no storage to read: the queue decides', async () => {
   readOnly.clear();
-  const { kube, backedUp, run } = setup();
+  const { kube, backedUp, drain, drainToEnd } = setup();
   kube.put(storagePod('zone-b', { phase: 'Succeeded' }));
   kube.put(storagePod('zone-c', { phase: 'Succeeded' }));
   backedUp.add('vm-zone-b');
-  const waiting = await run({ zone: 'zone-a', action: 'drainReads' });
+  const waiting = await drain('zone-a');
   assert.equal(waiting.phase, 'Running');
   assert.match(
     waiting.message ?? '',
@@ -199,23 +185,21 @@ test('a zone without storage pods (its storage is not pods, as in the simulated 
   assert.doesNotMatch(waiting.message ?? '', /vmstorage/);
   backedUp.delete('vm-zone-b');
   clock.advance(6_000);
-  let result = await run({ zone: 'zone-a', action: 'drainReads' });
-  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
-    result = await run({ zone: 'zone-a', action: 'drainReads' });
+  const result = await drainToEnd('zone-a');
   assert.equal(result.phase, 'Successful', result.message);
 });
 
 test('a zone that stays behind fails the drain at readyTimeout with ServingZoneBehind, naming zone-b; it serves reads as before', async () => {
   readOnly.clear();
-  const { kube, backedUp, run } = setup();
+  const { kube, backedUp, drain, drainToEnd } = setup();
   backedUp.add('vm-zone-b');
-  const first = await run({ zone: 'zone-a', action: 'drainReads' });
+  const first = await drain('zone-a');
   assert.equal(first.phase, 'Running');
   clock.advance(14 * 60_000);
-  const still = await run({ zone: 'zone-a', action: 'drainReads' });
+  const still = await drain('zone-a', first);
   assert.equal(still.phase, 'Running', 'within readyTimeout (15m) it still waits');
   clock.advance(61_000);
-  const late = await run({ zone: 'zone-a', action: 'drainReads' });
+  const late = await drain('zone-a', still);
   assert.equal(late.phase, 'Failed');
   assert.equal((late.status as { code?: string }).code, 'ServingZoneBehind');
   assert.match(
@@ -229,10 +213,8 @@ test('a zone that stays behind fails the drain at readyTimeout with ServingZoneB
 test('a wave takes one reading of each zone that keeps serving, shared by its zones; the wave itself is not asked about', async () => {
   readOnly.clear();
   const spec = JSON.stringify({ ...JSON.parse(specDocument()), disruptionBudget: { maxZonesOut: 2 } });
-  const { kube, readings, run } = setup(spec);
-  let result = await run({ zones: ['zone-a', 'zone-b'], action: 'drainReads' });
-  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
-    result = await run({ zones: ['zone-a', 'zone-b'], action: 'drainReads' });
+  const { kube, readings, drainToEnd } = setup(spec);
+  const result = await drainToEnd(['zone-a', 'zone-b']);
   assert.equal(result.phase, 'Successful', result.message);
   assert.deepEqual(routedObjects(kube), ['vm-zone-c']);
   assert.deepEqual(
@@ -244,13 +226,12 @@ test('a wave takes one reading of each zone that keeps serving, shared by its zo
 
 test("the queue rule's rounds fit in one call: read again 1.5 s apart, each handed the rounds before it, then drained", async () => {
   readOnly.clear();
-  const { kube, readings, rounds, run } = setup();
+  const { kube, readings, rounds, drain, drainToEnd } = setup();
   rounds.needed = 3;
   const slept = clock.slept.length;
-  let result = await run({ zone: 'zone-a', action: 'drainReads' });
-  assert.ok(leased(kube, 'zone-a'), `admitted in the first call: ${result.message}`);
-  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
-    result = await run({ zone: 'zone-a', action: 'drainReads' });
+  const first = await drain('zone-a');
+  assert.ok(leased(kube, 'zone-a'), `admitted in the first call: ${first.message}`);
+  const result = await drainToEnd('zone-a');
   assert.equal(result.phase, 'Successful', result.message);
   const ofB = readings.filter((r) => r.vmcluster === 'vm-zone-b');
   assert.deepEqual(
@@ -267,17 +248,15 @@ test("the queue rule's rounds fit in one call: read again 1.5 s apart, each hand
 
 test('the rounds outlive the call: a drain whose evidence is not due within the call goes on from its rounds in the next', async () => {
   readOnly.clear();
-  const { kube, readings, rounds, run } = setup();
+  const { kube, readings, rounds, drain, drainToEnd } = setup();
   rounds.needed = 4;
-  const first = await run({ zone: 'zone-a', action: 'drainReads' });
+  const first = await drain('zone-a');
   assert.equal(first.phase, 'Running');
   assert.match(first.message ?? '', /looks drained in 1 of the 4 consecutive rounds/);
   assert.equal(readings.filter((r) => r.vmcluster === 'vm-zone-b').length, 1, 'due in 4.5 s: read once');
   assert.ok(!leased(kube, 'zone-a'));
   clock.advance(20_000);
-  let result = await run({ zone: 'zone-a', action: 'drainReads' });
-  for (let i = 0; i < 5 && result.phase === 'Running'; i++)
-    result = await run({ zone: 'zone-a', action: 'drainReads' });
+  const result = await drainToEnd('zone-a');
   assert.equal(result.phase, 'Successful', result.message);
   assert.deepEqual(
     readings.filter((r) => r.vmcluster === 'vm-zone-b').map((r) => r.previous),
