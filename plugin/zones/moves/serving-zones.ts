@@ -5,10 +5,11 @@
 // vmagentQueueDrained reading behind the queue-check port, queue-check.ts), and none of its storage pods read-only
 // (vm/storage-read-only.ts). A zone that is behind makes the drain wait, naming it and what it lacks.
 //
-// Cost: the queue rule needs rounds 1.5 s apart, so the rounds of each serving zone are kept in this process
-// (`ServingReadings`) across drain attempts, walks and waves, and a reading younger than `readingReuseMs` is shared
-// (a wave's zones, a write retried on a fresh read). Kept in memory only: a restarted plugin takes fresh rounds,
-// which delays a drain by a few seconds and never admits one (the rule asks for evidence, never its absence).
+// Cost: the queue rule needs rounds 1.5 s apart, so a drain reads each serving zone again inside the call while its
+// rounds are counting (about 3 s for three), the rounds are kept in this process (`ServingReadings`) for the next
+// reading within `roundsCarriedMs`, and a reading younger than `readingReuseMs` is shared (a wave's zones, a write
+// retried on a fresh read). Kept in memory only: a restarted plugin takes fresh rounds, which costs a drain a few
+// seconds and never admits one (the rule asks for evidence, never its absence).
 
 import { type ReadLayer, routingTo } from '../../vm/read-layer.ts';
 import { readStorageWritability } from '../../vm/storage-read-only.ts';
@@ -52,7 +53,13 @@ export const servingInCallMs = 4_000;
  *  turns are seconds apart: each waits for its balancer write's reload stamp), a write retried on a fresh read, the
  *  walks of other Rollouts beside the same zones. The readings taken again inside the call are always new ones. */
 export const readingReuseMs = 5_000;
-/** Rounds older than this are dropped with their zone (a zone no walk of this process drained beside for long). */
+/** A zone's rounds are carried to its next reading only this long: the rule compares each round's counters with the
+ *  round before, and across a longer gap — say one that spans the zone's own walk, its restart and vmagent's
+ *  retries to it, long over — the growth it sees is history, not the queue as it is. Older rounds are dropped and
+ *  the reading starts fresh (three rounds, about 3 s inside the call). Longer than a wave's turns (seconds apart),
+ *  shorter than a controller round trip (16 s and more). */
+export const roundsCarriedMs = 10_000;
+/** Entries older than this are dropped (a zone no drain of this process looked at for long). */
 const forgetAfterMs = 30 * 60_000;
 /** How soon to read again when the queue check says nothing (its round spacing, 1.5 s by default). */
 const defaultNextReadingMs = 1_500;
@@ -86,10 +93,12 @@ export class ServingReadings {
     const key = servingZoneKey(zone);
     const latest = this.#zones.get(key);
     if (latest !== undefined && now - latest.at <= maxAgeMs) return latest.reading;
+    const carried =
+      latest !== undefined && now - latest.at <= roundsCarriedMs ? latest.queueState : undefined;
     const entry: Remembered = {
       at: now,
-      queueState: latest?.queueState,
-      reading: readServingZone(deps, check, zone, latest?.queueState).then(
+      queueState: carried,
+      reading: readServingZone(deps, check, zone, carried).then(
         ({ reading, queueState }) => {
           entry.queueState = queueState;
           return reading;

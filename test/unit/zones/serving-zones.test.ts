@@ -246,21 +246,28 @@ test("the queue rule's rounds fit in one call: read again 1.5 s apart, each hand
   );
 });
 
-test('the rounds outlive the call: a drain whose evidence is not due within the call goes on from its rounds in the next', async () => {
+test('rounds are carried to the next reading for 10 s only: after a longer gap the reading starts fresh rounds', async () => {
   readOnly.clear();
   const { kube, readings, rounds, drain, drainToEnd } = setup();
   rounds.needed = 4;
+  const ofB = () => readings.filter((r) => r.vmcluster === 'vm-zone-b').map((r) => r.previous);
   const first = await drain('zone-a');
   assert.equal(first.phase, 'Running');
   assert.match(first.message ?? '', /looks drained in 1 of the 4 consecutive rounds/);
-  assert.equal(readings.filter((r) => r.vmcluster === 'vm-zone-b').length, 1, 'due in 4.5 s: read once');
+  assert.deepEqual(ofB(), [undefined], 'due in 4.5 s, more than the call may wait: read once');
+  // 11 s on: the round is history, the reading starts over.
+  clock.advance(11_000);
+  const second = await drain('zone-a', first);
+  assert.match(second.message ?? '', /looks drained in 1 of the 4 consecutive rounds/);
+  assert.deepEqual(ofB(), [undefined, undefined], 'not carried after 11 s');
   assert.ok(!leased(kube, 'zone-a'));
-  clock.advance(20_000);
+  // 9 s on: carried; the rounds still missing are due within the call.
+  clock.advance(9_000);
   const result = await drainToEnd('zone-a');
   assert.equal(result.phase, 'Successful', result.message);
   assert.deepEqual(
-    readings.filter((r) => r.vmcluster === 'vm-zone-b').map((r) => r.previous),
-    [undefined, { round: 1 }, { round: 2 }, { round: 3 }],
-    "the next call went on from the first call's round",
+    ofB(),
+    [undefined, undefined, { round: 1 }, { round: 2 }, { round: 3 }],
+    "the third call went on from the second call's round",
   );
 });
