@@ -78,8 +78,9 @@ interface Remembered {
   /** When the reading was started (0: it failed, take a new one). */
   at: number;
   reading: Promise<ServingReading>;
-  /** The queue check's rounds, carried to its next reading. */
+  /** The queue check's rounds, carried to its next reading, and when the reading that made them started. */
   queueState?: unknown;
+  roundsAt: number;
 }
 
 /** The serving zones' latest readings and queue rounds in this process (see the file's comment). */
@@ -93,14 +94,16 @@ export class ServingReadings {
     const key = servingZoneKey(zone);
     const latest = this.#zones.get(key);
     if (latest !== undefined && now - latest.at <= maxAgeMs) return latest.reading;
-    const carried =
-      latest !== undefined && now - latest.at <= roundsCarriedMs ? latest.queueState : undefined;
+    const fresh = latest !== undefined && now - latest.roundsAt <= roundsCarriedMs;
+    const carried = fresh ? latest.queueState : undefined;
     const entry: Remembered = {
       at: now,
       queueState: carried,
+      roundsAt: fresh ? latest.roundsAt : now,
       reading: readServingZone(deps, check, zone, carried).then(
         ({ reading, queueState }) => {
           entry.queueState = queueState;
+          entry.roundsAt = now;
           return reading;
         },
         (error: unknown) => {

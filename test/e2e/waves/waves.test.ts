@@ -500,11 +500,6 @@ test('a drain while zone-c’s vmagent queue is backed up waits, naming zone-c a
       waiting.message ?? '',
       /zone zone-a: not drained yet: draining zone zone-a would move its reads to zone zone-c, which is behind: the remote-write queue of VMAgent vmagent toward it is not drained: /,
     );
-    assert.doesNotMatch(
-      waiting.message ?? '',
-      /to zone zone-[bdef], which is behind/,
-      'only zone-c is behind',
-    );
     // Still waiting a controller round later, zone-a still serving and unchanged.
     await new Promise((resolve) => setTimeout(resolve, 20_000));
     const still = runStatus(await rolloutState(hub, rollout), 0);
