@@ -28,11 +28,15 @@ export interface StorageWritability {
   message: string;
 }
 
+/** How long a storage pod may take to answer: its /metrics is small and local; one that hangs longer is no reading
+ *  (and keeps the drain's admission from reading the others again inside its call). */
+export const storageScrapeTimeoutMs = 3_000;
+
 /** Scrapes every storage pod of the zone object once (plain HTTP, no credentials, as the query pods are read). */
 export async function readStorageWritability(
   kube: KubeObjects,
   zone: { kind: ZoneKindName; namespace: string; name: string },
-  limits?: ScrapeLimits,
+  limits: ScrapeLimits = { timeoutMs: storageScrapeTimeoutMs },
 ): Promise<StorageWritability> {
   const { component, metric } = storageComponent[zone.kind];
   const selector = zoneComponentSelector(component, zone.name);

@@ -182,10 +182,11 @@ async function readServingZone(
 /**
  * Why the drain must wait for the zones that would keep serving, or undefined: each zone a balancer the drained zone
  * leaves still routes to (the wave's own zones leave too) is read — a reading of the last `readingReuseMs` serves —
- * and, while the only thing some zone lacks is queue rounds that are counting and due within `check.inCallMs`, read
- * again at the rule's spacing inside the call. A zone that is behind otherwise (a backed-up queue, read-only
- * storage) is read once per call: waiting in the call would not clear it. The message names each zone that is
- * behind and what it lacks.
+ * and a zone whose only lack is queue rounds that are counting and due within `check.inCallMs` is read again at the
+ * rule's spacing inside the call. A zone behind otherwise (a backed-up queue, read-only storage, a pod that gives no
+ * reading) is read once per call: waiting in the call would not clear it. The message names the zones that are
+ * behind and what each lacks; zones whose rounds were still counting are named only when no zone is behind
+ * otherwise.
  */
 export async function servingZonesBehind(
   deps: MoveDeps,
@@ -199,24 +200,30 @@ export async function servingZonesBehind(
   const staying = check.zones.filter(
     (z) => !leaving.has(z.zone) && through.some((b) => b.routing.routed.includes(z.zone)),
   );
-  if (staying.length === 0) return undefined;
   const until = deps.now().getTime() + Math.max(check.inCallMs, deps.inCallWaitMs ?? 0);
+  const latest = new Map<string, ServingReading>();
+  let toRead = staying;
   let maxAgeMs = readingReuseMs;
-  for (;;) {
-    const readings = await Promise.all(staying.map((z) => check.readings.read(deps, check, z, maxAgeMs)));
-    const behind = readings.filter((r) => r.lacks.length > 0);
-    if (behind.length === 0) return undefined;
-    const nextMs = Math.max(...behind.map((r) => r.nextReadingInMs ?? defaultNextReadingMs));
+  while (toRead.length > 0) {
+    const readings = await Promise.all(toRead.map((z) => check.readings.read(deps, check, z, maxAgeMs)));
+    for (const reading of readings) latest.set(reading.zone, reading);
     const now = deps.now().getTime();
-    const clearsSoon = behind.every(
-      (r) => r.clearsInMs !== undefined && now + Math.max(r.clearsInMs, nextMs) <= until,
-    );
-    if (!clearsSoon) {
-      return `draining ${wave.length > 1 ? `the wave ${wave.join(', ')}` : `zone ${zone}`} would move its reads to ${behind
-        .map((r) => `zone ${r.zone}, which is behind: ${r.lacks.join('; ')}`)
-        .join('; and to ')}`;
-    }
+    const counting = readings.filter((r) => r.lacks.length > 0 && r.clearsInMs !== undefined);
+    const nextMs = Math.max(0, ...counting.map((r) => r.nextReadingInMs ?? defaultNextReadingMs));
+    const due = counting.filter((r) => now + Math.max(r.clearsInMs ?? 0, nextMs) <= until);
+    if (due.length === 0) break;
     await deps.sleep(nextMs);
+    toRead = staying.filter((z) => due.some((r) => r.zone === z.zone));
     maxAgeMs = 0;
   }
+  const behind = [...latest.values()].filter((r) => r.lacks.length > 0);
+  if (behind.length === 0) return undefined;
+  const stuck = behind.filter((r) => r.clearsInMs === undefined);
+  return `draining ${wave.length > 1 ? `the wave ${wave.join(', ')}` : `zone ${zone}`} would move its reads to ${(stuck.length >
+  0
+    ? stuck
+    : behind
+  )
+    .map((r) => `zone ${r.zone}, which is behind: ${r.lacks.join('; ')}`)
+    .join('; and to ')}`;
 }

@@ -29,6 +29,7 @@ import { applyAnalysisTemplates } from '../../sandbox/analysis-templates.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { loadgenStatus } from '../../sandbox/loadgen-client.ts';
 import { readUser, vmauthName } from '../../sandbox/manifests.ts';
+import { rawQueue } from '../gates/support.ts';
 import { leftoversIn, samplesLost, specValue } from '../reliability/support.ts';
 import {
   cluster,
@@ -499,6 +500,14 @@ test('a drain while zone-c’s vmagent queue is backed up waits, naming zone-c a
     assert.match(
       waiting.message ?? '',
       /zone zone-a: not drained yet: draining zone zone-a would move its reads to zone zone-c, which is behind: the remote-write queue of VMAgent vmagent toward it is not drained: /,
+    );
+    // Independent evidence that the queue is backed up: vmagent holds data for zone-c's queue (the third).
+    const held = await rawQueue(sandbox.endpoint('VMAgent', 'vmagent').url, 3);
+    figures['serving: zone-c queue while stopped (bytes pending, on disk)'] =
+      `${held.pendingDataBytes}, ${held.onDiskBytes}`;
+    assert.ok(
+      held.pendingDataBytes > 0 || held.onDiskBytes > 0,
+      `zone-c's queue holds data: ${JSON.stringify(held)}`,
     );
     // Still waiting a controller round later, zone-a still serving and unchanged.
     await new Promise((resolve) => setTimeout(resolve, 20_000));

@@ -141,6 +141,17 @@ test("drainReads waits while zone-b's vmagent queue is backed up, naming zone-b,
   assert.ok(leased(kube, 'zone-a'));
 });
 
+test('a zone whose rounds are still counting is not named beside a zone that is behind', async () => {
+  readOnly.clear();
+  const { backedUp, rounds, drain } = setup();
+  backedUp.add('vm-zone-b');
+  rounds.needed = 5; // zone-c's evidence is due in 6 s, past the call's 4 s
+  const waiting = await drain('zone-a');
+  assert.equal(waiting.phase, 'Running');
+  assert.match(waiting.message ?? '', /would move its reads to zone zone-b, which is behind: /);
+  assert.doesNotMatch(waiting.message ?? '', /zone zone-c/, 'zone-c is only short of rounds');
+});
+
 test('drainReads waits while a vmstorage pod of a serving zone is read-only, naming the pod, and goes on once it is writable', async () => {
   readOnly.clear();
   readOnly.set('zone-c', 1);
