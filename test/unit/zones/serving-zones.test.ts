@@ -171,7 +171,7 @@ test('drainReads waits while a vmstorage pod of a serving zone is read-only, nam
 
 test('a serving zone whose storage gives no reading is no proof: the drain waits and says why', async () => {
   readOnly.clear();
-  const { kube, drain, drainToEnd } = setup();
+  const { kube, drain } = setup();
   kube.put(storagePod('zone-b', { ready: false }));
   const waiting = await drain('zone-a');
   assert.equal(waiting.phase, 'Running');
@@ -202,7 +202,7 @@ test('a zone without storage pods (its storage is not pods, as in the simulated 
 
 test('a zone that stays behind fails the drain at readyTimeout with ServingZoneBehind, naming zone-b; it serves reads as before', async () => {
   readOnly.clear();
-  const { kube, backedUp, drain, drainToEnd } = setup();
+  const { kube, backedUp, drain } = setup();
   backedUp.add('vm-zone-b');
   const first = await drain('zone-a');
   assert.equal(first.phase, 'Running');
