@@ -235,10 +235,12 @@ export function createGatesProvider(options: GatesProviderOptions = {}): MetricP
         await sleep(Math.max(0, next - clock()));
         now = clock();
         readings += 1;
+        // The next reading sees the state the last one left, and none if it left none (never an older one).
+        const { [metadataKeys.state]: _older, ...kept } = previous?.metadata ?? {};
         const carried: MeasurementView = {
           ...previous,
           metadata: {
-            ...previous?.metadata,
+            ...kept,
             ...(reading.state === undefined ? {} : { [metadataKeys.state]: JSON.stringify(reading.state) }),
           },
         };

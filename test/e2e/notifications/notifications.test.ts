@@ -27,8 +27,10 @@ import {
   eventually,
   latencyOffset,
   ns,
+  type RolloutState,
   rolloutCanProgress,
   rolloutObject,
+  rolloutStanding,
   rolloutState,
   sandboxKube,
   stepsFor,
@@ -159,25 +161,75 @@ function describe(list: readonly Delivery[]): string {
   return list.map((d) => `  ${d.kind}: ${d.text}`).join('\n');
 }
 
+/** How long the controller may take to notify once the Rollout is in the state a trigger names. */
+const notifyWithinMs = 90_000;
+
+/**
+ * Waits for a delivery of `kind` since `t0`. While none came, the wait's last error says where the Rollout stands and
+ * what did arrive; once the Rollout has been in the state the trigger names (`shows`) for notifyWithinMs with still
+ * no delivery, the wait fails at once: the walk was on time and the notification was not.
+ */
+async function delivered(
+  kind: string,
+  what: string,
+  t0: number,
+  timeoutMs: number,
+  walk: { shows?: (s: RolloutState) => boolean; mustProgress: boolean },
+): Promise<Delivery> {
+  const { shows } = walk;
+  let showingSince: number | undefined;
+  const silent = async (): Promise<string | undefined> => {
+    if (shows === undefined) return undefined;
+    const s = await rolloutState(kube, name).catch(() => undefined);
+    if (s === undefined || !shows(s)) {
+      showingSince = undefined;
+      return undefined;
+    }
+    showingSince ??= Date.now();
+    if (since(t0).some((d) => d.kind === kind)) return undefined;
+    return Date.now() - showingSince > notifyWithinMs
+      ? `the Rollout has shown it for ${((Date.now() - showingSince) / 1000).toFixed(0)} s (${rolloutStanding(s)}) but no ${kind} notification came; delivered since:\n${describe(since(t0))}`
+      : undefined;
+  };
+  return eventually(
+    what,
+    async () => {
+      const got = since(t0).find((d) => d.kind === kind);
+      if (got !== undefined) return got;
+      const s = await rolloutState(kube, name);
+      throw new Error(`none yet; ${rolloutStanding(s)}; delivered since:\n${describe(since(t0))}`);
+    },
+    { timeoutMs, unless: walk.mustProgress ? [rolloutCanProgress(kube, name), silent] : [silent] },
+  );
+}
+
+/** The Rollout is paused at a step for approval. */
+const pausedForApproval = (s: RolloutState) =>
+  (s.status.pauseConditions ?? []).some((p) => p.reason === 'CanaryPauseStep');
+/** The walk ended: Healthy on the new revision. */
+const walkedThrough = (s: RolloutState) =>
+  s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash;
+
 test('a walk through two zones with an approval: drained, changed, serving again, waiting for approval, walk finished — each naming its zone', async () => {
   const t0 = Date.now();
   const change = spec(latencyOffset('6s'));
   await sandbox.kubectl.apply([
     subscribed(rolloutObject(name, change, stepsFor(change, 'manual', 'vmzones-vmcluster-ready'))),
   ]);
-  const approval = await eventually(
+  const approval = await delivered(
+    'waiting-for-approval',
     'the webhook to be told the Rollout waits for approval',
-    async () => since(t0).find((d) => d.kind === 'waiting-for-approval'),
-    { timeoutMs: 240_000, unless: rolloutCanProgress(kube, name) },
+    t0,
+    240_000,
+    { shows: pausedForApproval, mustProgress: true },
   );
   assert.deepEqual(approval.zones, ['zone-b'], 'the next zone');
   assert.match(approval.text, /zone zone-a walked, zone zone-b next/);
   await sandbox.rollouts(['promote', name, '-n', ns]);
-  const finished = await eventually(
-    'the webhook to be told the walk finished',
-    async () => since(t0).find((d) => d.kind === 'walk-finished'),
-    { timeoutMs: 240_000, unless: rolloutCanProgress(kube, name) },
-  );
+  const finished = await delivered('walk-finished', 'the webhook to be told the walk finished', t0, 360_000, {
+    shows: walkedThrough,
+    mustProgress: true,
+  });
   assert.deepEqual(finished.zones, zones);
   const seen = since(t0);
   report.push(
@@ -213,22 +265,18 @@ test('a gate that fails zone-a: gate failed with its code and zone, then the rol
   await sandbox.kubectl.apply([
     subscribed(rolloutObject(name, change, stepsFor(change, 'none', refusingTemplate))),
   ]);
-  const failed = await eventually(
-    'the webhook to be told zone-a’s gate failed',
-    async () => since(t0).find((d) => d.kind === 'gate-failed'),
-    { timeoutMs: 180_000 },
-  );
+  const failed = await delivered('gate-failed', 'the webhook to be told zone-a’s gate failed', t0, 180_000, {
+    mustProgress: false,
+  });
   assert.deepEqual(failed.zones, ['zone-a']);
   assert.equal(failed.code, 'ConditionFailed');
   assert.match(
     failed.text,
     /zone zone-a: gate vmcluster-ready Failed \(ConditionFailed\): failureCondition is true/,
   );
-  const rollback = await eventually(
-    'the webhook to be told of the rollback',
-    async () => since(t0).find((d) => d.kind === 'rollback'),
-    { timeoutMs: 120_000 },
-  );
+  const rollback = await delivered('rollback', 'the webhook to be told of the rollback', t0, 120_000, {
+    mustProgress: false,
+  });
   assert.deepEqual(rollback.zones, ['zone-a'], 'the zone this revision changed');
   assert.match(rollback.text, /rolls back the zones this revision changed \(zone-a\)/);
   report.push(`gate failure, notifications in order:\n${describe(since(t0))}`);

@@ -195,6 +195,7 @@ export interface RolloutState {
     currentPodHash?: string;
     stableRS?: string;
     canary?: { stepPluginStatuses?: StepPluginStatus[] };
+    pauseConditions?: { reason: string }[] | null;
   };
 }
 
@@ -215,6 +216,7 @@ const rolloutStateSchema = z.looseObject({
           stepPluginStatuses: z.array(z.custom<StepPluginStatus>((v) => typeof v === 'object')).optional(),
         })
         .optional(),
+      pauseConditions: z.array(z.looseObject({ reason: z.string() })).nullish(),
     })
     .default({}),
 });
@@ -230,6 +232,20 @@ export function pluginStatuses(state: RolloutState): StepPluginStatus[] {
 
 export function runStatus(state: RolloutState, index: number): StepPluginStatus | undefined {
   return pluginStatuses(state).find((s) => s.index === index && s.operation === 'Run');
+}
+
+/** Where a Rollout stands, for a wait's message: its phase, step, that step's plugin status, pauses, abort. */
+export function rolloutStanding(s: RolloutState, name?: string): string {
+  const at = s.status.currentStepIndex;
+  const step = at === undefined ? undefined : runStatus(s, at);
+  const pauses = (s.status.pauseConditions ?? []).map((p) => p.reason).join(',');
+  return [
+    `${name === undefined ? '' : `${name}: `}phase ${s.status.phase ?? '-'} at step ${at ?? '-'}`,
+    step === undefined ? '' : ` (${step.phase}: ${step.message ?? ''})`,
+    pauses === '' ? '' : `, paused ${pauses}`,
+    s.status.abort === true ? ', aborted' : '',
+    s.status.message ? ` — ${s.status.message}` : '',
+  ].join('');
 }
 
 /** A view of a Rollout as the plugin receives it, for in-process runs against the sandbox. */

@@ -38,6 +38,7 @@ import {
   type RolloutState,
   rolloutCanProgress,
   rolloutObject,
+  rolloutStanding,
   rolloutState,
   routedZones,
   runStatus,
@@ -85,15 +86,6 @@ function walkSteps(doc: SpecDocument, only?: string[]): CanaryStep[] {
 }
 
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
-
-/** Where a Rollout stands, for a wait's timeout: its phase, step and that step's message. */
-function standing(s: RolloutState): Error {
-  const at = s.status.currentStepIndex;
-  const step = at === undefined ? undefined : runStatus(s, at);
-  return new Error(
-    `phase ${s.status.phase ?? '-'} at step ${at ?? '-'}${step === undefined ? '' : ` (${step.phase}: ${step.message ?? ''})`}`,
-  );
-}
 
 before(async () => {
   const started = Date.now();
@@ -192,7 +184,7 @@ async function healthy(rollout: string, what: string, before?: RolloutState, tim
       const s = await rolloutState(hub, rollout);
       if (before !== undefined && s.status.currentPodHash === before.status.currentPodHash) return undefined;
       if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return s;
-      throw standing(s);
+      throw new Error(rolloutStanding(s));
     },
     { timeoutMs, intervalMs: 500, unless: rolloutCanProgress(hub, rollout) },
   );
@@ -241,7 +233,7 @@ test('a commit walks six zones in three waves (1, 2, 3; two zones in cluster-e) 
       const at = s.status.currentStepIndex ?? 0;
       for (let i = 0; i < waves.length; i++) if (at >= 4 * i) waveStarted[i] ??= Date.now();
       if (s.status.phase === 'Healthy' && s.status.stableRS === s.status.currentPodHash) return true;
-      throw standing(s);
+      throw new Error(rolloutStanding(s));
     },
     { timeoutMs: 8 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
   );
@@ -342,7 +334,7 @@ test('a second revision aborted between wave 2’s gate and its restore: waves 1
     async () => {
       const s = await rolloutState(hub, name);
       if (s.status.phase === 'Paused' && s.status.currentStepIndex === pauseAt) return true;
-      throw standing(s);
+      throw new Error(rolloutStanding(s));
     },
     { timeoutMs: 6 * 60_000, intervalMs: 500, unless: rolloutCanProgress(hub, name) },
   );
@@ -413,7 +405,7 @@ test('the disruption budget across Rollouts: a drain of zone-d waits, naming zon
     async () => {
       const s = await rolloutState(hub, holder);
       if (s.status.phase === 'Paused' && s.status.currentStepIndex === 1) return true;
-      throw standing(s);
+      throw new Error(rolloutStanding(s));
     },
     { timeoutMs: 3 * 60_000, unless: rolloutCanProgress(hub, holder) },
   );
@@ -425,7 +417,7 @@ test('the disruption budget across Rollouts: a drain of zone-d waits, naming zon
       const s = await rolloutState(hub, other);
       const message = runStatus(s, 0)?.message ?? '';
       if (/disruption budget/.test(message)) return message;
-      throw standing(s);
+      throw new Error(rolloutStanding(s));
     },
     { timeoutMs: 90_000, unless: rolloutCanProgress(hub, other) },
   );

@@ -33,12 +33,11 @@ import {
   ns,
   type OutOfReads,
   parkedRollout,
-  type RolloutState,
   rolloutCanProgress,
   rolloutObject,
+  rolloutStanding,
   rolloutState,
   routedZones,
-  runStatus,
   type SpecDocument,
   sandboxKube,
   startReadProber,
@@ -305,15 +304,6 @@ test('scenario 1: an RBAC-limited user forges a handoff on a scratch object nami
   assert.deepEqual(await leftovers(), []);
 });
 
-/** Where a Rollout stands, for a wait's timeout. */
-function standing(name: string, s: RolloutState): Error {
-  const at = s.status.currentStepIndex;
-  const step = at === undefined ? undefined : runStatus(s, at);
-  return new Error(
-    `${name}: phase ${s.status.phase ?? '-'} at step ${at ?? '-'}${step === undefined ? '' : ` (${step.phase}: ${step.message ?? ''})`}`,
-  );
-}
-
 test('scenario 9: two Rollouts over the same four zones in opposite wave orders, budget 2, applied together: both finish, never more than 2 zones out, no read fails', async () => {
   const specOf = (wavesOrder: string[][], value: string | undefined): SpecDocument =>
     zoneSpec(value === undefined ? {} : { vmstorage: { extraArgs: { 'search.latencyOffset': value } } }, {
@@ -391,7 +381,7 @@ test('scenario 9: two Rollouts over the same four zones in opposite wave orders,
             walks.map(async (w) => ({ w, s: await rolloutState(kube, w.name) })),
           );
           return states.some(({ s }) => s.status.abort === true)
-            ? states.map(({ w, s }) => standing(w.name, s).message).join('; ')
+            ? states.map(({ w, s }) => rolloutStanding(s, w.name)).join('; ')
             : undefined;
         },
       },

@@ -98,3 +98,38 @@ test('an injected clock without a sleep never waits inside the call', async () =
   assert.equal(result.phase, 'Running');
   assert.deepEqual(w.slept, []);
 });
+
+test("a reading that returns no state leaves none to the next: a failure after an 'expanding' counts from itself", async () => {
+  // The last call left a failure first seen 50 s ago. In this call the operator says expanding (the failure
+  // paused), then failed again at 2 s: a new failure, counted from 2 s — not the old one, 60 s old by 10 s.
+  let now = start;
+  const kube = new MemoryKube();
+  const put = (status: string) =>
+    kube.put({
+      apiVersion: 'operator.victoriametrics.com/v1beta1',
+      kind: 'VMCluster',
+      metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
+      status: { updateStatus: status, observedGeneration: 2, reason: 'cannot update statefulset' },
+    });
+  put('expanding');
+  const sleep = async (ms: number) => {
+    now += ms;
+    put('failed');
+  };
+  const provider = createGatesProvider({ kube: () => kube, now: () => now, sleep });
+  const result = await provider.resume(run, readyGate('2s'), {
+    phase: 'Running',
+    startedAt: new Date(start - 50_000).toISOString(),
+    metadata: {
+      [metadataKeys.gate]: 'vmclusterReady',
+      [metadataKeys.state]: JSON.stringify({ failingSince: start - 50_000 }),
+    },
+  });
+  assert.equal(result.phase, 'Running', result.message);
+  const state = JSON.parse(result.metadata?.[metadataKeys.state] ?? '{}') as { failingSince?: number };
+  assert.equal(
+    state.failingSince,
+    start + 2_000,
+    'the failure seen after expanding began at 2 s, not 50 s ago',
+  );
+});
