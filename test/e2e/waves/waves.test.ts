@@ -481,7 +481,7 @@ test('a drain while zone-c’s vmagent queue is backed up waits, naming zone-c a
         if (run?.status?.state === 'waitingForServingZones') return run;
         if (run?.phase === 'Successful')
           throw new Error(`zone-a was drained beside zone-c: ${run.message ?? ''}`);
-        throw standing(s);
+        throw new Error(rolloutStanding(s));
       },
       { timeoutMs: 90_000, unless: rolloutCanProgress(hub, rollout) },
     );
