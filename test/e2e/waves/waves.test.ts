@@ -479,11 +479,18 @@ test('a drain while zone-c’s vmagent queue is backed up waits, naming zone-c a
         const s = await rolloutState(hub, rollout);
         const run = runStatus(s, 0);
         if (run?.status?.state === 'waitingForServingZones') return run;
-        if (run?.phase === 'Successful')
-          throw new Error(`zone-a was drained beside zone-c: ${run.message ?? ''}`);
         throw new Error(rolloutStanding(s));
       },
-      { timeoutMs: 90_000, unless: rolloutCanProgress(hub, rollout) },
+      {
+        timeoutMs: 90_000,
+        // A drain that went ahead beside zone-c can no longer wait on it: fail at once.
+        unless: async () => {
+          const drained = runStatus(await rolloutState(hub, rollout), 0);
+          if (drained?.phase === 'Successful')
+            return `zone-a was drained beside zone-c: ${drained.message ?? ''}`;
+          return rolloutCanProgress(hub, rollout)();
+        },
+      },
     );
     figures['serving: drain waited on zone-c after (s)'] = seconds(Date.now() - waitedAt);
     figures['serving: wait message'] = (waiting.message ?? '').slice(0, 400);
