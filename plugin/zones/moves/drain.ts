@@ -1,6 +1,7 @@
 // Drain reads: the one sequence that takes a zone out of reads, for the step's drainReads and for the
 // reconciler's rollback alike — drain budget (never the last zone, never while another zone is unhealthy), the
-// zones that keep serving current (the step's: serving-zones.ts), maintenance mark, drain, evidence that every vmauth replica serves that, grace period for queries in flight.
+// zones that keep serving current (the step's: serving-zones.ts), maintenance mark, drain, evidence that every
+// vmauth replica serves that, grace period for queries in flight.
 
 import type { Clock } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';

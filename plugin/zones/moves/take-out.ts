@@ -46,8 +46,7 @@ export interface TakeOutRequest extends Omit<DrainRequest, 'mark'> {
    *  write lost), so it goes again then. The reconciler's rollback keeps the zone it holds for its holder. */
   leaseOnlyWhileDrained: boolean;
   /** Past it, a wait fails (lease: LeaseHeld, budget: DrainBudget, serving: ServingZoneBehind, vmauth:
-   *  ReloadUnproven); absent (the
-   *  reconciler, which is what finishes zones): it waits on. */
+   *  ReloadUnproven); absent (the reconciler, which is what finishes zones): it waits on. */
   readyTimeout?: { ms: number; text: string };
   /** The wait of the caller's previous look (the step's status), to go on from its start. */
   previous?: { waitsOn: TakeOutWait; since: Date };
