@@ -1,9 +1,9 @@
 // Take a zone out of reads: the drain half of the zone driver (bring-back.ts is the other half), the one sequence
 // the step's drainReads and the reconciler's rollback share. From the objects as they are now it advances the zone
 // toward "drained and leased": a live holder of another walk is waited for (up to readyTimeout), the drain budget
-// admits the drain before the zone is held (lease, maintenance mark: one guarded write), the balancers are written
-// in the canonical order (a drain refused part-way undoes its part), vmauth proves it serves the drain, queries in
-// flight end or the grace period does. It returns one progress value; the step maps it to a step result
+// admits the drain and the zones that keep serving are current (serving-zones.ts) before the zone is held (lease,
+// maintenance mark: one guarded write), the balancers are written in the canonical order (a drain refused part-way
+// undoes its part), vmauth proves it serves the drain, queries in flight end or the grace period does. It returns one progress value; the step maps it to a step result
 // (step/drain-reads.ts), the reconciler to its progress (reconciler/finish-zone.ts). Every wait's deadline is
 // checked here, once.
 
