@@ -86,9 +86,9 @@ export function createMetrics(role: ObserveRole): ObserveMetrics {
     drainEndings: new Counter({
       name: 'vmzones_drain_endings_total',
       help:
-        "Zones drainReads took out of reads, by what ended the drain: queries (the zone's own reading of queries in " +
-        'flight), graceFallback (that reading was asked for but gave no answer, or saw queries until the grace period ' +
-        'ended), grace (the spec asks for the grace period: drainQueryCheck grace)',
+        "Zones drainReads took out of reads, by what ended the drain: queries (vmauth's requests in flight, then the " +
+        "zone's own queries in flight, read as none), graceFallback (that reading was asked for but gave no answer, " +
+        'or saw requests or queries until the grace period ended), grace (the spec asks for the grace period: drainQueryCheck grace)',
       labelNames: ['ended'],
       registers,
     }),

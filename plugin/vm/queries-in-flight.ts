@@ -11,7 +11,11 @@ import { equalitySelector } from '../kube/selectors.ts';
 import { podScrapeFailure, podScrapeTarget } from './pod-proxy.ts';
 import { describePod, listSelectedPods } from './pods.ts';
 import { ScrapeError, type ScrapeLimits, scrapeMetrics } from './scrape.ts';
+import type { ScrapeAccess } from './scrape-credentials.ts';
 import type { ZoneKindName } from './zone-kinds.ts';
+
+/** Every VictoriaMetrics process's version gauge (label `short_version`, e.g. `v1.151.0`). */
+const appVersionMetric = 'vm_app_version';
 
 /** Where a zone's queries run and the gauge that counts them. */
 export interface QueryPods {
@@ -23,6 +27,11 @@ export interface QueryPods {
   metric: string;
   /** The component, for messages (`vmselect`, `vmsingle`, `vlselect`). */
   component: string;
+  /** What the gauge counts, for messages (default `query`). */
+  counts?: string;
+  /** A process that registers the gauge only once it served its first request (vmauth): given the page's
+   *  `vm_app_version` short_version, whether the absence of the gauge means none (else it is no reading). */
+  absentMeansNone?: (version: string | undefined) => boolean;
 }
 
 const inFlightComponent: Readonly<Record<ZoneKindName, { component: string; metric: string }>> = {
@@ -73,9 +82,20 @@ export interface QueriesInFlight {
 
 /** Reads every query pod of the zone once. `kube` is the zone's cluster (its pods are scraped through its pod
  *  access: directly, or through its API server's pod proxy). Pods are scraped over plain HTTP without credentials. */
-export async function readQueriesInFlight(
+export function readQueriesInFlight(
   kube: KubeObjects,
   pods: QueryPods,
+  limits?: ScrapeLimits,
+): Promise<QueriesInFlight> {
+  return readInFlightGauge(kube, pods, { scheme: 'http' }, limits);
+}
+
+/** Reads a gauge of requests in flight from every pod `pods` selects, once: the zone's query pods above, and
+ *  vmauth's own (vmauth-requests.ts). `access`: how the pods' /metrics is reached (scheme, TLS, credentials). */
+export async function readInFlightGauge(
+  kube: KubeObjects,
+  pods: QueryPods,
+  access: ScrapeAccess,
   limits?: ScrapeLimits,
 ): Promise<QueriesInFlight> {
   const { active } = await listSelectedPods(kube, pods.namespace, pods.labelSelector);
@@ -95,13 +115,16 @@ export async function readQueriesInFlight(
         const page = await scrapeMetrics(
           podScrapeTarget(
             { namespace: pods.namespace, name: pod.name, address: pod.address },
-            { scheme: 'http' },
+            access,
             kube.registration,
           ),
-          [pods.metric],
+          [pods.metric, appVersionMetric],
           limits,
         );
         const value = page.samples.find((sample) => sample.name === pods.metric)?.value;
+        const version = page.samples.find((sample) => sample.name === appVersionMetric)?.labels.short_version;
+        if (value === undefined && pods.absentMeansNone?.(version) === true)
+          return { pod: pod.key, inFlight: 0 };
         if (value === undefined || !Number.isFinite(value) || value < 0) {
           return { pod: pod.key, problem: `pod ${pod.key} exposes no ${pods.metric}` };
         }
@@ -133,7 +156,7 @@ export async function readQueriesInFlight(
   }
   return {
     state: 'idle',
-    message: `no query executes on the ${each.length} ${pods.component} pod${each.length === 1 ? '' : 's'}`,
+    message: `no ${pods.counts ?? 'query'} executes on the ${each.length} ${pods.component} pod${each.length === 1 ? '' : 's'}`,
     pods: each,
     total,
   };

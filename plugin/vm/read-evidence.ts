@@ -3,6 +3,7 @@
 // written at `since` (vmauth-reload.ts says what counts as proof).
 
 import type { KubeObject, KubeObjects, ObjectChange } from '../kube/objects.ts';
+import { readsSharedAfter } from '../kube/shared-reads.ts';
 import { balancerObjectRef, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { readRouting, routingOfObject } from './read-routing.ts';
 import { vmauthPodsOfBalancer } from './vmauth-pods.ts';
@@ -28,12 +29,16 @@ export async function readEvidence(
   /** The balancer's object as just read by the caller (in the same call, after its last write): the answer rests
    *  on that read instead of another. */
   read?: KubeObject,
+  /** The caller's mark (kube/shared-reads.ts): reads begun after it, by any waiter, may answer this check, as
+   *  for the zones of a wave waiting on one balancer. Absent: reads of its own. */
+  sharedAfterMark?: number,
 ): Promise<ReadEvidence> {
+  const reads = sharedAfterMark === undefined ? kube : readsSharedAfter(kube, sharedAfterMark);
   const ref = config.ref;
   let object = read;
   if (ref.kind === 'VMUser') {
     const objectRef = balancerObjectRef(ref);
-    const vmuser = object ?? (await kube.get(objectRef));
+    const vmuser = object ?? (await reads.get(objectRef));
     object = vmuser;
     const taken = vmuserTakenUp(vmuser);
     if (!taken.ready) {
@@ -46,10 +51,10 @@ export async function readEvidence(
   }
   // The baseline from the same read of the VMUser that showed it taken up; another kind is read here.
   const { baseline } =
-    object === undefined ? await readRouting(kube, config) : routingOfObject(object, config);
+    object === undefined ? await readRouting(reads, config) : routingOfObject(object, config);
   const evidence = await vmauthReloadEvidence(
-    kube,
-    await vmauthPodsOfBalancer(kube, config),
+    reads,
+    await vmauthPodsOfBalancer(reads, config),
     since,
     baseline,
     // vmauth reads a Secret or ConfigMap balancer itself; a VMUser only through the operator's rendering.

@@ -7,6 +7,7 @@
 import type { Clock } from '../goplugin/index.ts';
 import type { ClusterClients } from '../kube/cluster-registry.ts';
 import { firstChange, type KubeObject, type KubeObjects } from '../kube/objects.ts';
+import { processSharedReads } from '../kube/shared-reads.ts';
 import { clusterClientFor } from './cluster-routing.ts';
 import { balancerKey, describeBalancer, type ReadBalancerConfig } from './read-backends.ts';
 import { type ReadEvidence, readEvidence } from './read-evidence.ts';
@@ -214,6 +215,8 @@ export async function layerEvidence(
   fallback: Date,
   /** Judge the balancers' objects as `balancers` were read instead of reading them again. */
   asRead = false,
+  /** Take reads begun after this mark, by any waiter (read-evidence.ts). */
+  sharedAfterMark?: number,
 ): Promise<ReadEvidence> {
   if (balancers.length === 0) return { state: 'ready', message: 'no balancer routing was changed' };
   const each = await Promise.all(
@@ -224,6 +227,7 @@ export async function layerEvidence(
         b.config,
         b.routing.changedAt ?? fallback,
         asRead ? b.object : undefined,
+        sharedAfterMark,
       ),
     })),
   );
@@ -259,10 +263,16 @@ export function evidenceCheck(
   fallback: Date,
 ): () => Promise<ReadEvidence> {
   let first = true;
-  return () => {
+  // The balancers were read after the move's last write. Each check takes reads begun after the previous check
+  // ended (the first: after now), whoever made them: the zones of a wave waiting on one balancer share them, and
+  // no answer is older than the check's own read would be (kube/shared-reads.ts).
+  let mark = processSharedReads.mark();
+  return async () => {
     const asRead = first;
     first = false;
-    return layerEvidence(balancers, fallback, asRead);
+    const evidence = await layerEvidence(balancers, fallback, asRead, mark);
+    mark = processSharedReads.mark();
+    return evidence;
   };
 }
 

@@ -69,6 +69,18 @@ export class ScrapeError extends CodedError {
   }
 }
 
+/** What to do when a scrape with this TLS material or credential is refused (scrape-credentials.ts: read its
+ *  Secret again). Keyed by the object, so a credential of another origin (a cluster's) has none. */
+const refusalListeners = new WeakMap<ScrapeTls | ScrapeAuth, () => void>();
+
+export function onScrapeRefused(material: ScrapeTls | ScrapeAuth, listener: () => void): void {
+  refusalListeners.set(material, listener);
+}
+
+function scrapeRefused(material: ScrapeTls | ScrapeAuth | undefined): void {
+  if (material !== undefined) refusalListeners.get(material)?.();
+}
+
 function authorization(auth: ScrapeAuth | undefined): Record<string, string> {
   if (auth === undefined) return {};
   if (auth.kind === 'bearer') return { authorization: `Bearer ${auth.token}` };
@@ -181,9 +193,16 @@ export async function fetchBounded(
     } catch (error) {
       if (signal.aborted)
         throw new ScrapeError('timeout', url, `no answer within ${timeoutMs} ms`, undefined, verb);
+      // The TLS material may have been rotated (a new CA or client certificate): read it again next time.
+      scrapeRefused(target.tls);
       throw new ScrapeError('connect', url, describeCause(error), undefined, verb);
     }
     const { statusCode, body } = response;
+    if (statusCode === 401 || statusCode === 403) {
+      // A changed password or token (or client certificate): read the credentials again next time.
+      scrapeRefused(target.auth);
+      scrapeRefused(target.tls);
+    }
     if (statusCode !== 200) {
       let excerpt = '';
       try {

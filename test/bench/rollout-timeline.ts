@@ -101,11 +101,22 @@ interface DrainStatus {
   queriesDoneAt?: string;
 }
 
-function zoneOf(step: CanaryStep | undefined): { zone: string; action: string } | undefined {
+/** The zones a step is for (one, or a wave's: `zones` in a step's config, comma-separated in the gate's arg). */
+function zonesOf(step: CanaryStep | undefined): { zones: string[]; action: string } | undefined {
   if (step === undefined) return undefined;
-  if ('plugin' in step) return step.plugin.config as { zone: string; action: string };
-  if ('analysis' in step) return { zone: String(step.analysis.args[0]?.value), action: 'analysis' };
+  if ('plugin' in step) {
+    const config = step.plugin.config as { zone?: string; zones?: string[]; action: string };
+    return { zones: config.zones ?? (config.zone === undefined ? [] : [config.zone]), action: config.action };
+  }
+  if ('analysis' in step)
+    return { zones: String(step.analysis.args[0]?.value).split(','), action: 'analysis' };
   return undefined;
+}
+
+/** A zone's own status in a step's status: a wave step keeps each zone's under `zones.<zone>`. */
+function zoneStatus(status: unknown, zone: string): unknown {
+  const zones = (status as { zones?: Record<string, unknown> } | undefined)?.zones;
+  return zones?.[zone] ?? status;
 }
 
 /** A Go duration argument in seconds; undefined when absent or not a Go duration (the default then applies). */
@@ -126,11 +137,11 @@ export function zoneTimelines(
   drainRounds = defaultQueueDrainConfig.consecutiveRounds,
   roundSpacingS = defaultQueueDrainConfig.minRoundSpacingMs / 1000,
 ): ZoneTimeline[] {
-  const zones = [...new Set(records.steps.map((st) => zoneOf(st)?.zone).filter((z) => z !== undefined))];
+  const zones = [...new Set(records.steps.flatMap((st) => zonesOf(st)?.zones ?? []))];
   return zones.map((zone) => {
     const run = (action: string) => {
       const index = records.steps.findIndex(
-        (st) => zoneOf(st)?.zone === zone && zoneOf(st)?.action === action,
+        (st) => zonesOf(st)?.zones.includes(zone) === true && zonesOf(st)?.action === action,
       );
       return records.statuses.find((st) => st.index === index && st.operation === 'Run') as
         | (StepPluginStatus & { startedAt?: string; finishedAt?: string })
@@ -139,10 +150,10 @@ export function zoneTimelines(
     const drain = run('drainReads');
     const apply = run('apply');
     const restore = run('restoreReads');
-    const drainStatus = (drain?.status ?? {}) as DrainStatus;
-    const appliedAt = ms((apply?.status as { appliedAt?: string } | undefined)?.appliedAt);
+    const drainStatus = (zoneStatus(drain?.status, zone) ?? {}) as DrainStatus;
+    const appliedAt = ms((zoneStatus(apply?.status, zone) as { appliedAt?: string } | undefined)?.appliedAt);
     const analysis = records.analysisRuns.find((a) =>
-      a.spec?.args?.some((arg) => arg.name === 'zone' && arg.value === zone),
+      a.spec?.args?.some((arg) => arg.name === 'zone' && arg.value?.split(',').includes(zone) === true),
     );
     // The gate's own K and spacing where its AnalysisRun carries them (the template's args), else the defaults.
     const arg = (name: string) => analysis?.spec?.args?.find((x) => x.name === name)?.value;
@@ -152,13 +163,18 @@ export function zoneTimelines(
     const measurement = drainMetric?.measurements?.at(-1) as
       | { startedAt?: string; finishedAt?: string; value?: string; metadata?: Record<string, string> }
       | undefined;
+    type DrainFigures = {
+      drained?: boolean;
+      consecutiveGoodRounds?: number;
+      agents?: Record<string, { windowStart?: string; latestRoundAt?: string }>;
+    };
     const value = (() => {
       try {
-        return JSON.parse(measurement?.value ?? '{}') as {
-          drained?: boolean;
-          consecutiveGoodRounds?: number;
-          agents?: Record<string, { windowStart?: string; latestRoundAt?: string }>;
+        // A wave's gate keeps each zone's figures under `zones.<zone>` (plugin/gates/wave-reading.ts).
+        const parsed = JSON.parse(measurement?.value ?? '{}') as DrainFigures & {
+          zones?: Record<string, DrainFigures>;
         };
+        return parsed.zones?.[zone] ?? parsed;
       } catch {
         return {};
       }
@@ -191,7 +207,7 @@ export function zoneTimelines(
       drainProof: drainStatus.reloadedAt === undefined ? 0 : 1,
       queueRounds: value.drained === true ? (value.consecutiveGoodRounds ?? 0) : 0,
       restoreProof: (() => {
-        const st = (restore?.status ?? {}) as Record<string, unknown>;
+        const st = (zoneStatus(restore?.status, zone) ?? {}) as Record<string, unknown>;
         // restoreReads reaches `restored` only once every vmauth replica proved it serves the zone again.
         return st.state === 'restored' ? 1 : 0;
       })(),

@@ -8,7 +8,7 @@
 // wall time, failed reads, samples lost, the vmzones per-zone timeline, dead_time_per_zone_s, the product's plugin
 // processes' RSS and start → handshake, rollout_wall_ratio_vmzones_over_vmdistributed for (a),
 // rollout_wall_ratio_defaults_vmzones_over_vmdistributed for (b) and
-// rollout_wall_ratio_waves_vmzones_over_vmdistributed for (c).
+// rollout_wall_ratio_waves_vmzones_over_vmdistributed for (c); the per-zone timeline for each vmzones way.
 // Flags: --only vmzones|vmdistributed, --ways equal|defaults|waves|both|all (default all; both = equal and
 // defaults), --records FILE (raw records, JSON).
 
@@ -80,8 +80,8 @@ for (const way of chosen) {
       );
       results.push({ way, figures });
       raw[`vmzones_${way}`] = { figures, records, rss };
-      // The per-zone timeline reads steps of one zone each; a wave's steps are summed in the table above.
-      if (way !== 'waves') timelineLines.push(`(${way})`, ...printTimeline(zoneTimelines(records)));
+      // A wave's zones each get their column, from the wave's steps (each zone's status under `zones.<zone>`).
+      timelineLines.push(`(${way})`, ...printTimeline(zoneTimelines(records)));
       if (way !== 'equal' && rssLines.length > 0) return;
       const plugin = sandbox.state.plugin;
       const command = plugin === undefined ? [] : [plugin.location, ...plugin.args];

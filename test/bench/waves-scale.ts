@@ -25,7 +25,7 @@
 // stored size at the end of each walk with every step status (waves<N>_rollout_bytes_<way>, the largest seen during
 // the walk, and _per_zone_<way>) and where etcd's default request limit (1.5 MiB, --max-request-bytes) falls:
 // waves<N>_zones_at_etcd_limit_<way>; last, the larger of the two (waves<N>_rollout_bytes, _zones_at_etcd_limit).
-// Flags: --zones N (default 40).
+// Flags: --zones N (default 40), --only waves|one_at_a_time (walk one way only: no ratio).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -43,10 +43,16 @@ import { placeholderNamespace, placeholderVmagent, placeholderVmcluster } from '
 import { fixed } from './rollout-sandbox.ts';
 import { waitFor } from './rollout-vmzones.ts';
 
-const { values } = parseArgs({ options: { zones: { type: 'string', default: '40' } } });
+const { values } = parseArgs({
+  options: { zones: { type: 'string', default: '40' }, only: { type: 'string' } },
+});
 const zoneCount = Number(values.zones);
 if (!Number.isInteger(zoneCount) || zoneCount < 2 || zoneCount > 99) {
   console.error('waves bench: --zones must be a whole number from 2 to 99');
+  process.exit(2);
+}
+if (values.only !== undefined && values.only !== 'waves' && values.only !== 'one_at_a_time') {
+  console.error('waves bench: --only must be waves or one_at_a_time');
   process.exit(2);
 }
 const prefix = `waves${zoneCount}`;
@@ -262,7 +268,7 @@ try {
   const wall: Partial<Record<Way, number>> = {};
   const rolloutBytes: number[] = [];
   const zonesAtLimit: number[] = [];
-  for (const way of ways) {
+  for (const way of ways.filter((w) => values.only === undefined || w === values.only)) {
     const before = new Set((await analysisRunsOf(way)).map((a) => a.metadata.name));
     const rollout = placeholderRollout(way, { retentionPeriod: '2' }) as {
       spec: { strategy: { canary: { steps: unknown[] } } };
@@ -328,7 +334,7 @@ try {
     out(`kube_requests_per_s_${way}`, stats.requestsTotal / seconds);
     for (const [key, count] of Object.entries(stats.requests)
       .sort((a, b) => b[1] - a[1])
-      .slice(0, 6))
+      .slice(0, 16))
       out(`kube_requests_${way}_${key.replace(/[ /]/g, '_')}`, count);
     const size = rolloutSize(JSON.parse(raw) as KubeObject, raw.length);
     out(`rollout_bytes_${way}`, raw.length);

@@ -17,7 +17,7 @@ import {
 } from '../state/zone-annotations.ts';
 import { type LoadedCluster, patchCluster } from '../state/zone-object.ts';
 import type { MoveDeps } from './drain.ts';
-import { type ReadsSource, readsCarry } from './lease.ts';
+import { type ReadsSource, readsCarry, wantsPatch } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome } from './outcome.ts';
 import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
 import { transition } from './transition.ts';
@@ -84,7 +84,8 @@ export async function changeMove(
     ...readsCarry(target),
   };
   const patch = {
-    annotations: { [rollbackAnnotation]: annotationValue(record) },
+    // The rollback record and the intent (state/zone-intent.ts: the holder wants it changed) in the same write.
+    annotations: { [rollbackAnnotation]: annotationValue(record), ...wantsPatch(state, 'changed') },
     ...(changes.length > 0 ? { spec: target.zone.patch } : {}),
   };
   if (changes.length > 0) {

@@ -6,14 +6,18 @@
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import type { ZoneState } from '../state/zone-annotations.ts';
+import { zoneIntent } from '../state/zone-intent.ts';
 import { isConflict, type LoadedCluster, loadedCluster } from '../state/zone-object.ts';
 
 /** Who holds the zone and what is asked of it: what a concurrent move changes, unlike a status write. */
 export function handsOf(state: ZoneState): string {
   const { lease, handoff, rollback, maintenance } = state;
+  const intent = zoneIntent(state);
   return JSON.stringify({
     lease: lease && [lease.uid, lease.revision, lease.since],
-    handoff: handoff && [handoff.holder.uid, handoff.holder.revision, handoff.requestedAt, handoff.rollback],
+    // What is wanted and who moves next (state/zone-intent.ts): a hand-over or a take-back changes hands.
+    intent: intent && [intent.wants, intent.nextMove],
+    handoff: handoff && [handoff.holder.uid, handoff.holder.revision, handoff.requestedAt],
     rollback: rollback && [rollback.uid, rollback.revision, rollback.phase],
     maintenance: maintenance && [maintenance.since, maintenance.restoringSince],
   });

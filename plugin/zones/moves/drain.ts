@@ -9,6 +9,7 @@ import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import { type QueriesInFlight, type QueryPods, readQueriesInFlight } from '../../vm/queries-in-flight.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import {
+  type BalancerState,
   drainedFrom,
   drainLayer,
   drainRecordOf,
@@ -23,6 +24,8 @@ import {
 } from '../../vm/read-layer.ts';
 import { type DrainActor, drainKeyOf, drainRecordFor } from '../../vm/read-routing.ts';
 import { type DisruptionBudget, defaultDisruptionBudget, graceWindow } from '../../vm/read-safety.ts';
+import { vmauthPodsOfBalancer } from '../../vm/vmauth-pods.ts';
+import { readVmauthRequests, vmauthRequestsMetric } from '../../vm/vmauth-requests.ts';
 import { type RolloutIdentity, sameRollout } from '../state/zone-annotations.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import { guardedWrite } from './conflict.ts';
@@ -232,9 +235,15 @@ export async function drainReadsMove(
   let now = deps.now();
   let queries: string | undefined;
   if (request.queries !== undefined && now < graceUntil) {
-    const watched = await watchQueries(deps, request.queries, graceUntil);
+    // First vmauth's own requests, then the zone's: a request vmauth accepted before its reload may still retry on
+    // the zone (docs/step-plugin.md, "When the drain ends"), so the zone's readings count only after vmauth's.
+    const old =
+      evidence.state === 'ready'
+        ? await watchOldRequests(deps, changed, graceUntil)
+        : unprovenReload(evidence.message);
+    const watched = old.state === 'idle' ? await watchQueries(deps, request.queries, graceUntil) : old;
     now = deps.now();
-    queries = watched.message;
+    queries = old.state === 'idle' ? `${old.message}; then ${watched.message}` : watched.message;
     if (watched.state === 'idle') return { ...done(evidence.message), ...proof, queries, queriesDoneAt: now };
     if (watched.state === 'busy' && now < graceUntil) {
       return { ...waiting(watched.message, 'queries', { since, until: graceUntil }), ...proof, queries };
@@ -267,6 +276,72 @@ export interface ZoneQueries {
   pods: QueryPods;
 }
 
+/** How often vmauth's pods are read while some still execute requests (each needs one reading of 0). */
+export const vmauthReadingSpacingMs = 250;
+
+type Watched = { state: QueriesInFlight['state']; message: string };
+
+function unprovenReload(message: string): Watched {
+  return {
+    state: 'unknown',
+    message: `no proof that vmauth loaded the drain (${message}), so its requests in flight prove nothing and the whole grace period is waited`,
+  };
+}
+
+/**
+ * Reads every vmauth pod of the changed balancers, after each proved it serves the drain, until each has shown no
+ * request executing in two readings at least 0.5 s apart (idle: no request it accepted under the config before the
+ * drain is left to retry on the zone; vm/vmauth-requests.ts says why that reading is the one; the second closes the
+ * instant between a request's arrival and its taking a slot), or the in-call wait or the grace period is over
+ * (busy), or a pod gives no figure (unknown: the caller waits the whole grace period, and says why). A busy reading
+ * between the two does not start again: it counts requests that took their slot, and one of the old config that
+ * did is either counted later or done.
+ */
+async function watchOldRequests(
+  deps: MoveDeps,
+  balancers: readonly BalancerState[],
+  graceUntil: Date,
+): Promise<Watched> {
+  const until = Math.min(deps.now().getTime() + (deps.inCallWaitMs ?? 0), graceUntil.getTime());
+  const groups = await Promise.all(
+    balancers.map(async (b) => ({ kube: b.kube, pods: await vmauthPodsOfBalancer(b.kube, b.config) })),
+  );
+  // Per pod, its first and latest reading of 0.
+  const idleAt = new Map<string, [Date, Date]>();
+  for (;;) {
+    const readings = await Promise.all(groups.map((g) => readVmauthRequests(g.kube, g.pods)));
+    const at = deps.now();
+    const unknown = readings.filter((r) => r.state === 'unknown');
+    if (unknown.length > 0) {
+      return {
+        state: 'unknown',
+        message: `no reading of vmauth's requests in flight (${unknown.map((r) => r.message).join('; ')}), so the whole grace period is waited`,
+      };
+    }
+    const pods = readings.flatMap((r, i) => r.pods.map((p) => ({ ...p, key: `${i} ${p.pod}` })));
+    for (const p of pods) if (p.inFlight === 0) idleAt.set(p.key, [idleAt.get(p.key)?.[0] ?? at, at]);
+    const busy = pods.filter((p) => {
+      const [first, last] = idleAt.get(p.key) ?? [];
+      return (
+        first === undefined || last === undefined || last.getTime() - first.getTime() < idleReadingSpacingMs
+      );
+    });
+    if (busy.length === 0) {
+      return {
+        state: 'idle',
+        message: `no request left in vmauth from before the drain: each of the ${pods.length} vmauth pod${pods.length === 1 ? '' : 's'} showed none in flight (${vmauthRequestsMetric} 0) in 2 readings ${idleReadingSpacingMs / 1000} s apart after its reload`,
+      };
+    }
+    if (at.getTime() + vmauthReadingSpacingMs > until) {
+      return {
+        state: 'busy',
+        message: `vmauth still executes requests, any of which may have been accepted before the drain and may retry on the zone: ${busy.map((p) => `${p.pod}: ${p.inFlight}`).join(', ')} (${vmauthRequestsMetric})`,
+      };
+    }
+    await deps.sleep(vmauthReadingSpacingMs);
+  }
+}
+
 /** Readings of the query pods that end the drain: this many in a row, each showing none in flight. */
 export const idleReadingsNeeded = 2;
 /** At least this far apart: a request vmauth forwarded just before its reload is counted by the pod only once it
@@ -279,11 +354,7 @@ export const idleReadingSpacingMs = 500;
  * or the in-call wait or the grace period is over (busy: some were in flight at the last reading), or a pod gives
  * no figure (unknown: the caller waits the whole grace period, and says why).
  */
-async function watchQueries(
-  deps: MoveDeps,
-  queries: ZoneQueries,
-  graceUntil: Date,
-): Promise<{ state: QueriesInFlight['state']; message: string }> {
+async function watchQueries(deps: MoveDeps, queries: ZoneQueries, graceUntil: Date): Promise<Watched> {
   const until = Math.min(deps.now().getTime() + (deps.inCallWaitMs ?? 0), graceUntil.getTime());
   const idleAt: Date[] = [];
   for (;;) {

@@ -17,8 +17,10 @@ import {
   readsRecord,
   timestamp,
   type ZoneIdentity,
+  type ZoneState,
   zoneIdentity,
 } from '../state/zone-annotations.ts';
+import { type IntentFields, type ZoneWant, zoneIntent } from '../state/zone-intent.ts';
 import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import { type TransitionResult, transition } from './transition.ts';
 
@@ -60,16 +62,31 @@ export function readsCarry(target: ReadsSource): ReadsCarry {
   };
 }
 
-/** The lease of `holder` on `zone` (the zone object `object`) from `now`; `carry` when the holder knows the reads
- *  (a step does). */
+/** The lease of `holder` on `zone` (the zone object `object`) from `now`, with the zone's intent (what is wanted,
+ *  who moves next: state/zone-intent.ts); `carry` when the holder knows the reads (a step does). */
 export function leaseRecord(
   holder: RolloutIdentity,
   zone: string,
   object: ZoneIdentity,
   now: Date,
+  intent: IntentFields,
   carry?: ReadsCarry,
 ): Lease {
-  return { ...holder, zone, object, since: timestamp(now), ...(carry ?? {}) };
+  return { ...holder, zone, object, since: timestamp(now), ...intent, ...(carry ?? {}) };
+}
+
+/** The lease as it is with a new intent (holder, since and reads kept): the patch entry that stores it. */
+export function intentPatch(lease: Lease, intent: IntentFields): Record<string, string | null> {
+  return { [leaseAnnotation]: annotationValue({ ...lease, ...intent }) };
+}
+
+/** The zone's holder now wants `wants` (who moves next unchanged; a lease of an earlier build gets its intent
+ *  stored): the patch entry, or none when nobody holds the zone. */
+export function wantsPatch(state: ZoneState, wants: ZoneWant): Record<string, string | null> {
+  const intent = zoneIntent(state);
+  return state.lease === undefined || intent === undefined
+    ? {}
+    : intentPatch(state.lease, { wants, nextMove: intent.nextMove });
 }
 
 export function maintenanceRecord(zone: string, now: Date, reason: string): Maintenance {
@@ -90,6 +107,8 @@ export interface LeaseRequest {
   /** The zone object the lease is taken on (takeLease fills it in from the object it writes on). */
   object: ZoneIdentity;
   now: Date;
+  /** What is wanted of the zone and who moves next (state/zone-intent.ts). */
+  intent: IntentFields;
   carry?: ReadsCarry;
   /** Also mark the zone in maintenance, for this reason (the step's drainReads does both in one write). */
   maintenanceReason?: string;
@@ -99,7 +118,14 @@ export interface LeaseRequest {
 
 /** The patch that takes the lease (and marks maintenance, and ends a handoff, when asked). */
 export function leasePatch(request: LeaseRequest): { patch: ClusterPatch; lease: Lease } {
-  const lease = leaseRecord(request.holder, request.zone, request.object, request.now, request.carry);
+  const lease = leaseRecord(
+    request.holder,
+    request.zone,
+    request.object,
+    request.now,
+    request.intent,
+    request.carry,
+  );
   const marked =
     request.maintenanceReason === undefined
       ? undefined
@@ -140,6 +166,7 @@ export function stepLeasePatch(
     zone: target.config.zone,
     object,
     now,
+    intent: { wants: 'drained', nextMove: 'step' },
     carry: readsCarry(target),
     maintenanceReason: reason,
   }).patch;

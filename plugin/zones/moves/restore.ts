@@ -10,7 +10,7 @@ import type { LoadedCluster } from '../state/zone-object.ts';
 import { guardedWrite } from './conflict.ts';
 import type { MoveDeps, ZoneReads } from './drain.ts';
 import { waitInCall } from './in-call-wait.ts';
-import { maintenancePatch, maintenanceRecord } from './lease.ts';
+import { maintenancePatch, maintenanceRecord, wantsPatch } from './lease.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
 
@@ -39,15 +39,15 @@ export async function restoreReadsMove(
   let held = cluster;
   if (maintenance?.restoringSince === undefined) {
     const now = deps.now();
-    const marked = await transition(
-      deps.kube,
-      request.ref,
-      cluster,
-      maintenancePatch({
-        ...(maintenance ?? maintenanceRecord(zone, now, request.by)),
-        restoringSince: timestamp(now),
-      }),
-    );
+    const mark = maintenancePatch({
+      ...(maintenance ?? maintenanceRecord(zone, now, request.by)),
+      restoringSince: timestamp(now),
+    });
+    // The intent in the same write (state/zone-intent.ts): the holder wants the zone back in reads.
+    const marked = await transition(deps.kube, request.ref, cluster, {
+      ...mark,
+      annotations: { ...mark.annotations, ...wantsPatch(cluster.state, 'restored') },
+    });
     if (marked.kind === 'lost') return lost(`zone ${zone} changed hands before its reads were put back`);
     held = marked.cluster;
   }

@@ -18,6 +18,7 @@ import {
   sameRollout,
   timestamp,
 } from '../state/zone-annotations.ts';
+import { reconcilerMovesNext } from '../state/zone-intent.ts';
 import { type ClusterPatch, type LoadedCluster, loadedCluster } from '../state/zone-object.ts';
 import { deadlineOf, pastDeadline } from './deadline.ts';
 import { type DrainOutcome, type DrainRequest, drainReadsMove, type MoveDeps } from './drain.ts';
@@ -307,6 +308,6 @@ function waitOrFail(
  *  it is now, lost (and left) when someone else wrote meanwhile. */
 async function letGo(deps: MoveDeps, request: TakeOutRequest): Promise<void> {
   const now = loadedCluster(await deps.kube.get(request.ref));
-  if (!sameRollout(now.state.lease, request.holder) || now.state.handoff !== undefined) return;
+  if (!sameRollout(now.state.lease, request.holder) || reconcilerMovesNext(now.state)) return;
   await release(deps.kube, request.ref, now);
 }

@@ -32,6 +32,7 @@ import {
   timestamp,
   zoneState,
 } from '../state/zone-annotations.ts';
+import { handedOverIntent, zoneIntent } from '../state/zone-intent.ts';
 import { isConflict, loadedCluster, patchCluster } from '../state/zone-object.ts';
 import { RecordRefusedError, trustedHandoff } from './record-trust.ts';
 
@@ -85,14 +86,22 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
     return note(`waiting: ${name} is leased by ${describeHolder(lease)} since ${lease.since}`, 'blocked');
   }
   if (lease === undefined || !sameRollout(lease, handoff.holder)) {
-    const taken = await takeLease(kube, ref, cluster, { holder: handoff.holder, zone, now: deps.now() });
+    // Held for the handoff's holder, with the intent its hand-over asked for (state/zone-intent.ts).
+    const taken = await takeLease(kube, ref, cluster, {
+      holder: handoff.holder,
+      zone,
+      now: deps.now(),
+      intent: handedOverIntent(handoff.rollback),
+    });
     if (taken.kind === 'lost') return lostTo('lease');
     cluster = taken.cluster;
   }
 
+  // From here the zone is held for the handoff's holder: its stored intent decides the next move.
+  const intent = zoneIntent(cluster.state);
   const rollback = cluster.state.rollback;
   if (
-    handoff.rollback &&
+    intent?.wants === 'rolledBack' &&
     rollback !== undefined &&
     sameRevision(rollback, handoff.holder) &&
     rollback.phase === 'requested'
@@ -108,6 +117,10 @@ export async function finishZone(deps: FinishDeps, ref: ObjectRef): Promise<Zone
         by: `rollback of ${describeHolder(handoff.holder)}`,
         holder: handoff.holder,
         graceMs: parseGoDurationMs(handoff.drainGracePeriod),
+        // The holder's own budget, as its step would drain under (the default when no spec document names the
+        // zone): the default of one zone out would refuse the rollback while another walk's admitted wave holds
+        // the room it reserved for this very zone (docs/reliability.md, "A rollback beside another walk's wave").
+        ...(handoff.budget === undefined ? {} : { budget: handoff.budget }),
         hold: (found) =>
           found.state.maintenance === undefined
             ? maintenancePatch(maintenanceRecord(zone, deps.now(), `rollback (${handoff.by})`))

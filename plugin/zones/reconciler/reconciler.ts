@@ -27,6 +27,7 @@ import type { ZoneQueueCheck } from '../moves/queue-check.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { holderProgress } from '../state/holder.ts';
 import { type RollbackRecord, type RolloutIdentity, sameRevision } from '../state/zone-annotations.ts';
+import { reconcilerMovesNext } from '../state/zone-intent.ts';
 import { loadedCluster } from '../state/zone-object.ts';
 import { isTransient } from '../step/outcome.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
@@ -349,7 +350,8 @@ export class ZoneReconciler {
     const listed = found.object;
     const cluster = loadedCluster(listed);
     const { state } = cluster;
-    if (state.handoff !== undefined) return true;
+    // Who moves next is the zone's stored intent (state/zone-intent.ts), read once.
+    if (reconcilerMovesNext(state)) return true;
     const leased = state.lease !== undefined;
     const holder: RolloutIdentity | undefined =
       state.lease ?? (state.rollback?.phase === 'applied' ? state.rollback : undefined);
@@ -390,7 +392,7 @@ export class ZoneReconciler {
       recordedReads(state.lease, state.rollback),
     );
     const kube = await this.#zoneKube(found.where, listed);
-    await handOver(
+    const handed = await handOver(
       kube,
       cluster,
       {
@@ -407,6 +409,9 @@ export class ZoneReconciler {
       },
       this.#clock.now(),
     );
+    // The zone changed hands since it was listed (moves/conflict.ts): handed-over work if someone else handed it
+    // over meanwhile, else the next pass decides again on the zone as it is then.
+    if (handed.kind === 'lost') return handed.cluster.state.handoff !== undefined;
     await emitZoneEvent(
       kube,
       this.#logger,

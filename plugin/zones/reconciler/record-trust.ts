@@ -32,12 +32,14 @@ import { type KubeObject, type KubeObjects, namespacedName, type ObjectRef } fro
 import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
 import { balancerKey, defaultVmselectHosts, describeBalancer } from '../../vm/read-backends.ts';
+import type { DisruptionBudget } from '../../vm/read-safety.ts';
 import { defaultZoneKind, zoneKindOf, zoneKindOrDefault } from '../../vm/zone-kinds.ts';
 import {
   defaultDrainGracePeriod,
   drainGracePeriodOf,
   maxReadBalancers,
   resolveZone,
+  specDisruptionBudget,
   specFromAnnotations,
   zoneWriters,
 } from '../spec.ts';
@@ -64,6 +66,12 @@ export interface TrustedReads {
   vmagents: string[] | undefined;
   vmagentsCluster: string | undefined;
   vminsertHosts: string[] | undefined;
+}
+
+/** What the reconciler acts on besides the records' fields: the holder's zone disruption budget, when its spec
+ *  document names the zone (a setting: never stored in, nor read from, a record; absent: the default budget). */
+export interface TrustedSettings extends TrustedReads {
+  budget?: DisruptionBudget;
 }
 
 /** A record's fields to act on as a handoff or lease stores them: the optional ones only when present. */
@@ -132,7 +140,7 @@ function rebuiltFromSpec(
   zone: string,
   holder: RolloutIdentity,
   progress: RolloutProgress,
-): TrustedReads | undefined {
+): TrustedSettings | undefined {
   const [rolloutNamespace = ''] = holder.rollout.split('/');
   let spec: ReturnType<typeof specFromAnnotations>;
   let resolved: ReturnType<typeof resolveZone>;
@@ -164,6 +172,7 @@ function rebuiltFromSpec(
     vmagents: writers.names,
     vmagentsCluster: writers.cluster,
     vminsertHosts: spec.zones[zone]?.vminsertHosts,
+    budget: specDisruptionBudget(spec),
   };
 }
 
@@ -262,7 +271,7 @@ export async function trustedReads(
   holder: RolloutIdentity,
   progress: RolloutProgress | undefined,
   recorded: TrustedReads | undefined,
-): Promise<TrustedReads> {
+): Promise<TrustedSettings> {
   const refuse = (why: string) => new RecordRefusedError(place, zone, holder, why);
   const count = recorded === undefined ? 0 : recordedBalancers(recorded.reads).length;
   if (count > maxReadBalancers) {
@@ -330,7 +339,7 @@ export async function trustedHandoff(
   ref: ObjectRef,
   object: KubeObject,
   handoff: Handoff | undefined,
-): Promise<Handoff | undefined> {
+): Promise<(Handoff & Pick<TrustedSettings, 'budget'>) | undefined> {
   if (handoff === undefined) return undefined;
   requireRecordsOfThisObject(
     { ref, cluster: deps.records.zoneCluster },
@@ -354,7 +363,11 @@ export async function trustedHandoff(
     },
   );
   const { vmagents, vmagentsCluster, vminsertHosts, ...rest } = handoff;
-  return { ...rest, ...storedFields(fields) };
+  return {
+    ...rest,
+    ...storedFields(fields),
+    ...(fields.budget === undefined ? {} : { budget: fields.budget }),
+  };
 }
 
 /** Says once per zone and problem why a record was refused: a Warning event on the zone's object and a log line. */

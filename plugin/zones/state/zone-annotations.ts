@@ -102,12 +102,23 @@ export function recordObjectProblem(
 /** The Rollout revision that acts: `revision` is the Rollout's `status.currentPodHash`. */
 export type RolloutIdentity = z.infer<typeof identitySchema>;
 
+/** What is wanted of a zone: out of reads, changed, back in reads, its change undone (then back in reads). */
+export const zoneWants = ['drained', 'changed', 'restored', 'rolledBack'] as const;
+/** Who makes a zone's next move: the holder's step, or the reconciler on the holder's behalf. */
+export const nextMoves = ['step', 'reconciler'] as const;
+
+// In the order vmzones writes a lease (moves/lease.ts leaseRecord): a lease read back and written again with a new
+// intent keeps its text's order.
 const leaseSchema = z.object({
   ...version,
   ...identity,
-  since: z.string(),
   zone: z.string().optional(),
   object: zoneIdentitySchema.optional(),
+  since: z.string(),
+  /** The zone's intent (state/zone-intent.ts): what is wanted of it, and who moves next. Written since the intent
+   *  is stored once on the zone object (issue 35); absent in leases of earlier builds (derived there). */
+  wants: z.enum(zoneWants).optional(),
+  nextMove: z.enum(nextMoves).optional(),
   ...readsFields,
 });
 export type Lease = z.infer<typeof leaseSchema>;

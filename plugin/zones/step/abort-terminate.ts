@@ -11,9 +11,11 @@ import { handOver } from '../reconciler/handoff.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '../state/zone-annotations.ts';
+import { reconcilerMovesNext, zoneIntent } from '../state/zone-intent.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import type { ZoneDeps } from './deps.ts';
 import { type StatusDocument, successful } from './outcome.ts';
+import { lostRace } from './step-waits.ts';
 import type { ZoneTarget } from './target.ts';
 import { loadCluster } from './zone-action.ts';
 
@@ -24,7 +26,7 @@ async function handTargetOver(
   by: string,
   rollback: RollbackRecord | undefined,
 ): Promise<void> {
-  await handOver(
+  const handed = await handOver(
     deps.kube,
     cluster,
     {
@@ -37,6 +39,8 @@ async function handTargetOver(
     },
     deps.now(),
   );
+  // The zone changed hands since it was read (moves/conflict.ts): Abort and Terminate decide again on it as it is.
+  if (handed.kind === 'lost') lostRace(target.config.zone, describeCluster(target.cluster));
   await emitZoneEvent(
     deps.kube,
     deps.logger,
@@ -114,7 +118,12 @@ export async function abortStep(deps: ZoneDeps, target: ZoneTarget): Promise<Ste
     return successful(`zone ${zone}: nothing to roll back on ${name}: ${why}`, status(target, 'Abort'));
   }
   if (action === 'drainReads') {
-    if (state.handoff !== undefined && (state.handoff.rollback || rollback === undefined)) {
+    const intent = zoneIntent(state);
+    if (
+      state.handoff !== undefined &&
+      intent?.nextMove === 'reconciler' &&
+      (intent.wants === 'rolledBack' || rollback === undefined)
+    ) {
       return successful(
         `zone ${zone}: already handed to the vmzones reconciler (${state.handoff.by}); it restores reads once ${name} is operational`,
         status(target, 'Abort', { handoff: state.handoff.requestedAt }),
@@ -163,7 +172,7 @@ export async function terminateStep(deps: ZoneDeps, target: ZoneTarget): Promise
   if (target.config.action === 'apply' || !sameRollout(state.lease, target.who)) {
     return successful(`zone ${zone}: nothing to hand over on ${name}`, status(target, 'Terminate'));
   }
-  if (state.handoff === undefined) {
+  if (!reconcilerMovesNext(state)) {
     await handTargetOver(
       deps,
       target,

@@ -60,6 +60,8 @@ export async function drainReads(
       holder: target.who,
       zone,
       now: deps.now(),
+      // The step moves next again: the intent stored in the lease (state/zone-intent.ts).
+      intent: { wants: 'drained', nextMove: 'step' },
       carry: readsCarry(target),
       takeBack: true,
     });

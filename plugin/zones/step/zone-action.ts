@@ -6,6 +6,7 @@ import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import type { StepResult } from '../../rollouts/types.ts';
 import { describeCluster, describeHandoff } from '../state/messages.ts';
 import { type Handoff, sameRollout, type ZoneState } from '../state/zone-annotations.ts';
+import { zoneIntent } from '../state/zone-intent.ts';
 import { type LoadedCluster, loadedCluster } from '../state/zone-object.ts';
 import { required, type StatusDocument } from './outcome.ts';
 import { type WaitClock, waitForReconciler } from './step-waits.ts';
@@ -57,9 +58,12 @@ export function handoffOpening(
   mayTakeBack: boolean,
 ): { wait: StepResult } | { takeBack: Handoff } | undefined {
   const { handoff, maintenance } = opened.state;
-  if (handoff === undefined) return undefined;
+  // Who moves next and what is wanted: the zone's stored intent (state/zone-intent.ts); the handoff says who handed
+  // over and since when.
+  const intent = zoneIntent(opened.state);
+  if (intent?.nextMove !== 'reconciler' || handoff === undefined) return undefined;
   const restoring = maintenance?.restoringSince !== undefined;
-  if (mayTakeBack && !handoff.rollback && sameRollout(handoff.holder, target.who) && !restoring) {
+  if (mayTakeBack && intent.wants !== 'rolledBack' && sameRollout(intent.holder, target.who) && !restoring) {
     return { takeBack: handoff };
   }
   return {

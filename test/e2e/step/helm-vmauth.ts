@@ -58,18 +58,23 @@ export interface HelmVmauth {
 }
 
 /** `namespace` and `config` (default: `vm` and helmConfig(zones)): test/bench/waves-scale.ts routes placeholder
- *  zones, which have no process (their URLs stay as written), through a vmauth of its own namespace. */
+ *  zones, which have no process (their URLs stay as written), through a vmauth of its own namespace. `ports`: a
+ *  zone's vmselect reached at another loopback port than its process's (a proxy in front of it). */
 export async function startHelmVmauth(
   sandbox: Sandbox,
   kube: KubeObjects,
   zones: string[],
-  { namespace = ns, config = helmConfig(zones) }: { namespace?: string; config?: string } = {},
+  {
+    namespace = ns,
+    config = helmConfig(zones),
+    ports = {},
+  }: { namespace?: string; config?: string; ports?: Record<string, number> } = {},
 ): Promise<HelmVmauth> {
   const dir = mkdtempSync(join(tmpdir(), 'vmzones-helm-vmauth-'));
   const configPath = join(dir, 'auth.yml');
   const port = await freePort();
   const zonePorts = new Map(
-    zones.map((z) => [z, Number(new URL(sandbox.endpoint('VMCluster', z).url).port)]),
+    zones.map((z) => [z, ports[z] ?? Number(new URL(sandbox.endpoint('VMCluster', z).url).port)]),
   );
   const secretRef = { apiVersion: 'v1', kind: 'Secret', namespace, name: helmSecret.name };
 

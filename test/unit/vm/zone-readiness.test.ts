@@ -5,6 +5,8 @@
 //   api/operator/v1/vlcluster_types.go:565-597, internal/controller/operator/factory/build/defaults.go:150-153;
 // - since v0.75.1 (#2665, its release notes): with OnDelete, storage pods in both lists are not waited for and
 //   their spec changes are deferred while the object is `operational` (updateStatus, observedGeneration as ever);
+//   v0.75.1's source is neither on the Go module proxy (403) nor in the stored operator snapshot (master d0d258c8,
+//   2026-08-21, before #2665), so no newer status field is assumed (docs/victoriametrics.md);
 // - the storage StatefulSet `vmstorage-<name>` (`<name>-vmstorage` with useLegacyNaming) and its pods' labels:
 //   api/operator/v1beta1/vmextra_types.go:145-188 (ClusterSelectorLabels, ClusterPrefixedName/SuffixedName);
 // - a pod not yet updated carries a `controller-revision-hash` other than the StatefulSet's status.updateRevision,

@@ -264,6 +264,7 @@ test('zones progress independently: a zone waiting for its operator does not hol
       zone: 'zone-b',
       object: zoneIdentity(await kube.get(zoneB)),
       now: clock.now(),
+      intent: { wants: 'drained', nextMove: 'step' },
       carry: { reads: readsRecord([balancer]), drainGracePeriod: '0s', vmagents: ['vmagent'] },
       maintenanceReason: 'drainReads by Rollout vm/gone (revision rev-g)',
     }).patch,

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
+import { registersGaugeLazily } from '../../../plugin/vm/vmauth-requests.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { readyPod } from '../kube/memory-kube.ts';
 import { serveChangingPage } from '../vm/page-server.ts';
@@ -42,7 +43,14 @@ function selectPage(inFlight: number | undefined): string {
 /** Zone a with one vmselect pod whose page says what `inFlight` returns at each reading; drainGracePeriod 30s. */
 async function walk(
   inFlight: () => number | undefined,
-  options: { drainQueryCheck?: string; port?: number } = {},
+  options: {
+    drainQueryCheck?: string;
+    port?: number;
+    /** vmauth's vmauth_concurrent_requests_current at each reading (undefined: not exposed); default 0. */
+    vmauthInFlight?: () => number | undefined;
+    /** vmauth's vm_app_version short_version; default none on the page. */
+    vmauthVersion?: string;
+  } = {},
 ) {
   const kube = threeZones(vmauth.port);
   const doc = JSON.parse(specDocument()) as { vmauth: Record<string, unknown> };
@@ -54,15 +62,30 @@ async function walk(
     options.port ??
     (await serveChangingPage(() => {
       readings += 1;
-      return selectPage(inFlight());
+      const value = inFlight();
+      order.push(`vmselect ${value}`);
+      return selectPage(value);
     }));
   kube.put(readyPod(ns, 'vmselect-vm-zone-a-0', vmselectLabels, { http: port }));
   // A vmauth whose reload stamp stops moving once frozen, as a real one's does after it loaded the drain.
   let stamp = 0;
   let frozen = false;
+  const order: string[] = [];
   const vmauthPort = await serveChangingPage(() => {
     if (!frozen) stamp = Math.floor(clock.now().getTime() / 1000);
-    return `vmauth_config_last_reload_successful 1\nvmauth_config_last_reload_success_timestamp_seconds ${stamp}\n`;
+    const requests = (options.vmauthInFlight ?? (() => 0))();
+    order.push(`vmauth ${requests}`);
+    return [
+      'vmauth_config_last_reload_successful 1',
+      `vmauth_config_last_reload_success_timestamp_seconds ${stamp}`,
+      ...(requests === undefined ? [] : [`vmauth_concurrent_requests_current ${requests}`]),
+      ...(options.vmauthVersion === undefined
+        ? []
+        : [
+            `vm_app_version{version="vmauth-${options.vmauthVersion}", short_version="${options.vmauthVersion}"} 1`,
+          ]),
+      '',
+    ].join('\n');
   });
   kube.put(
     readyPod(ns, 'vmauth-0', { app: 'vmauth', ...operatorVmauthLabels('vmauth') }, { http: vmauthPort }),
@@ -71,6 +94,8 @@ async function walk(
   return {
     call,
     readings: () => readings,
+    /** Every page served, in order: `vmauth <requests>` or `vmselect <queries>`. */
+    order,
     freezeVmauth: () => {
       frozen = true;
     },
@@ -156,4 +181,81 @@ test('drainQueryCheck grace: the pods are not read, the whole grace period is wa
   assert.equal(result.phase, 'Running', result.message);
   assert.equal(status(result).state, 'grace');
   assert.equal(readings(), 0);
+});
+
+// vmauth keeps a request it accepted under the config before the drain, and retries it on the next backend of that
+// config's list, the drained zone included (vmauth v1.151.0 app/vmauth/main.go processRequest): the zone's idle
+// readings count only once every vmauth pod showed no request in flight after its reload (issue 37 item 5).
+test('a request vmauth accepted before the drain is still in flight: the zone showing none does not end the drain', async () => {
+  const requests = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
+  const { call, order } = await walk(() => 0, { vmauthInFlight: () => requests.shift() ?? 1 });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'queriesInFlight');
+  assert.equal(status(result).queriesDoneAt, undefined);
+  assert.match(
+    result.message ?? '',
+    /vmauth still executes requests, any of which may have been accepted before the drain and may retry on the zone: vm\/vmauth-0: 1 \(vmauth_concurrent_requests_current\)/,
+  );
+  assert.ok(!order.some((page) => page.startsWith('vmselect')), 'the zone is not read while vmauth is busy');
+});
+
+test('vmauth’s old request ends (it retried on the zone meanwhile): the zone is read after that, and the drain ends on two idle readings', async () => {
+  // The proof's scrape shows 1, then two busy readings, then 0; the retry lands on the zone meanwhile, so the zone
+  // reads 1 at first.
+  const requests = [1, 1, 1, 0];
+  const zone = [1, 0, 0];
+  const { call, order } = await walk(() => zone.shift() ?? 0, {
+    vmauthInFlight: () => requests.shift() ?? 0,
+  });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.ok(status(result).queriesDoneAt !== undefined);
+  assert.match(
+    result.message ?? '',
+    /no request left in vmauth from before the drain: each of the 1 vmauth pod showed none in flight \(vmauth_concurrent_requests_current 0\) in 2 readings 0\.5 s apart after its reload; then no query executes on the 1 vmselect pod in 2 readings/,
+  );
+  const lastVmauth = order.lastIndexOf('vmauth 0');
+  const firstVmselect = order.findIndex((page) => page.startsWith('vmselect'));
+  assert.ok(
+    lastVmauth >= 0 && firstVmselect > lastVmauth,
+    `vmauth idle before the zone is read: ${order.join(', ')}`,
+  );
+  assert.deepEqual(order.slice(firstVmselect), ['vmselect 1', 'vmselect 0', 'vmselect 0']);
+});
+
+test('a vmauth without vmauth_concurrent_requests_current: no reading, the whole grace period, and the step says why', async () => {
+  const { call, readings } = await walk(() => 0, { vmauthInFlight: () => undefined });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'grace');
+  assert.match(
+    result.message ?? '',
+    /no reading of vmauth's requests in flight \(pod vm\/vmauth-0 exposes no vmauth_concurrent_requests_current\), so the whole grace period is waited/,
+  );
+  assert.equal(readings(), 0, 'the zone is not read');
+});
+
+test('one reading of 0 on vmauth is not enough: a request between its arrival and its slot is seen only by a later reading', async () => {
+  // The proof's scrape, then 0 once, then busy for good: the drain does not end on the lone 0.
+  const requests = [1, 0];
+  const { call, order } = await walk(() => 0, { vmauthInFlight: () => requests.shift() ?? 2 });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Running', result.message);
+  assert.equal(status(result).state, 'queriesInFlight');
+  assert.match(result.message ?? '', /vm\/vmauth-0: 2 \(vmauth_concurrent_requests_current\)/);
+  assert.ok(!order.some((page) => page.startsWith('vmselect')), 'the zone is not read');
+});
+
+test('vmauth v1.151.0 registers the gauge at its first user request: without it, that version has served none (0), an older or unknown one gives no reading', async () => {
+  const { call } = await walk(() => 0, { vmauthInFlight: () => undefined, vmauthVersion: 'v1.151.0' });
+  const result = await call('run', 'zone-a', 'drainReads');
+  assert.equal(result.phase, 'Successful', result.message);
+  assert.match(result.message ?? '', /no request left in vmauth from before the drain/);
+  assert.deepEqual(
+    ['v1.151.0', 'v1.151.1', 'v1.152.0-enterprise', 'v2.0.0', 'v1.150.9', 'v1.79.5', 'devel', undefined].map(
+      registersGaugeLazily,
+    ),
+    [true, true, true, true, false, false, false, false],
+  );
 });

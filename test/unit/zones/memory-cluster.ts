@@ -10,6 +10,8 @@ import { type Clock, silentLogger, systemClock } from '../../../plugin/goplugin/
 import type { ClusterClients } from '../../../plugin/kube/cluster-registry.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { renderSteps } from '../../../plugin/zones/render.ts';
+import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { createZoneStepPlugin, type ZoneStepPluginOptions } from '../../../plugin/zones/step/step-plugin.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
@@ -173,6 +175,16 @@ export type RolloutStatus = {
   currentStepIndex?: number;
   abort?: boolean;
 };
+
+/** A Rollout walking `spec` with the steps `vmzones render` writes for it (no gates, no pauses). */
+export function renderedRollout(name: string, status: RolloutStatus, spec: string) {
+  const object = rolloutObject(name, status, spec);
+  object.spec.strategy.canary.steps = renderSteps(parseSpecDocument(spec), {
+    pauseBetweenZones: 'none',
+    healthTemplate: '',
+  }) as typeof object.spec.strategy.canary.steps;
+  return object;
+}
 
 export function rolloutObject(name: string, status: RolloutStatus, spec = specDocument()) {
   return {

@@ -57,7 +57,9 @@ test('drainReads writes the lease and maintenance mark on the VMCluster and the 
     const cluster = w.annotations('VMCluster', 'vm-zone-a');
     assert.equal(
       cluster['vmzones.io/lease'],
-      `{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"since":"2030-01-01T00:00:00Z","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
+      '{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"since":"2030-01-01T00:00:00Z",' +
+        // The zone's intent, stored once (state/zone-intent.ts): what is wanted, who moves next.
+        `"wants":"drained","nextMove":"step","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
     );
     assert.equal(
       cluster['vmzones.io/maintenance'],
@@ -93,6 +95,14 @@ test('apply writes the rollback record, and Abort the handoff and the requested 
       '"changes":[{"path":["clusterVersion"],"before":"v1.151.0-cluster","after":"v1.152.0-cluster"}],"stableRevision":"rev-s",' +
       `"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]${requested}}`;
     assert.equal(w.annotations('VMCluster', 'vm-zone-a')['vmzones.io/rollback'], rollback('applied', ''));
+    const lease = (intent: string) =>
+      '{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},"since":"2030-01-01T00:00:00Z",' +
+      `${intent},"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`;
+    // apply stores what is wanted now in the lease, in the same write as the rollback record.
+    assert.equal(
+      w.annotations('VMCluster', 'vm-zone-a')['vmzones.io/lease'],
+      lease('"wants":"changed","nextMove":"step"'),
+    );
 
     await w.step('apply', 'abort');
     const cluster = w.kube.getStored('VMCluster', 'vm-zone-a');
@@ -107,6 +117,11 @@ test('apply writes the rollback record, and Abort the handoff and the requested 
         '"object":{"kind":"VMCluster","namespace":"vm","name":"vm-zone-a","uid":"uid-vm-zone-a"},' +
         '"holder":{"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r"},"requestedAt":"2030-01-01T00:00:02Z",' +
         `"by":"Abort of apply by Rollout vm/walk (revision rev-r)","rollback":true,"reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"]}`,
+    );
+    // The hand-over moves the next move to the reconciler in the lease: one value says who moves next.
+    assert.equal(
+      cluster.metadata.annotations?.['vmzones.io/lease'],
+      lease('"wants":"rolledBack","nextMove":"reconciler"'),
     );
     assert.deepEqual(cluster.metadata.labels, {
       'vmzones.io/maintenance': 'true',

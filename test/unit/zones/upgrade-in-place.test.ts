@@ -9,6 +9,8 @@ import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { hubOnly } from '../../../plugin/kube/cluster-registry.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
+import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
+import { zoneIntent } from '../../../plugin/zones/state/zone-intent.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
@@ -123,4 +125,99 @@ test('a record of the previous release for an object another spec calls by the s
   assert.equal(result.phase, 'Successful', result.message);
   assert.match(result.message ?? '', /VMCluster vm\/vm-zone-c serves reads/);
   assert.deepEqual(routedObjects(kube), ['vm-zone-b', 'vm-zone-c'], 'vm-zone-a stays out: its walk holds it');
+});
+
+test("the previous release's lease and handoff carry no intent: it is derived from them, once (state/zone-intent.ts)", () => {
+  const object = (annotations: Record<string, string>) => ({
+    apiVersion: vmApi,
+    kind: 'VMCluster',
+    metadata: { name: 'vm-zone-a', namespace: ns, uid: 'uid-vm-zone-a', annotations },
+  });
+  const held = zoneIntent(
+    zoneState(
+      object({
+        'vmzones.io/lease': previousRelease.lease,
+        'vmzones.io/maintenance': previousRelease.maintenance,
+      }),
+    ),
+  );
+  assert.deepEqual(held, {
+    holder: { rollout: 'vm/walk', uid: 'uid-walk', revision: 'rev-r' },
+    since: '2029-12-31T23:50:00Z',
+    wants: 'drained',
+    nextMove: 'step',
+    stored: false,
+  });
+  const handed = zoneIntent(
+    zoneState(
+      object({
+        'vmzones.io/lease': previousRelease.lease,
+        'vmzones.io/maintenance': previousRelease.maintenance,
+        'vmzones.io/handoff': previousRelease.handoff,
+      }),
+    ),
+  );
+  assert.deepEqual(
+    { wants: handed?.wants, nextMove: handed?.nextMove, stored: handed?.stored },
+    { wants: 'restored', nextMove: 'reconciler', stored: false },
+  );
+  const rollback = zoneIntent(
+    zoneState(
+      object({
+        'vmzones.io/lease': previousRelease.lease,
+        'vmzones.io/handoff': previousRelease.handoff.replace('"rollback":false', '"rollback":true'),
+      }),
+    ),
+  );
+  assert.equal(rollback?.wants, 'rolledBack');
+});
+
+test("a zone the previous release handed over is taken back by its walk's next drainReads, and the lease then stores the intent", async () => {
+  const kube = leftMidWalk(true);
+  const walk = stepPluginOf(kube, clock);
+  const drained = await walk.run('zone-a', 'drainReads');
+  assert.equal(drained.phase, 'Successful', drained.message);
+  assert.match(drained.message ?? '', /took the zone back from the vmzones reconciler/);
+  const state = zoneState(kube.getStored('VMCluster', 'vm-zone-a'));
+  assert.equal(state.handoff, undefined);
+  assert.equal(state.lease?.wants, 'drained');
+  assert.equal(state.lease?.nextMove, 'step');
+  assert.equal(zoneIntent(state)?.stored, true);
+  const reconciler = new ZoneReconciler({ kube, clusters: hubOnly(kube), logger: silentLogger, clock });
+  assert.deepEqual(await reconciler.tick(), {}, 'the reconciler leaves a zone whose step moves next');
+  assert.deepEqual(routedObjects(kube), ['vm-zone-b', 'vm-zone-c']);
+});
+
+test('a zone the previous release handed over for a rollback is rolled back by the reconciler of this one, the intent stored on the way', async () => {
+  const kube = leftMidWalk(true);
+  const zone = kube.objects.get(`${vmApi}|VMCluster|${ns}|vm-zone-a`);
+  assert.ok(zone?.metadata.annotations !== undefined);
+  // The previous release's apply and Abort: the change in place, its rollback requested, the handoff asking for it.
+  zone.spec = { ...zone.spec, clusterVersion: 'v1.152.0-cluster' };
+  zone.metadata.generation = 2;
+  zone.metadata.annotations['vmzones.io/rollback'] =
+    '{"v":1,"rollout":"vm/walk","uid":"uid-walk","revision":"rev-r","zone":"zone-a","phase":"requested","appliedAt":"2029-12-31T23:51:00Z","generation":2,' +
+    `"changes":[{"path":["clusterVersion"],"before":"v1.151.0-cluster","after":"v1.152.0-cluster"}],"stableRevision":"rev-s","reads":${readsJson},"drainGracePeriod":"0s","vmagents":["vmagent"],"requestedAt":"2029-12-31T23:55:00Z"}`;
+  zone.metadata.annotations['vmzones.io/handoff'] = previousRelease.handoff
+    .replace('"rollback":false', '"rollback":true')
+    .replace('Abort of drainReads', 'Abort of apply');
+  kube.setStatus('Rollout', 'walk', { abort: true }, ns);
+  const reconciler = new ZoneReconciler({ kube, clusters: hubOnly(kube), logger: silentLogger, clock });
+  const intents: (string | undefined)[] = [];
+  kube.beforePatch = async (what) => {
+    if (what === 'VMCluster vm/vm-zone-a') {
+      const lease = zoneState(kube.getStored('VMCluster', 'vm-zone-a')).lease;
+      intents.push(lease?.wants);
+    }
+  };
+  assert.deepEqual(await untilSettled(reconciler), { [`${ns}/vm-zone-a`]: 'done' });
+  kube.beforePatch = undefined;
+  const after = kube.getStored('VMCluster', 'vm-zone-a');
+  assert.equal(after.spec?.clusterVersion, 'v1.151.0-cluster', 'rolled back');
+  assert.deepEqual(routedObjects(kube), ['vm-zone-a', 'vm-zone-b', 'vm-zone-c']);
+  assert.deepEqual(after.metadata.annotations ?? {}, {}, 'released');
+  assert.ok(
+    intents.includes('restored'),
+    `the restore stored the intent in the old lease: ${intents.join(', ')}`,
+  );
 });

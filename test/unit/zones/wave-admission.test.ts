@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
-import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { readBackends } from '../../../plugin/zones/step/target.ts';
@@ -16,7 +15,7 @@ import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
   zonesBehindOneVMUser as behindOneVMUser,
   ns,
-  rolloutObject,
+  renderedRollout,
   specDocument,
   stepPluginOf,
   useVmauthFixture,
@@ -41,16 +40,9 @@ function putRollout(
   const doc = JSON.parse(specDocument()) as Record<string, unknown>;
   doc.zones = Object.fromEntries(zones.map((z) => [z, { vmcluster: `vm-${z}` }]));
   const spec = JSON.stringify({ ...doc, ...fields });
-  const object = rolloutObject(
-    name,
-    { currentPodHash: `${name}-2`, stableRS: `${name}-1`, currentStepIndex: 0 },
-    spec,
+  kube.put(
+    renderedRollout(name, { currentPodHash: `${name}-2`, stableRS: `${name}-1`, currentStepIndex: 0 }, spec),
   );
-  object.spec.strategy.canary.steps = renderSteps(parseSpecDocument(spec), {
-    pauseBetweenZones: 'none',
-    healthTemplate: '',
-  }) as typeof object.spec.strategy.canary.steps;
-  kube.put(object);
 }
 
 function routed(kube: MemoryKube, zones: readonly string[]): string[] {

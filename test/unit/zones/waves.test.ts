@@ -9,7 +9,6 @@ import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
-import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
 import { readBackends } from '../../../plugin/zones/step/target.ts';
@@ -17,7 +16,7 @@ import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {
   ns,
-  rolloutObject,
+  renderedRollout,
   specDocument,
   stepPluginOf,
   untilSettled,
@@ -43,16 +42,13 @@ function waveSpec(fields: Record<string, unknown>): string {
 
 /** A Rollout walking `spec` with the steps `vmzones render` writes for it (no gates, no pauses). */
 function putRollout(kube: MemoryKube, name: string, spec: string, revision: string): void {
-  const object = rolloutObject(
-    name,
-    { currentPodHash: revision, stableRS: `${revision}-stable`, currentStepIndex: 0 },
-    spec,
+  kube.put(
+    renderedRollout(
+      name,
+      { currentPodHash: revision, stableRS: `${revision}-stable`, currentStepIndex: 0 },
+      spec,
+    ),
   );
-  object.spec.strategy.canary.steps = renderSteps(parseSpecDocument(spec), {
-    pauseBetweenZones: 'none',
-    healthTemplate: '',
-  }) as typeof object.spec.strategy.canary.steps;
-  kube.put(object);
 }
 
 function routed(kube: MemoryKube): string[] {

@@ -330,10 +330,19 @@ const seed =
     ? Date.now() % 2 ** 31
     : Number(process.env.VMZONES_MODEL_SEED);
 
+/** VMZONES_MODEL_MINUTES: stop after this long (the runs done so far are printed, a stop is not a failure). */
+const minutes =
+  process.env.VMZONES_MODEL_MINUTES === undefined ? undefined : Number(process.env.VMZONES_MODEL_MINUTES);
+
 test(`the zone moves under random schedules of three Rollouts, Aborts, reconciler passes and faults (${runs} runs)`, async () => {
-  console.log(`zone model: ${runs} runs, seed ${seed}`);
+  console.log(
+    `zone model: ${runs} runs, seed ${seed}${minutes === undefined ? '' : `, at most ${minutes} min`}`,
+  );
+  const started = Date.now();
+  let ran = 0;
   await fc.assert(
     fc.asyncProperty(fc.commands(weighted, { maxCommands: 60 }), async (commands) => {
+      ran++;
       const w = world();
       await fc.asyncModelRun(() => ({ model: {}, real: w }), commands);
       await settle(w);
@@ -344,7 +353,13 @@ test(`the zone moves under random schedules of three Rollouts, Aborts, reconcile
       ...(process.env.VMZONES_MODEL_PATH === undefined ? {} : { path: process.env.VMZONES_MODEL_PATH }),
       // A counterexample is printed with its seed and path: replay it with VMZONES_MODEL_SEED / _PATH.
       verbose: 1,
+      ...(minutes === undefined
+        ? {}
+        : { interruptAfterTimeLimit: minutes * 60_000, markInterruptAsFailure: false }),
     },
+  );
+  console.log(
+    `zone model: ${ran} runs done in ${((Date.now() - started) / 1000).toFixed(0)} s, seed ${seed}`,
   );
   console.log(`zone model: what the runs did: ${JSON.stringify(seen)}`);
   // A walk promoted (all its steps done) is rare where three walks contend for one zone out; the figure is printed.
