@@ -84,6 +84,8 @@ async function startPlugin(): Promise<void> {
       createZoneStepPlugin({
         ...(kube ? { kube: kube() } : {}),
         queueCheck: checkZoneQueue,
+        // Before a drain, the zones that keep serving are current (zones/moves/serving-zones.ts).
+        servingZones: true,
         // The reconciler's per-pass reads from watches, and the steps' in-call waits woken by them (docs/scale.md).
         watch: (live, namespaces) =>
           watchedObjects(live, {

@@ -39,5 +39,11 @@ export const checkZoneQueue: ZoneQueueCheck = async (clients, request, previous,
     state.success ? state.data : undefined,
     { zone: clients.zone, agents: clients.vmagents, agentsCluster: clients.vmagentsCluster },
   );
-  return { verdict: reading.verdict, message: reading.message, state: reading.state };
+  return {
+    verdict: reading.verdict,
+    message: reading.message,
+    state: reading.state,
+    nextReadingInMs: reading.pollMs,
+    ...(reading.evidenceDueInMs === undefined ? {} : { evidenceDueInMs: reading.evidenceDueInMs }),
+  };
 };

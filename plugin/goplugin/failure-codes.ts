@@ -35,6 +35,8 @@ export const failureCodes = {
   QueryMismatch:
     "the changed zone's answer to the query gate's query differs from a serving zone's beyond the tolerance",
   QueryUnanswered: 'the changed zone (or the serving zone) did not answer the query gate in time',
+  ServingZoneBehind:
+    'a zone that would keep serving reads was not current (writer queue not drained, storage read-only, not operational) within readyTimeout',
   // What vmzones reads back and validates.
   RecordRefused:
     'a vmzones record on a zone object names something it may not (record-trust); the zone is left as is',
@@ -99,6 +101,7 @@ export const failureFinality = {
   HandoffTimeout: 'retry',
   QueryMismatch: 'final',
   QueryUnanswered: 'retry',
+  ServingZoneBehind: 'retry',
   RecordRefused: 'final',
   StateInvalid: 'final',
   ReadRoutingRefused: 'final',

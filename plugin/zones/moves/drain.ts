@@ -1,6 +1,7 @@
 // Drain reads: the one sequence that takes a zone out of reads, for the step's drainReads and for the
-// reconciler's rollback alike — drain budget (never the last zone, never while another zone is unhealthy),
-// maintenance mark, drain, evidence that every vmauth replica serves that, grace period for queries in flight.
+// reconciler's rollback alike — drain budget (never the last zone, never while another zone is unhealthy), the
+// zones that keep serving current (the step's: serving-zones.ts), maintenance mark, drain, evidence that every
+// vmauth replica serves that, grace period for queries in flight.
 
 import type { Clock } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
@@ -31,6 +32,7 @@ import { guardedWrite } from './conflict.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
+import { type ServingCheck, servingZonesBehind } from './serving-zones.ts';
 import { transition } from './transition.ts';
 
 export interface MoveDeps extends Clock {
@@ -64,6 +66,9 @@ export interface DrainRequest extends ZoneReads {
   /** The zone's query pods, read once vmauth serves the drain: the drain ends as soon as they show no query in
    *  flight (vm/queries-in-flight.ts). Absent: the whole grace period is waited. */
   queries?: ZoneQueries;
+  /** The zones that keep serving, checked once the budget admits the drain: their writers' queues drained and
+   *  their storage writable (serving-zones.ts). Absent (the reconciler's rollbacks): operational is enough. */
+  serving?: ServingCheck;
   /** The guarded write that holds the zone before anything is drained (lease and/or maintenance mark), made
    *  only once the drain budget allows the drain; undefined when the zone is held already. */
   mark: ClusterPatch | undefined;
@@ -130,7 +135,13 @@ async function admission(
       layer,
     };
   }
-  const blocker = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
+  const overBudget = await layerDrainBlocker(deps.clusters, layer, zone, request.budget, request.wave);
+  // Only a drain the budget admits asks whether the zones that keep serving are current (their pods are read).
+  const behind =
+    overBudget === undefined && request.serving !== undefined
+      ? await servingZonesBehind(deps, request.serving, layer, zone, request.wave)
+      : undefined;
+  const blocker = overBudget ?? behind;
   if (blocker === undefined) return undefined;
   // Out of some balancers already (a drain cut short by a crash, or refused part-way) but not admitted for the
   // rest: put back what this holder took, so that no zone stays half drained while its walk waits. Never once
@@ -144,7 +155,7 @@ async function admission(
   const uid = cluster.object.metadata.uid;
   const undone = (await restoreLayer({ ...layer, balancers: ours }, zone, deps, uid)).map((b) => b.describe);
   return {
-    ...blocked(blocker, 'DrainBudget'),
+    ...blocked(blocker, overBudget === undefined ? 'ServingZoneBehind' : 'DrainBudget'),
     layer,
     ...(undone.length === 0 ? {} : { undone: undone.join(', ') }),
   };

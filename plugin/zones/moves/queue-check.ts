@@ -24,6 +24,10 @@ export interface ZoneQueueReading {
   verdict: 'pass' | 'fail' | 'wait';
   message: string;
   state?: unknown;
+  /** When the check would look again (the gate's poll: sooner while the zone is not ready or a send retries). */
+  nextReadingInMs?: number;
+  /** While every latest round is good but fewer than the rule needs: how soon the rounds still missing are due. */
+  evidenceDueInMs?: number;
 }
 
 /** Where the check reads: the zone's VMCluster in its cluster, the VMAgents (and their pods) in theirs. */

@@ -1,9 +1,9 @@
 // Take a zone out of reads: the drain half of the zone driver (bring-back.ts is the other half), the one sequence
 // the step's drainReads and the reconciler's rollback share. From the objects as they are now it advances the zone
 // toward "drained and leased": a live holder of another walk is waited for (up to readyTimeout), the drain budget
-// admits the drain before the zone is held (lease, maintenance mark: one guarded write), the balancers are written
-// in the canonical order (a drain refused part-way undoes its part), vmauth proves it serves the drain, queries in
-// flight end or the grace period does. It returns one progress value; the step maps it to a step result
+// admits the drain and the zones that keep serving are current (serving-zones.ts) before the zone is held (lease,
+// maintenance mark: one guarded write), the balancers are written in the canonical order (a drain refused part-way
+// undoes its part), vmauth proves it serves the drain, queries in flight end or the grace period does. It returns one progress value; the step maps it to a step result
 // (step/drain-reads.ts), the reconciler to its progress (reconciler/finish-zone.ts). Every wait's deadline is
 // checked here, once.
 
@@ -25,13 +25,18 @@ import { type DrainOutcome, type DrainRequest, drainReadsMove, type MoveDeps } f
 import { outcomeFailureCode } from './outcome.ts';
 import { release } from './release.ts';
 
-/** What taking a zone out waits on: a live holder's lease, the drain budget (other zones out), vmauth's proof,
- *  the queries in flight, the grace period. */
-export const takeOutWaits = ['lease', 'budget', 'vmauth', 'queries', 'grace'] as const;
+/** What taking a zone out waits on: a live holder's lease, the drain budget (other zones out), the zones that keep
+ *  serving being current (serving-zones.ts), vmauth's proof, the queries in flight, the grace period. */
+export const takeOutWaits = ['lease', 'budget', 'serving', 'vmauth', 'queries', 'grace'] as const;
 export type TakeOutWait = (typeof takeOutWaits)[number];
 
 /** The waits that fail past readyTimeout, and the code each fails with (queries and grace end by themselves). */
-const lateCodes = { lease: 'LeaseHeld', budget: 'DrainBudget', vmauth: 'ReloadUnproven' } as const;
+const lateCodes = {
+  lease: 'LeaseHeld',
+  budget: 'DrainBudget',
+  serving: 'ServingZoneBehind',
+  vmauth: 'ReloadUnproven',
+} as const;
 type TimedWait = keyof typeof lateCodes;
 
 export interface TakeOutRequest extends Omit<DrainRequest, 'mark'> {
@@ -41,8 +46,8 @@ export interface TakeOutRequest extends Omit<DrainRequest, 'mark'> {
   /** The step's: a lease of its Rollout protects nothing while the zone is not drained (the budget refused it, a
    *  write lost), so it goes again then. The reconciler's rollback keeps the zone it holds for its holder. */
   leaseOnlyWhileDrained: boolean;
-  /** Past it, a wait fails (lease: LeaseHeld, budget: DrainBudget, vmauth: ReloadUnproven); absent (the
-   *  reconciler, which is what finishes zones): it waits on. */
+  /** Past it, a wait fails (lease: LeaseHeld, budget: DrainBudget, serving: ServingZoneBehind, vmauth:
+   *  ReloadUnproven); absent (the reconciler, which is what finishes zones): it waits on. */
   readyTimeout?: { ms: number; text: string };
   /** The wait of the caller's previous look (the step's status), to go on from its start. */
   previous?: { waitsOn: TakeOutWait; since: Date };
@@ -220,7 +225,8 @@ export async function takeOut(
   return { ...proven, phase: 'done', message: outcome.message };
 }
 
-/** The budget refuses the drain (now): wait for the other zones, up to readyTimeout. */
+/** The budget refuses the drain (now), or a zone that would keep serving is behind: wait for the other zones, up
+ *  to readyTimeout. */
 async function refusedByBudget(
   deps: MoveDeps,
   request: TakeOutRequest,
@@ -248,7 +254,8 @@ async function refusedByBudget(
     await letGo(deps, request);
   }
   const undone = outcome.undone === undefined ? '' : `; its drain from ${outcome.undone} was undone`;
-  return waitOrFail(deps, request, 'budget', request.previous, {
+  const waitsOn = outcome.code === 'ServingZoneBehind' ? 'serving' : 'budget';
+  return waitOrFail(deps, request, waitsOn, request.previous, {
     message: `zone ${zone}: not drained yet: ${outcome.message}${undone}`,
     late: (waited) =>
       `zone ${zone}: not drained within readyTimeout (${waited}): ${outcome.message}${undone}. ${stillOut.length > 0 ? `It is still out of ${stillOut.join(', ')}; the rollout aborts and vmzones puts it back` : 'It serves reads as before'}`,

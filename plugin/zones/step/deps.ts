@@ -5,6 +5,8 @@ import type { Clock, Logger } from '../../goplugin/index.ts';
 import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import type { KubeObjects } from '../../kube/objects.ts';
 import type { BudgetReads } from '../../vm/read-safety.ts';
+import type { ZoneQueueCheck } from '../moves/queue-check.ts';
+import type { ServingReadings } from '../moves/serving-zones.ts';
 
 export interface ZoneDeps extends Clock {
   /** The zone's objects, each in the cluster it lives in (vm/cluster-routing.ts). */
@@ -16,6 +18,9 @@ export interface ZoneDeps extends Clock {
   /** How long a Run may wait in the call for something that usually comes quickly (a vmauth reload, the end of
    *  a short grace period) before it returns Running, which costs a controller round trip of at least 16 s. */
   inCallWaitMs: number;
+  /** Before a drain, the zones that keep serving are checked (moves/serving-zones.ts): their readings kept by the
+   *  step process, and the queue gate's reading (main.ts); absent: operational is enough (tests on objects alone). */
+  serving?: { readings: ServingReadings; queueCheck?: ZoneQueueCheck };
 }
 
 /** The kinds whose changes the in-call waits watch (main.ts): a drain or restore waits for the operator to take up

@@ -7,7 +7,9 @@
 import type { StepResult } from '../../rollouts/types.ts';
 import { zoneQueryPods } from '../../vm/queries-in-flight.ts';
 import { readsCarry, stepLeasePatch, takeLease } from '../moves/lease.ts';
+import { type ServingZone, servingInCallMs } from '../moves/serving-zones.ts';
 import { type TakeOutProgress, type TakeOutWait, takeOut } from '../moves/take-out.ts';
+import { zoneWorkload, zoneWriters } from '../spec.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
 import { describeHolder, sameRevision, timestamp, zoneIdentity } from '../state/zone-annotations.ts';
@@ -22,6 +24,7 @@ import { handoffOpening, openZoneAction } from './zone-action.ts';
 const waitStates = {
   lease: 'waitingForLease',
   budget: 'waitingForOtherZones',
+  serving: 'waitingForServingZones',
   vmauth: 'waitingForVmauth',
   queries: 'queriesInFlight',
   grace: 'grace',
@@ -92,6 +95,16 @@ export async function drainReads(
         sameRevision(found.state.lease, target.who) && found.state.maintenance !== undefined
           ? undefined
           : stepLeasePatch(target, zoneIdentity(found.object), deps.now(), by),
+      ...(deps.serving === undefined
+        ? {}
+        : {
+            serving: {
+              zones: servingZonesOf(target),
+              readings: deps.serving.readings,
+              ...(deps.serving.queueCheck === undefined ? {} : { queueCheck: deps.serving.queueCheck }),
+              inCallMs: servingInCallMs,
+            },
+          }),
       leaseOnlyWhileDrained: true,
       readyTimeout: { ms: target.readyTimeoutMs, text: target.spec.readyTimeout },
       ...(prior === undefined ? {} : { previous: prior }),
@@ -99,6 +112,24 @@ export async function drainReads(
     cluster,
   );
   return stepResultOf(deps, target, progress, status, tookBack);
+}
+
+/** The spec's zones as zones that may keep serving while this one is drained: each object and its writers. */
+function servingZonesOf(target: ZoneTarget): ServingZone[] {
+  return Object.entries(target.spec.zones).map(([zone, entry]) => {
+    const { kind, name } = zoneWorkload(entry);
+    const writers = zoneWriters(target.spec, kind);
+    return {
+      zone,
+      cluster: entry.cluster,
+      kind: kind.kind,
+      namespace: target.zone.namespace,
+      name,
+      writers: writers.names,
+      writersCluster: writers.cluster,
+      ...(entry.vminsertHosts === undefined ? {} : { vminsertHosts: entry.vminsertHosts }),
+    };
+  });
 }
 
 /** The one mapping of the move's progress to a step result: waits Running (their state and since when in the
@@ -144,7 +175,12 @@ async function stepResultOf(
       throw new StepFailure(progress.code, progress.message);
     case 'waiting': {
       const waitState = waitStatus(waitStates[progress.waitsOn], progress.since);
-      if (progress.waitsOn === 'lease' || progress.waitsOn === 'budget' || progress.waitsOn === 'vmauth') {
+      if (
+        progress.waitsOn === 'lease' ||
+        progress.waitsOn === 'budget' ||
+        progress.waitsOn === 'serving' ||
+        progress.waitsOn === 'vmauth'
+      ) {
         return running(progress.message, { ...status, ...waitState });
       }
       const graceUntil = progress.until ?? deps.now();

@@ -19,6 +19,7 @@ import type { RolloutView, StepContext, StepPlugin, StepResult } from '../../rol
 import { zoneKube } from '../../vm/cluster-routing.ts';
 import type { BudgetReads } from '../../vm/read-safety.ts';
 import type { ZoneQueueCheck } from '../moves/queue-check.ts';
+import { ServingReadings } from '../moves/serving-zones.ts';
 import { ZoneReconciler } from '../reconciler/reconciler.ts';
 import { SpecError } from '../spec.ts';
 import { abortStep, terminateStep } from './abort-terminate.ts';
@@ -53,6 +54,9 @@ export interface ZoneStepPluginOptions {
   watchNamespaces?: readonly string[];
   /** The queue check a finished zone passes before its reads come back (main.ts: the vmagentQueueDrained gate). */
   queueCheck?: ZoneQueueCheck;
+  /** Before a drain, check that the zones that keep serving are current: their vmagent queues drained (by
+   *  `queueCheck`) and no storage pod read-only (main.ts: on). Default off: tests on Kubernetes objects alone. */
+  servingZones?: boolean;
   /** See ZoneDeps.inCallWaitMs; default 5 s. */
   inCallWaitMs?: number;
   /** Watch caches for what the reconciler reads every pass (main.ts: plugin/kube/watched-objects.ts); default
@@ -101,6 +105,14 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
   };
 
   let clusters = options.clusters;
+  /** The serving zones' readings, kept for the process's life (moves/serving-zones.ts). */
+  const serving =
+    options.servingZones === true
+      ? {
+          readings: new ServingReadings(),
+          ...(options.queueCheck === undefined ? {} : { queueCheck: options.queueCheck }),
+        }
+      : undefined;
   /** The clusters' clients, each cluster's calls bounded (step/api-limiter.ts); built once the watches are known. */
   let limited: { clusters: ClusterClients & BudgetReads; watched: WatchedObjects | undefined } | undefined;
   const hubDeps = (): ZoneDeps => {
@@ -127,6 +139,7 @@ export function createZoneStepPlugin(options: ZoneStepPluginOptions = {}): ZoneS
       sleep: (ms) => clock.sleep(ms),
       logger,
       inCallWaitMs: options.inCallWaitMs ?? 5_000,
+      ...(serving === undefined ? {} : { serving }),
     };
   };
   /** The target's objects each in its own cluster; an unregistered cluster fails the step, naming it. */

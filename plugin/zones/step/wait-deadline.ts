@@ -17,6 +17,7 @@ export const stepStates = [
   'waitingForVmauth',
   'waitingForVMCluster',
   'waitingForOtherZones',
+  'waitingForServingZones',
   'waitingForLease',
   'waitingForHandoff',
 ] as const;

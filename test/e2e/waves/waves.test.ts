@@ -13,6 +13,9 @@
 // 3. The disruption budget across Rollouts: while a Rollout holds zone-b and zone-e out of reads, another Rollout
 //    whose budget allows 2 zones out waits to drain zone-d with a message naming both holders, and drains it once
 //    they are back; never more than 2 zones are out.
+// 4. The zones that keep serving are current before a drain (issue 37): while zone-c's vmagent queue is backed up
+//    (its process stopped, its VMCluster still operational), a drain of zone-a waits naming zone-c and its queue,
+//    and goes on once zone-c answers again and its queue drained.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -37,6 +40,7 @@ import {
   rolloutObject,
   rolloutStanding,
   rolloutState,
+  routedZones,
   runStatus,
   type SpecDocument,
   type StepPluginStatus,
@@ -453,3 +457,96 @@ test('the disruption budget across Rollouts: a drain of zone-d waits, naming zon
   assert.equal(m.samples.lost, 0, m.samples.detail);
   assert.deepEqual(await leftovers(), []);
 });
+
+test('a drain while zone-c’s vmagent queue is backed up waits, naming zone-c and its queue, then goes on once it drains', async () => {
+  const rollout = 'behind';
+  await firstRevision(rollout, spec('6s'));
+  // zone-c stops answering (its process is stopped): vmagent's sends to it hang and its queue toward zone-c backs
+  // up, while its VMCluster stays operational (nothing watches the process) and it keeps its place in reads.
+  const zoneC = sandbox.endpoint('VMCluster', 'vm-zone-c');
+  // When zone-a leaves reads, as the routing watcher sees it (no read prober: reads routed to zone-c hang too).
+  const watcher = startRoutingWatcher(hub, zones, 300, spec(undefined), kubeOf);
+  running.add(watcher.stop);
+  process.kill(zoneC.pid, 'SIGSTOP');
+  let resumedAt = 0;
+  try {
+    const doc = spec('9s');
+    await sandbox.kubectl.apply([rolloutObject(rollout, doc, walkSteps(doc, ['zone-a']))]);
+    const waitedAt = Date.now();
+    const waiting = await eventually(
+      'the drain of zone-a to wait on zone-c',
+      async () => {
+        const s = await rolloutState(hub, rollout);
+        const run = runStatus(s, 0);
+        if (run?.status?.state === 'waitingForServingZones') return run;
+        throw new Error(rolloutStanding(s));
+      },
+      {
+        timeoutMs: 90_000,
+        // A drain that went ahead beside zone-c can no longer wait on it: fail at once.
+        unless: async () => {
+          const drained = runStatus(await rolloutState(hub, rollout), 0);
+          if (drained?.phase === 'Successful')
+            return `zone-a was drained beside zone-c: ${drained.message ?? ''}`;
+          return rolloutCanProgress(hub, rollout)();
+        },
+      },
+    );
+    figures['serving: drain waited on zone-c after (s)'] = seconds(Date.now() - waitedAt);
+    figures['serving: wait message'] = (waiting.message ?? '').slice(0, 400);
+    assert.equal(waiting.phase, 'Running');
+    assert.match(
+      waiting.message ?? '',
+      /zone zone-a: not drained yet: draining zone zone-a would move its reads to zone zone-c, which is behind: the remote-write queue of VMAgent vmagent toward it is not drained: /,
+    );
+    // Independent evidence that the queue is backed up: vmagent's sends to zone-c (its third queue) get no answer,
+    // while those to zone-b (the second) do. (Its pending bytes need not grow: the senders hold the blocks.)
+    const agentUrl = sandbox.endpoint('VMAgent', 'vmagent').url;
+    const before = await answeredSends(agentUrl);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const later = await answeredSends(agentUrl);
+    figures['serving: sends answered in 3 s while zone-c stopped (zone-b, zone-c)'] =
+      `${(later[2] ?? 0) - (before[2] ?? 0)}, ${(later[3] ?? 0) - (before[3] ?? 0)}`;
+    assert.equal(later[3], before[3], "no send to zone-c's queue was answered");
+    assert.ok((later[2] ?? 0) > (before[2] ?? 0), "zone-b's queue kept delivering");
+    // Still waiting a controller round later, zone-a still serving and unchanged.
+    await new Promise((resolve) => setTimeout(resolve, 20_000));
+    const still = runStatus(await rolloutState(hub, rollout), 0);
+    assert.equal(still?.phase, 'Running', still?.message);
+    assert.equal(still?.status?.state, 'waitingForServingZones', still?.message);
+    assert.ok(
+      (await routedZones(hub, spec(undefined))).includes('zone-a'),
+      'zone-a keeps serving reads while it waits',
+    );
+    assert.equal((await values())['zone-a'], '6s');
+  } finally {
+    process.kill(zoneC.pid, 'SIGCONT');
+    resumedAt = Date.now();
+  }
+  await healthy(rollout, 'the walk of zone-a to be Healthy once zone-c drained', undefined, 4 * 60_000);
+  running.delete(watcher.stop);
+  const { outOfReads, violations } = await watcher.stop();
+  const drainedAt = outOfReads.find((o) => o.zones.includes('zone-a'))?.at;
+  assert.ok(drainedAt !== undefined, `zone-a was drained: ${describeOut(outOfReads)}`);
+  figures['serving: zone-c resumed to zone-a drained (s)'] = seconds(drainedAt - resumedAt);
+  assert.ok(
+    drainedAt >= resumedAt,
+    `zone-a left reads only after zone-c resumed: ${describeOut(outOfReads)}`,
+  );
+  assert.deepEqual(violations, [], 'no zone routed while not ready');
+  assert.equal((await values())['zone-a'], '9s');
+  assert.deepEqual(await leftovers(), []);
+});
+
+/** vmagent's answered remote-write requests per queue (1-based, as its `url="N:…"` label numbers them). */
+async function answeredSends(agentUrl: string): Promise<Record<number, number>> {
+  const text = await (await fetch(`${agentUrl}/metrics`, { signal: AbortSignal.timeout(3_000) })).text();
+  const sends: Record<number, number> = {};
+  for (const line of text.split('\n')) {
+    const match = /^vmagent_remotewrite_requests_total\{.*url="(\d+):/.exec(line);
+    if (match === null) continue;
+    const queue = Number(match[1]);
+    sends[queue] = (sends[queue] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sends;
+}

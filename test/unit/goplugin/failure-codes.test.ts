@@ -48,6 +48,7 @@ test('the failure codes, literally: add new ones, never rename or remove one', (
     'HandoffTimeout',
     'QueryMismatch',
     'QueryUnanswered',
+    'ServingZoneBehind',
     'RecordRefused',
     'StateInvalid',
     'ReadRoutingRefused',

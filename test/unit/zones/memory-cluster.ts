@@ -12,7 +12,7 @@ import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts'
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin, type ZoneStepPluginOptions } from '../../../plugin/zones/step/step-plugin.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 export const ns = 'vm';
@@ -263,9 +263,20 @@ export async function untilSettled(reconciler: ZoneReconciler, passes = 10): Pro
 export function stepPluginOf(
   kube: MemoryKube,
   clock: Clock,
-  { rollout = 'walk', inCallWaitMs = 1_000 }: { rollout?: string; inCallWaitMs?: number } = {},
+  {
+    rollout = 'walk',
+    inCallWaitMs = 1_000,
+    options = {},
+  }: { rollout?: string; inCallWaitMs?: number; options?: ZoneStepPluginOptions } = {},
 ) {
-  const plugin = createZoneStepPlugin({ clock, kube, reconciler: false, logger: silentLogger, inCallWaitMs });
+  const plugin = createZoneStepPlugin({
+    clock,
+    kube,
+    reconciler: false,
+    logger: silentLogger,
+    inCallWaitMs,
+    ...options,
+  });
   const view = () => kube.getStored('Rollout', rollout, 'argoproj.io/v1alpha1') as unknown as RolloutView;
   /** `zone`: one zone (`config.zone`), or the zones of a wave (`config.zones`). */
   const call = (
