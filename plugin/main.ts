@@ -33,7 +33,7 @@ async function startPlugin(): Promise<void> {
       role === 'step'
         ? Promise.all([
             import('./rollouts/step-service.ts'),
-            import('./zones/step/step-plugin.ts'),
+            import('./zones/step-plugin.ts'),
             import('./gates/zone-queue-check.ts'),
             import('./kube/watched-objects.ts'),
             import('./kube/objects.ts'),

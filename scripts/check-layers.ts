@@ -2,7 +2,8 @@
 // product never imports tests or scripts (tests and scripts may import the product). Every import form counts:
 // `import … from`, `export … from`, a bare `import '…'` and a dynamic `import('…')`. Lowest layer first; main.ts
 // sits on top and wires everything. A layer folder that does not exist is an error (no phantom layers).
-// Inside plugin/zones the same rule holds between its floors (zonesFloors): state < moves < step and reconciler.
+// Inside plugin/zones the same rule holds between its floors (zonesFloors): state < spec.ts < moves < step <
+// reconciler < step-plugin.ts.
 
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -10,12 +11,16 @@ import { dirname, join, relative, resolve } from 'node:path';
 export const layers = ['goplugin', 'rollouts', 'kube', 'vm', 'zones', 'gates', 'observe', 'cli'] as const;
 
 /** The floors of plugin/zones, lowest first: each entry is a folder or a root file of zones/. A module may import
- *  its own floor or lower ones (step and reconciler share the top floor: Abort hands over to the reconciler, the
- *  reconciler resolves a spec as a step does). A file of zones/ on no floor is an error. */
+ *  its own floor or lower ones; no two floors import each other (Abort hands a zone over through the hand-over
+ *  move, the reconciler resolves a spec as a step does, and only step-plugin.ts, which serves the step plugin and
+ *  runs the reconciler beside it, sees both). A file of zones/ on no floor is an error. */
 export const zonesFloors: readonly (readonly string[])[] = [
-  ['state', 'spec.ts'],
-  ['moves'],
-  ['step', 'reconciler', 'render.ts'],
+  ['state'],
+  ['spec.ts'],
+  ['moves', 'spec-drift.ts'],
+  ['step'],
+  ['reconciler', 'render.ts'],
+  ['step-plugin.ts'],
 ];
 
 const root = resolve('plugin');

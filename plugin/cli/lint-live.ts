@@ -1,7 +1,7 @@
 // `vmzones lint --cluster`: for each Rollout of the linted files, its copy in the cluster and its zones' objects, and
 // the zones drifted from the stable spec, said as `vmzones status` says them. Nothing is decided here: the zones are
 // read by status's reader (plugin/cli/status.ts, readZoneObjects) and judged by the one decision
-// (plugin/observe/zone-states.ts over plugin/zones/state/spec-drift.ts, through status-model.ts rolloutZoneStates).
+// (plugin/observe/zone-states.ts over plugin/zones/spec-drift.ts, through status-model.ts rolloutZoneStates).
 // Loaded only with --cluster (plugin/cli/lint-command.ts), so that lint without it never evaluates the Kubernetes
 // client and still runs offline on Node 20.
 

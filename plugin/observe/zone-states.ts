@@ -20,8 +20,8 @@ import {
   type ZoneSpecDocument,
   zoneWorkload,
 } from '../zones/spec.ts';
+import { fieldsNotCarried } from '../zones/spec-drift.ts';
 import { maintenanceOf } from '../zones/state/maintenance.ts';
-import { fieldsNotCarried } from '../zones/state/spec-drift.ts';
 import {
   handoffAnnotation,
   maintenanceAnnotation,

@@ -8,8 +8,8 @@ import { operatorFailure } from '../../vm/operator-failure.ts';
 import { defaultZoneKind, zoneKindOf } from '../../vm/zone-kinds.ts';
 import { zoneReadiness } from '../../vm/zone-readiness.ts';
 import type { Handoff } from '../state/zone-annotations.ts';
-import type { MoveDeps } from './drain.ts';
 import { waitInCall } from './in-call-wait.ts';
+import type { MoveDeps } from './move-deps.ts';
 import { done, failedMove, type MoveOutcome, waiting } from './outcome.ts';
 import type { ZoneQueueCheck } from './queue-check.ts';
 

@@ -16,8 +16,8 @@ import {
   zoneIdentity,
 } from '../state/zone-annotations.ts';
 import { type LoadedCluster, patchCluster } from '../state/zone-object.ts';
-import type { MoveDeps } from './drain.ts';
 import { type ReadsSource, readsCarry, wantsPatch } from './lease.ts';
+import type { MoveDeps } from './move-deps.ts';
 import { done, failedMove, lost, type MoveOutcome } from './outcome.ts';
 import { overUnfinishedWalk, rollbackChanges } from './superseded-changes.ts';
 import { transition } from './transition.ts';

@@ -3,8 +3,6 @@
 // zones that keep serving current (the step's: serving-zones.ts), maintenance mark, drain, evidence that every
 // vmauth replica serves that, grace period for queries in flight.
 
-import type { Clock } from '../../goplugin/index.ts';
-import type { ClusterClients } from '../../kube/cluster-registry.ts';
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
 import { type QueriesInFlight, type QueryPods, readQueriesInFlight } from '../../vm/queries-in-flight.ts';
 import type { ReadBalancerConfig } from '../../vm/read-backends.ts';
@@ -31,17 +29,10 @@ import type { ClusterPatch, LoadedCluster } from '../state/zone-object.ts';
 import { guardedWrite } from './conflict.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord } from './lease.ts';
+import type { MoveDeps } from './move-deps.ts';
 import { blocked, done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { type ServingCheck, servingZonesBehind } from './serving-zones.ts';
 import { transition } from './transition.ts';
-
-export interface MoveDeps extends Clock {
-  /** The zone's objects, each in its own cluster (vm/cluster-routing.ts). */
-  kube: KubeObjects;
-  clusters: ClusterClients;
-  /** How long to wait inside the call for quick evidence (the reconciler: 0, it looks again next pass). */
-  inCallWaitMs?: number;
-}
 
 /** The zone a reads move acts on: its object, its balancers, and who acts, in words (for the records). */
 export interface ZoneReads {

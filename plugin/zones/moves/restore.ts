@@ -8,9 +8,10 @@ import { DrainRecordMismatchError, describeRecordObject } from '../../vm/read-ro
 import { timestamp } from '../state/zone-annotations.ts';
 import type { LoadedCluster } from '../state/zone-object.ts';
 import { guardedWrite } from './conflict.ts';
-import type { MoveDeps, ZoneReads } from './drain.ts';
+import type { ZoneReads } from './drain.ts';
 import { waitInCall } from './in-call-wait.ts';
 import { maintenancePatch, maintenanceRecord, wantsPatch } from './lease.ts';
+import type { MoveDeps } from './move-deps.ts';
 import { done, failedMove, lost, type MoveOutcome, waiting } from './outcome.ts';
 import { transition } from './transition.ts';
 

@@ -14,7 +14,7 @@
 import { type ReadLayer, routingTo } from '../../vm/read-layer.ts';
 import { readStorageWritability } from '../../vm/storage-read-only.ts';
 import type { ZoneKindName } from '../../vm/zone-kinds.ts';
-import type { MoveDeps } from './drain.ts';
+import type { MoveDeps } from './move-deps.ts';
 import type { ZoneQueueCheck } from './queue-check.ts';
 
 /** A zone of the spec that may keep serving while another is drained, and what writes to it. */

@@ -21,7 +21,8 @@ import {
 import { reconcilerMovesNext } from '../state/zone-intent.ts';
 import { type ClusterPatch, type LoadedCluster, loadedCluster } from '../state/zone-object.ts';
 import { deadlineOf, pastDeadline } from './deadline.ts';
-import { type DrainOutcome, type DrainRequest, drainReadsMove, type MoveDeps } from './drain.ts';
+import { type DrainOutcome, type DrainRequest, drainReadsMove } from './drain.ts';
+import type { MoveDeps } from './move-deps.ts';
 import { outcomeFailureCode } from './outcome.ts';
 import { release } from './release.ts';
 

@@ -23,6 +23,7 @@ import type { RolloutProgress } from '../../rollouts/rollout-object.ts';
 import { errorMessage } from '../../rollouts/service-replies.ts';
 import { zoneKube } from '../../vm/cluster-routing.ts';
 import { defaultZoneKind, type ZoneKind, zoneKindOf, zoneKinds, zoneObjectRef } from '../../vm/zone-kinds.ts';
+import { handOver } from '../moves/hand-over.ts';
 import type { ZoneQueueCheck } from '../moves/queue-check.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { holderProgress } from '../state/holder.ts';
@@ -31,7 +32,6 @@ import { reconcilerMovesNext } from '../state/zone-intent.ts';
 import { loadedCluster } from '../state/zone-object.ts';
 import { isTransient } from '../step/outcome.ts';
 import { finishZone, type ZoneProgress } from './finish-zone.ts';
-import { handOver } from './handoff.ts';
 import {
   RecordRefusedError,
   RefusalReporter,

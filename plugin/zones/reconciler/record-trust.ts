@@ -45,6 +45,7 @@ import {
 } from '../spec.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { holderProgress } from '../state/holder.ts';
+import { storedFields, type TrustedReads } from '../state/trusted-reads.ts';
 import {
   describeHolder,
   type Handoff,
@@ -59,30 +60,10 @@ import {
 } from '../state/zone-annotations.ts';
 import { readBalancerConfigs } from '../step/target.ts';
 
-/** What the reconciler acts on for a zone: the fields a lease, rollback record or handoff carry. */
-export interface TrustedReads {
-  reads: NonNullable<Lease['reads']>;
-  drainGracePeriod: string;
-  vmagents: string[] | undefined;
-  vmagentsCluster: string | undefined;
-  vminsertHosts: string[] | undefined;
-}
-
 /** What the reconciler acts on besides the records' fields: the holder's zone disruption budget, when its spec
  *  document names the zone (a setting: never stored in, nor read from, a record; absent: the default budget). */
 export interface TrustedSettings extends TrustedReads {
   budget?: DisruptionBudget;
-}
-
-/** A record's fields to act on as a handoff or lease stores them: the optional ones only when present. */
-export function storedFields(fields: TrustedReads): Pick<Handoff, keyof TrustedReads> {
-  return {
-    reads: fields.reads,
-    drainGracePeriod: fields.drainGracePeriod,
-    ...(fields.vmagents === undefined ? {} : { vmagents: fields.vmagents }),
-    ...(fields.vmagentsCluster === undefined ? {} : { vmagentsCluster: fields.vmagentsCluster }),
-    ...(fields.vminsertHosts === undefined ? {} : { vminsertHosts: fields.vminsertHosts }),
-  };
 }
 
 /** The unforgeable sources records are checked against. */

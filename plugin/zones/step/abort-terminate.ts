@@ -6,8 +6,8 @@
 
 import type { StepResult } from '../../rollouts/types.ts';
 import { describeChangedFields } from '../moves/change.ts';
+import { handOver } from '../moves/hand-over.ts';
 import { readsCarry } from '../moves/lease.ts';
-import { handOver } from '../reconciler/handoff.ts';
 import { emitZoneEvent } from '../state/events.ts';
 import { describeCluster } from '../state/messages.ts';
 import { describeHolder, type RollbackRecord, sameRevision, sameRollout } from '../state/zone-annotations.ts';

@@ -20,7 +20,7 @@ import { vmApiVersion } from '../../../plugin/vm/vmcluster.ts';
 import { reconcilerWatchedKinds, ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { maintenanceOf } from '../../../plugin/zones/state/maintenance.ts';
 import { inCallWatchedKinds } from '../../../plugin/zones/step/deps.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { WaitError } from '../../sandbox/eventually.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { kubeconfigArgs } from '../../sandbox/kubectl.ts';

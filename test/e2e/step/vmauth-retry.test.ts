@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { StepResult } from '../../../plugin/rollouts/types.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { eventually, parkedRollout, sandboxKube, zoneSpec } from './harness.ts';
 import { helmConfig, helmSecret, helmUser, startHelmVmauth } from './helm-vmauth.ts';

@@ -22,7 +22,7 @@ import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { KubeObjects } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { type Sandbox, startSandbox } from '../../sandbox/helper.ts';
 import { readUser, vmauthName, vmuserName } from '../../sandbox/manifests.ts';
 import { leftoversIn, specValue } from '../reliability/support.ts';

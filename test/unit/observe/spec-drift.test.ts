@@ -1,7 +1,7 @@
 // "Drifted from the stable spec": a serving zone whose object does not carry what the Rollout's stable revision
 // says, because no step of that revision ran for it (a Rollout created over running zones, `promote --full` past
 // the zone, a Rollout deleted and created again). One decision (plugin/observe/zone-states.ts, over
-// plugin/zones/state/spec-drift.ts) read by `vmzones status` (table and JSON), /status and the metric
+// plugin/zones/spec-drift.ts) read by `vmzones status` (table and JSON), /status and the metric
 // vmzones_zone_drifted. Objects live in the in-memory API double; the oracle is the objects' fields, set here.
 
 import assert from 'node:assert/strict';

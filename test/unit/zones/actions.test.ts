@@ -20,8 +20,8 @@ import {
   zoneState,
 } from '../../../plugin/zones/state/zone-annotations.ts';
 import { loadedCluster, patchCluster } from '../../../plugin/zones/state/zone-object.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { readBackends, readBalancerConfigs } from '../../../plugin/zones/step/target.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

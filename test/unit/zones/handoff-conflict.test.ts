@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import { vmclusterRef } from '../../../plugin/vm/vmcluster.ts';
-import { handOver } from '../../../plugin/zones/reconciler/handoff.ts';
+import { handOver } from '../../../plugin/zones/moves/hand-over.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import {
   annotationValue,

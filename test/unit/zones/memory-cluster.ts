@@ -12,7 +12,7 @@ import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts'
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { renderSteps } from '../../../plugin/zones/render.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
-import { createZoneStepPlugin, type ZoneStepPluginOptions } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin, type ZoneStepPluginOptions } from '../../../plugin/zones/step-plugin.ts';
 import { MemoryKube, readyPod, secret } from '../kube/memory-kube.ts';
 
 export const ns = 'vm';

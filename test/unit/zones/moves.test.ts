@@ -13,8 +13,8 @@ import { transition } from '../../../plugin/zones/moves/transition.ts';
 import { ZoneReconciler } from '../../../plugin/zones/reconciler/reconciler.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { loadedCluster } from '../../../plugin/zones/state/zone-object.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/step/target.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

@@ -10,8 +10,8 @@ import type { RolloutView } from '../../../plugin/rollouts/types.ts';
 import { zonesRoutedByVMUser } from '../../../plugin/vm/vmuser.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
 import { readBackends } from '../../../plugin/zones/step/target.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import type { MemoryKube } from '../kube/memory-kube.ts';
 import {

@@ -13,7 +13,7 @@ import { toKubeError } from '../../../plugin/kube/objects.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { parseSpecDocument } from '../../../plugin/zones/spec.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { ns, rolloutObject, specDocument, threeZones, useVmauthFixture } from './memory-cluster.ts';
 

@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
 import { zoneState } from '../../../plugin/zones/state/zone-annotations.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { readyPod } from '../kube/memory-kube.ts';
 import { ns, rolloutObject, threeZones, useVmauthFixture } from './memory-cluster.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../../../plugin/goplugin/index.ts';
 import type { RolloutView, StepResult } from '../../../plugin/rollouts/types.ts';
-import { createZoneStepPlugin } from '../../../plugin/zones/step/step-plugin.ts';
+import { createZoneStepPlugin } from '../../../plugin/zones/step-plugin.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { ns, rolloutObject, threeZones, useVmauthFixture } from './memory-cluster.ts';
 

@@ -2,38 +2,38 @@
 // validates everything it needs before it writes, is safe to replay, and keeps its state only in Kubernetes.
 // Failed = a real failure (the rollout aborts); a thrown error = a retryable fault (the controller retries in 30 s).
 
-import { failureCodeOf } from '../../goplugin/failure-codes.ts';
-import { type Clock, createLogger, type Logger, systemClock } from '../../goplugin/index.ts';
+import { failureCodeOf } from '../goplugin/failure-codes.ts';
+import { type Clock, createLogger, type Logger, systemClock } from '../goplugin/index.ts';
 import {
   type NamespaceAllowance,
   parseNamespaceAllowance,
   parseWatchNamespaces,
   reconcilerNamespaces,
   requireReconciled,
-} from '../../kube/allowed-namespaces.ts';
-import { type ClusterClients, clusterClientsFromArgs } from '../../kube/cluster-registry.ts';
-import { type KubeObjects, kubeObjects, withChangesOf } from '../../kube/objects.ts';
-import type { WatchedObjects } from '../../kube/watched-objects.ts';
-import { stepPluginName } from '../../rollouts/plugin-names.ts';
-import type { RolloutView, StepContext, StepPlugin, StepResult } from '../../rollouts/types.ts';
-import { zoneKube } from '../../vm/cluster-routing.ts';
-import type { BudgetReads } from '../../vm/read-safety.ts';
-import type { ZoneQueueCheck } from '../moves/queue-check.ts';
-import { ServingReadings } from '../moves/serving-zones.ts';
-import { ZoneReconciler } from '../reconciler/reconciler.ts';
-import { SpecError } from '../spec.ts';
-import { abortStep, terminateStep } from './abort-terminate.ts';
-import { configZones } from './actions.ts';
-import { apiCallsPerCluster, CallLimiter, limitedClusters, limitedObjects } from './api-limiter.ts';
-import { applyZone } from './apply.ts';
-import type { ZoneDeps } from './deps.ts';
-import { drainReads } from './drain-reads.ts';
-import { failed, isFinal, successful, withTransientRetries } from './outcome.ts';
-import { restoreReads } from './restore-reads.ts';
-import { resolveWave, type ZoneTarget } from './target.ts';
-import { overWave, zoneTurnsOf } from './wave.ts';
+} from '../kube/allowed-namespaces.ts';
+import { type ClusterClients, clusterClientsFromArgs } from '../kube/cluster-registry.ts';
+import { type KubeObjects, kubeObjects, withChangesOf } from '../kube/objects.ts';
+import type { WatchedObjects } from '../kube/watched-objects.ts';
+import { stepPluginName } from '../rollouts/plugin-names.ts';
+import type { RolloutView, StepContext, StepPlugin, StepResult } from '../rollouts/types.ts';
+import { zoneKube } from '../vm/cluster-routing.ts';
+import type { BudgetReads } from '../vm/read-safety.ts';
+import type { ZoneQueueCheck } from './moves/queue-check.ts';
+import { ServingReadings } from './moves/serving-zones.ts';
+import { ZoneReconciler } from './reconciler/reconciler.ts';
+import { SpecError } from './spec.ts';
+import { abortStep, terminateStep } from './step/abort-terminate.ts';
+import { configZones } from './step/actions.ts';
+import { apiCallsPerCluster, CallLimiter, limitedClusters, limitedObjects } from './step/api-limiter.ts';
+import { applyZone } from './step/apply.ts';
+import type { ZoneDeps } from './step/deps.ts';
+import { drainReads } from './step/drain-reads.ts';
+import { failed, isFinal, successful, withTransientRetries } from './step/outcome.ts';
+import { restoreReads } from './step/restore-reads.ts';
+import { resolveWave, type ZoneTarget } from './step/target.ts';
+import { overWave, zoneTurnsOf } from './step/wave.ts';
 
-export { inCallWatchedKinds } from './deps.ts';
+export { inCallWatchedKinds } from './step/deps.ts';
 
 export interface ZoneStepPluginOptions {
   /** Kubernetes access; default: the in-cluster service account or KUBECONFIG, created at init. */

@@ -6,9 +6,7 @@
 // check's rounds), and the handoff is written again on the fresh read, keeping that note.
 
 import type { KubeObjects, ObjectRef } from '../../kube/objects.ts';
-import { guardedWrite } from '../moves/conflict.ts';
-import { intentPatch, leaseRecord } from '../moves/lease.ts';
-import type { TransitionResult } from '../moves/transition.ts';
+import { storedFields } from '../state/trusted-reads.ts';
 import {
   annotationValue,
   type Handoff,
@@ -25,7 +23,9 @@ import {
 } from '../state/zone-annotations.ts';
 import { handedOverIntent } from '../state/zone-intent.ts';
 import { type LoadedCluster, loadedCluster, patchCluster } from '../state/zone-object.ts';
-import { storedFields } from './record-trust.ts';
+import { guardedWrite } from './conflict.ts';
+import { intentPatch, leaseRecord } from './lease.ts';
+import type { TransitionResult } from './transition.ts';
 
 export interface HandoffRequest {
   zone: string;

@@ -5,9 +5,9 @@
 // (docs/step-plugin.md, "Drifted from the stable spec"). Which document is the stable one, and when to ask, is the
 // caller's (plugin/observe/zone-states.ts); this only compares.
 
-import type { KubeObject } from '../../kube/objects.ts';
-import { resolveZone, type ZoneSpecDocument } from '../spec.ts';
-import { diffMergePatch, isJsonObject, type JsonObject } from './merge-patch.ts';
+import type { KubeObject } from '../kube/objects.ts';
+import { resolveZone, type ZoneSpecDocument } from './spec.ts';
+import { diffMergePatch, isJsonObject, type JsonObject } from './state/merge-patch.ts';
 
 /** The fields (`spec.a.b`) of the zone's patch that its object does not hold as the document says; [] = carried.
  *  Names only: a value of the spec may be a secret's place, and the field names say enough to act. */
