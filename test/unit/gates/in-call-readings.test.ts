@@ -20,18 +20,22 @@ function readyGate(pollInterval: string): MetricView {
   };
 }
 
+/** Writes vm-zone-a with the operator's `updateStatus` (and a `reason`, as the operator gives with `failed`). */
+function putCluster(kube: MemoryKube, updateStatus: string, reason?: string) {
+  kube.put({
+    apiVersion: 'operator.victoriametrics.com/v1beta1',
+    kind: 'VMCluster',
+    metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
+    status: { updateStatus, observedGeneration: 2, ...(reason === undefined ? {} : { reason }) },
+  });
+}
+
 /** A VMCluster that becomes operational once `readyAfterMs` passed on the test's clock. */
 function world(readyAfterMs: number) {
   let now = start;
   const slept: number[] = [];
   const kube = new MemoryKube();
-  const put = (status: string) =>
-    kube.put({
-      apiVersion: 'operator.victoriametrics.com/v1beta1',
-      kind: 'VMCluster',
-      metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
-      status: { updateStatus: status, observedGeneration: 2 },
-    });
+  const put = (status: string) => putCluster(kube, status);
   put('expanding');
   const sleep = async (ms: number) => {
     slept.push(ms);
@@ -104,13 +108,7 @@ test("a reading that returns no state leaves none to the next: a failure after a
   // paused), then failed again at 2 s: a new failure, counted from 2 s — not the old one, 60 s old by 10 s.
   let now = start;
   const kube = new MemoryKube();
-  const put = (status: string) =>
-    kube.put({
-      apiVersion: 'operator.victoriametrics.com/v1beta1',
-      kind: 'VMCluster',
-      metadata: { name: 'vm-zone-a', namespace: 'vm', generation: 2 },
-      status: { updateStatus: status, observedGeneration: 2, reason: 'cannot update statefulset' },
-    });
+  const put = (status: string) => putCluster(kube, status, 'cannot update statefulset');
   put('expanding');
   const sleep = async (ms: number) => {
     now += ms;
